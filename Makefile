@@ -1,0 +1,28 @@
+# Two commands on a fresh machine: `make train` and `make test`. Each creates .venv when missing.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup train test test-fast bench clean
+
+$(BIN)/.installed: pyproject.toml constraints.txt
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first, pinned, so nothing below can pull a multi-GB CUDA build.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet -c constraints.txt -e '.[dev]'
+	touch $@
+
+setup: $(BIN)/.installed
+
+train: $(BIN)/.installed
+	$(BIN)/deepcfr train
+
+test: $(BIN)/.installed
+	$(BIN)/python -m pytest -q
+
+test-fast: $(BIN)/.installed
+	$(BIN)/python -m pytest -q -m "not slow"
+
+clean:
+	rm -rf $(VENV) runs .pytest_cache
