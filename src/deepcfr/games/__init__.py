@@ -1,0 +1,1 @@
+"""Games: batched engines, reference engines, encodings, bots. Knows nothing of CFR."""

@@ -1,0 +1,99 @@
+"""The batched game API every game implements, and the state helpers shared by all of them.
+
+A batched engine advances N games at once. Its state is a dataclass whose fields are tensors
+with a leading batch dimension (plus, optionally, non-tensor metadata fields marked with
+``field(metadata={"static": True})`` that are shared by every row).
+
+Conventions (all games):
+- ``step(state, actions)`` updates ``state`` in place and returns it; rows that are already
+  terminal are left unchanged whatever their action. Call ``clone_state`` first to keep the old
+  state (traversal branches with ``index_state``, which copies).
+- ``observe(state, player)`` returns the compact information state ``[n, obs_size]`` of
+  ``obs_dtype`` (small ints). It contains everything that player may know, and the observer's
+  seat, so that ``obs_player(obs)`` recovers it: a policy needs nothing but obs and mask.
+- ``encode(obs)`` is a pure batched function ``[n, obs_size] -> [n, feature_size]`` float32.
+- A *policy* is a callable ``policy(obs, mask) -> probs [n, A]`` (rows sum to 1, zero on
+  illegal actions). A *bot* is an object with ``act(obs, mask, generator) -> actions [n]``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Callable, Protocol, Sequence, TypeVar, runtime_checkable
+
+import torch
+
+S = TypeVar("S")
+
+Policy = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+
+class IllegalActionError(ValueError):
+    """An action that is not legal in the state it was applied to."""
+
+
+@runtime_checkable
+class BatchedGame(Protocol):
+    name: str
+    version: int  # bump when rules, observation layout or encoding change (checkpoints check it)
+    num_players: int  # always 2 here
+    num_actions: int  # A
+    obs_size: int  # K
+    obs_dtype: torch.dtype
+    feature_size: int  # F
+    max_game_length: int  # upper bound on decisions in one game (a cap for long games)
+
+    def init(self, n: int, generator: torch.Generator | None = None, device: str | torch.device = "cpu") -> Any: ...
+    def current_player(self, state: Any) -> torch.Tensor: ...
+    def legal_mask(self, state: Any) -> torch.Tensor: ...
+    def step(self, state: Any, actions: torch.Tensor, check: bool = False) -> Any: ...
+    def is_terminal(self, state: Any) -> torch.Tensor: ...
+    def returns(self, state: Any) -> torch.Tensor: ...
+    def observe(self, state: Any, player: int | torch.Tensor) -> torch.Tensor: ...
+    def encode(self, obs: torch.Tensor) -> torch.Tensor: ...
+    def obs_player(self, obs: torch.Tensor) -> torch.Tensor: ...
+    def action_name(self, action: int) -> str: ...
+    def config_dict(self) -> dict: ...
+
+
+def _tensor_fields(state: Any):
+    for f in dataclasses.fields(state):
+        if not f.metadata.get("static", False):
+            yield f.name
+
+
+def index_state(state: S, idx: torch.Tensor) -> S:
+    """Rows ``idx`` of a batched state (a copy; ``idx`` may repeat rows or be a bool mask)."""
+    return dataclasses.replace(state, **{k: getattr(state, k)[idx] for k in _tensor_fields(state)})
+
+
+def clone_state(state: S) -> S:
+    return dataclasses.replace(state, **{k: getattr(state, k).clone() for k in _tensor_fields(state)})
+
+
+def concat_states(states: Sequence[S]) -> S:
+    first = states[0]
+    return dataclasses.replace(
+        first, **{k: torch.cat([getattr(s, k) for s in states], dim=0) for k in _tensor_fields(first)}
+    )
+
+
+def state_to(state: S, device: str | torch.device) -> S:
+    return dataclasses.replace(state, **{k: getattr(state, k).to(device) for k in _tensor_fields(state)})
+
+
+def batch_size(state: Any) -> int:
+    return getattr(state, next(iter(_tensor_fields(state)))).shape[0]
+
+
+def sample_from_probs(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One action per row from ``probs [n, A]`` by Gumbel-max (no torch.multinomial, no sync);
+    zero-probability actions are never chosen."""
+    u = torch.rand(probs.shape, generator=generator, device=probs.device, dtype=torch.float32)
+    gumbel = -torch.log(-torch.log(u.clamp_(min=1e-20)))
+    return (probs.float().log() + gumbel).argmax(dim=1)
+
+
+def uniform_policy(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    m = mask.to(torch.float32)
+    return m / m.sum(dim=1, keepdim=True)

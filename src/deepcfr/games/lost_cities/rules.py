@@ -1,0 +1,124 @@
+"""Lost Cities rule parameters (see LOST_CITIES_RULES.md), named variants, card and action indexing.
+
+Card kinds: kind 0 is a wager, kinds 1..n_ranks are numbered cards of value min_rank + kind - 1.
+A *kind index* is ``k = colour * (n_ranks + 1) + kind`` (K = n_colors * (n_ranks + 1) kinds).
+A *physical card id* is ``colour * (n_wagers + n_ranks) + j``: j < n_wagers are the colour's
+wager copies, j >= n_wagers the numbered card of kind ``j - n_wagers + 1``.
+
+Actions (A = 2K + 1 + n_colors):
+  ``k``            play a card of kind k onto the own expedition
+  ``K + k``        discard a card of kind k onto its colour's pile
+  ``2K``           draw from the deck
+  ``2K + 1 + c``   draw the top card of discard pile c
+"""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, model_validator
+
+COLOR_NAMES = ["red", "green", "blue", "white", "yellow", "purple", "orange", "black", "pink", "cyan"]
+
+
+class LostCitiesRules(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_colors: int = 5
+    n_ranks: int = 9
+    min_rank: int = 2
+    n_wagers: int = 3
+    hand_size: int = 8
+    expedition_cost: int = -20
+    bonus_threshold: int = 8
+    bonus: int = 20
+    ply_cap: int = 1000  # decisions after which a game is cut off and scored as it stands
+    utility: str = "score_diff"  # or "win_loss"
+
+    @model_validator(mode="after")
+    def _check(self) -> "LostCitiesRules":
+        def bad(name: str, why: str):
+            raise ValueError(f"invalid Lost Cities rule {name}={getattr(self, name)!r}: {why}")
+
+        if not 1 <= self.n_colors <= len(COLOR_NAMES):
+            bad("n_colors", f"must be between 1 and {len(COLOR_NAMES)}")
+        if not 1 <= self.n_ranks <= 20:
+            bad("n_ranks", "must be between 1 and 20")
+        if not 0 <= self.n_wagers <= 5:
+            bad("n_wagers", "must be between 0 and 5")
+        if self.min_rank < 1:
+            bad("min_rank", "must be at least 1")
+        if self.hand_size < 1:
+            bad("hand_size", "must be at least 1")
+        if self.deck_size < 2 * self.hand_size + 1:
+            bad("hand_size", f"deck of {self.deck_size} cards needs at least 2 * hand_size + 1 cards")
+        if self.deck_size > 200:
+            bad("n_colors", f"deck of {self.deck_size} cards is larger than the supported 200")
+        if self.bonus_threshold < 1:
+            bad("bonus_threshold", "must be at least 1")
+        if self.ply_cap < 2:
+            bad("ply_cap", "must be at least 2")
+        if self.utility not in ("score_diff", "win_loss"):
+            bad("utility", "must be 'score_diff' or 'win_loss'")
+        return self
+
+    # Derived sizes -------------------------------------------------------------------------
+    @property
+    def cards_per_color(self) -> int:
+        return self.n_wagers + self.n_ranks
+
+    @property
+    def deck_size(self) -> int:
+        return self.n_colors * (self.n_wagers + self.n_ranks)
+
+    @property
+    def num_kinds(self) -> int:
+        return self.n_colors * (self.n_ranks + 1)
+
+    @property
+    def num_actions(self) -> int:
+        return 2 * self.num_kinds + 1 + self.n_colors
+
+    @property
+    def draw_deck_action(self) -> int:
+        return 2 * self.num_kinds
+
+    def kind_value(self, kind: int) -> int:
+        return 0 if kind == 0 else self.min_rank + kind - 1
+
+    def card_color(self, card: int) -> int:
+        return card // self.cards_per_color
+
+    def card_kind(self, card: int) -> int:
+        j = card % self.cards_per_color
+        return 0 if j < self.n_wagers else j - self.n_wagers + 1
+
+    def card_kind_index(self, card: int) -> int:
+        return self.card_color(card) * (self.n_ranks + 1) + self.card_kind(card)
+
+    def kind_name(self, k: int) -> str:
+        c, kind = divmod(k, self.n_ranks + 1)
+        return f"{COLOR_NAMES[c]} {'wager' if kind == 0 else self.kind_value(kind)}"
+
+    def action_name(self, a: int) -> str:
+        K = self.num_kinds
+        if not 0 <= a < self.num_actions:
+            raise ValueError(f"action {a} out of range 0..{self.num_actions - 1}")
+        if a < K:
+            return f"play {self.kind_name(a)}"
+        if a < 2 * K:
+            return f"discard {self.kind_name(a - K)}"
+        if a == 2 * K:
+            return "draw deck"
+        return f"draw pile {COLOR_NAMES[a - 2 * K - 1]}"
+
+
+VARIANTS: dict[str, dict] = {
+    "classic": {},
+    "mini": dict(n_colors=3, n_ranks=5, min_rank=2, n_wagers=1, hand_size=5,
+                 expedition_cost=-10, bonus_threshold=5, bonus=10),
+}
+
+
+def make_rules(variant: str = "classic", **overrides) -> LostCitiesRules:
+    if variant not in VARIANTS:
+        raise ValueError(f"unknown Lost Cities variant {variant!r}; valid: {', '.join(VARIANTS)}")
+    return LostCitiesRules(**{**VARIANTS[variant], **overrides})
