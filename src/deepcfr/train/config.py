@@ -1,0 +1,205 @@
+"""Training configuration: YAML validated by pydantic. Unknown keys and bad values are errors
+that name the key; ``--set section.key=value`` overrides any field. Every field is documented
+where it is declared."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+
+class _Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class GameConfig(_Section):
+    name: Literal["kuhn", "leduc", "lost_cities"] = "lost_cities"
+    variant: str = "classic"  # Lost Cities rule variant (classic | mini)
+    rules: dict[str, Any] = Field(default_factory=dict)  # Lost Cities rule overrides (e.g. ply_cap)
+
+
+class RunConfig(_Section):
+    seed: int = 0
+    device: str = "cpu"  # trainer device: cpu | cuda | cuda:N | auto (cuda when present)
+    iterations: int = Field(100, ge=1)  # CFR iterations
+    time_budget_seconds: float | None = Field(None, gt=0)  # stop after this much wall time (then checkpoint)
+    threads: int = Field(0, ge=0)  # torch intra-op threads in the trainer; 0 = leave torch's default
+    amp: Literal["off", "fp16", "bf16"] = "off"  # mixed precision for network training (CUDA only)
+    compile: bool = False  # torch.compile the training networks
+    progress: bool = True  # live progress display for long phases
+
+
+class NetworkConfig(_Section):
+    hidden_size: int = Field(128, ge=1)
+    num_layers: int = Field(2, ge=1)
+    activation: Literal["relu", "gelu", "silu", "tanh"] = "relu"
+    layer_norm: bool = False
+
+
+class TraversalConfig(_Section):
+    algorithm: Literal["external", "outcome"] = "outcome"  # external sampling only for kuhn/leduc
+    traversals_per_player: int = Field(1000, ge=1)  # traversals per player per iteration
+    batch_size: int = Field(1024, ge=1)  # traversals run in lockstep per batch
+    epsilon: float = Field(0.6, ge=0.0, le=1.0)  # outcome sampling: exploration at traverser nodes
+    importance_clip: float | None = Field(None, gt=0)  # clip importance-corrected values to +-this
+    unsampled_target: Literal["zero", "mean"] = "zero"  # outcome sampling: value of unsampled actions
+    opponent: Literal["current", "average", "league"] = "current"  # opponent policy during traversal
+    executor: Literal["inline", "processes", "ray"] = "inline"
+    num_workers: int = Field(2, ge=1)  # processes/ray executors
+    worker_batch_size: int = Field(256, ge=1)  # lockstep traversals per worker task
+    inference_backend: Literal["local", "server"] = "local"
+
+
+class RegretMatchingConfig(_Section):
+    fallback: Literal["argmax", "uniform"] = "argmax"  # when no advantage is positive
+
+
+class MemoryConfig(_Section):
+    advantage_capacity: int = Field(1_000_000, ge=1)  # per player
+    strategy_capacity: int = Field(1_000_000, ge=1)
+    device: Literal["train", "cpu", "cpu_pinned"] = "train"  # where samples live
+
+
+class AdvantageTrainConfig(_Section):
+    train_steps: int = Field(200, ge=0)  # SGD steps per player per iteration
+    batch_size: int = Field(1024, ge=1)
+    lr: float = Field(1e-3, gt=0)
+    grad_clip: float | None = Field(1.0, gt=0)
+    reinit: bool = True  # retrain from scratch each iteration (Deep CFR) or warm-start
+    weighting: Literal["linear", "uniform", "discounted"] = "linear"
+    discount_alpha: float = 1.5  # discounted CFR: weight t^alpha / (t^alpha + 1)
+
+
+class StrategyTrainConfig(_Section):
+    every: int = Field(1, ge=0)  # train the strategy net every k iterations (0 = only at the end)
+    train_steps: int = Field(200, ge=0)
+    batch_size: int = Field(1024, ge=1)
+    lr: float = Field(1e-3, gt=0)
+    grad_clip: float | None = Field(1.0, gt=0)
+    reinit: bool = False
+    weighting: Literal["linear", "uniform", "discounted"] = "linear"
+
+
+class LeagueConfig(_Section):
+    size: int = Field(20, ge=1)  # frozen snapshots kept
+    snapshot_every: int = Field(1, ge=1)
+    recent_window: int = Field(5, ge=1)
+    weight_current: float = Field(0.5, ge=0)
+    weight_recent: float = Field(0.3, ge=0)
+    weight_older: float = Field(0.2, ge=0)
+    weight_anchor: float = Field(0.0, ge=0)
+    anchor_bot: str | None = None  # e.g. heuristic_careful
+
+
+class EvalConfig(_Section):
+    every: int = Field(5, ge=0)  # iterations between evaluations (0 = never during training)
+    games: int = Field(500, ge=2)  # Lost Cities games per opponent (paired deals)
+    opponents: list[str] = Field(default_factory=lambda: ["random", "discard_only", "heuristic_careful"])
+    policies: list[Literal["average", "current"]] = Field(default_factory=lambda: ["average", "current"])
+
+
+class CheckpointConfig(_Section):
+    every: int = Field(10, ge=0)  # keep a numbered checkpoint every k iterations (0 = only latest)
+    save_memories: bool = True  # include replay memories (needed for exact resume)
+
+
+class InferenceServerConfig(_Section):
+    device: str = "auto"
+    max_batch: int = Field(65536, ge=1)
+    batch_window_us: int = Field(200, ge=0)
+    weight_sync_every: int = Field(1, ge=1)
+
+
+class RayConfig(_Section):
+    address: str = ""  # empty = start a local Ray
+
+
+class TrainConfig(_Section):
+    game: GameConfig = Field(default_factory=GameConfig)
+    run: RunConfig = Field(default_factory=RunConfig)
+    network: NetworkConfig = Field(default_factory=NetworkConfig)
+    traversal: TraversalConfig = Field(default_factory=TraversalConfig)
+    regret_matching: RegretMatchingConfig = Field(default_factory=RegretMatchingConfig)
+    memory: MemoryConfig = Field(default_factory=MemoryConfig)
+    advantage: AdvantageTrainConfig = Field(default_factory=AdvantageTrainConfig)
+    strategy: StrategyTrainConfig = Field(default_factory=StrategyTrainConfig)
+    league: LeagueConfig = Field(default_factory=LeagueConfig)
+    eval: EvalConfig = Field(default_factory=EvalConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    inference_server: InferenceServerConfig = Field(default_factory=InferenceServerConfig)
+    ray: RayConfig = Field(default_factory=RayConfig)
+
+    @model_validator(mode="after")
+    def _check(self) -> "TrainConfig":
+        if self.traversal.algorithm == "external" and self.game.name == "lost_cities":
+            raise ValueError("traversal.algorithm: external sampling is only for kuhn and leduc; use 'outcome'")
+        if self.traversal.opponent == "league" and self.league.anchor_bot is None and self.league.weight_anchor > 0:
+            raise ValueError("league.weight_anchor > 0 needs league.anchor_bot")
+        return self
+
+
+class ConfigError(ValueError):
+    """A config file or override that cannot be used; the message names the key."""
+
+
+def _format_validation_error(err: ValidationError, source: str) -> str:
+    lines = []
+    for e in err.errors():
+        key = ".".join(str(p) for p in e["loc"]) or "(top level)"
+        if e["type"] == "extra_forbidden":
+            lines.append(f"unknown key '{key}'")
+        else:
+            lines.append(f"{key}: {e['msg']}")
+    return f"invalid config ({source}): " + "; ".join(lines)
+
+
+def _parse_value(text: str) -> Any:
+    # YAML scalars: 1e-3, true, null, [a, b] all parse as a user would expect.
+    return yaml.safe_load(text) if text != "" else ""
+
+
+def apply_overrides(data: dict, overrides: list[str]) -> dict:
+    """Apply ``section.key=value`` overrides to a raw config dict (before validation)."""
+    for item in overrides:
+        if "=" not in item:
+            raise ConfigError(f"override {item!r} must look like section.key=value")
+        path, value = item.split("=", 1)
+        keys = path.strip().split(".")
+        if any(not k for k in keys):
+            raise ConfigError(f"override {item!r}: empty key in {path!r}")
+        node = data
+        for k in keys[:-1]:
+            node = node.setdefault(k, {})
+            if not isinstance(node, dict):
+                raise ConfigError(f"override {item!r}: '{k}' is not a section")
+        node[keys[-1]] = _parse_value(value)
+    return data
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    data: dict = {}
+    source = "defaults"
+    if path is not None:
+        p = Path(path)
+        if not p.is_file():
+            raise ConfigError(f"config file not found: {p}")
+        try:
+            loaded = yaml.safe_load(p.read_text())
+        except yaml.YAMLError as e:
+            raise ConfigError(f"config file {p} is not valid YAML: {e}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise ConfigError(f"config file {p} must hold a mapping of sections")
+        data = loaded or {}
+        source = str(p)
+    data = apply_overrides(data, overrides or [])
+    try:
+        return TrainConfig.model_validate(data)
+    except ValidationError as e:
+        raise ConfigError(_format_validation_error(e, source)) from None
+
+
+def dump_config(config: TrainConfig) -> str:
+    return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
