@@ -1,0 +1,165 @@
+"""Batched head-to-head matches between two sides (bots or policy callables).
+
+All games of a match advance in lockstep: at each step the games where A is to move are decided
+by one call to A, those where B is to move by one call to B. Deals are paired: each deal is
+played twice, once with A in seat 0 and once with A in seat 1, so that luck of the deal cancels;
+the confidence interval is computed over deal pairs because the two games of a pair are
+correlated.
+
+A *side* is either a bot (an object with ``act(obs, mask, generator) -> actions``) or a policy
+callable ``policy(obs, mask) -> probs [n, A]``, from which actions are sampled (wrap a policy to
+make it greedy if that is wanted).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field
+from typing import Any, Callable, Union
+
+import torch
+
+from ..games.base import clone_state, concat_states, sample_from_probs
+
+Side = Union[Any, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
+
+
+@dataclass
+class MatchResult:
+    """Outcome of a match, from A's point of view (score differences are A minus B)."""
+
+    games: int
+    wins: int
+    draws: int
+    losses: int
+    win_rate: float  # (wins + draws / 2) / games
+    mean_score_diff: float  # points for Lost Cities, chips for poker
+    score_diff_ci95: float  # half-width of the 95% CI of mean_score_diff, over deal pairs
+    mean_score_a: float
+    mean_score_b: float
+    mean_game_length: float  # decisions per game
+    cut_off_games: int  # games ended by the ply cap rather than by the rules
+    diagnostics: dict = field(default_factory=dict)  # game-specific (Lost Cities: expeditions)
+
+    def to_dict(self) -> dict:
+        d = asdict(self)
+        diagnostics = d.pop("diagnostics")
+        d.update(diagnostics)
+        return d
+
+
+def side_name(side: Side) -> str:
+    return str(getattr(side, "name", getattr(side, "__name__", type(side).__name__)))
+
+
+def _decide(side: Side, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
+    if hasattr(side, "act"):
+        return side.act(obs, mask, generator)
+    probs = side(obs, mask)
+    # A policy must never put weight on an illegal action; masking here keeps a sloppy policy
+    # from breaking the game, while an all-zero legal row falls back to uniform.
+    probs = probs.float() * mask
+    probs = torch.where(probs.sum(dim=1, keepdim=True) > 0, probs, mask.float())
+    return sample_from_probs(probs, generator)
+
+
+def _scores(game, state) -> torch.Tensor:
+    """Per-seat game scores ``[n, 2]``: points where the game has them, else utilities."""
+    if hasattr(game, "scores"):
+        return game.scores(state).to(torch.float64)
+    return game.returns(state).to(torch.float64)
+
+
+def play_match(
+    game,
+    policy_a: Side,
+    policy_b: Side,
+    games: int,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+) -> MatchResult:
+    """Play ``games`` games (an even number: ``games / 2`` deals, each in both seat orders) of A
+    against B and return the result from A's point of view."""
+    if games < 2 or games % 2 != 0:
+        raise ValueError(f"games must be a positive even number (paired deals), got {games}")
+    device = torch.device(device)
+    pairs = games // 2
+    deal_gen = torch.Generator(device="cpu").manual_seed(seed)
+    action_gen = torch.Generator(device=device).manual_seed(seed + 1)
+
+    first = game.init(pairs, generator=deal_gen, device=device)
+    state = concat_states([first, clone_state(first)])  # rows i and pairs + i share a deal
+    seat_a = torch.cat([torch.zeros(pairs, dtype=torch.long), torch.ones(pairs, dtype=torch.long)]).to(device)
+
+    decisions = torch.zeros(games, dtype=torch.long, device=device)
+    max_steps = int(getattr(game, "max_game_length", 10**6))
+    for _ in range(max_steps + 1):
+        done = game.is_terminal(state)
+        if bool(done.all()):
+            break
+        live = ~done
+        # Some games report no seat (-1) for finished rows; observe them as seat 0 (unused).
+        player = torch.where(live, game.current_player(state), 0)
+        mask = game.legal_mask(state)
+        obs = game.observe(state, player)
+        actions = torch.zeros(games, dtype=torch.long, device=device)
+        a_moves = live & (player == seat_a)
+        for side, rows in ((policy_a, a_moves), (policy_b, live & ~a_moves)):
+            idx = rows.nonzero().squeeze(1)
+            if idx.numel():
+                actions[idx] = _decide(side, obs[idx], mask[idx], action_gen).to(device)
+        state = game.step(state, actions)
+        decisions += live.long()
+    else:
+        raise RuntimeError(f"{game.name}: games still running after max_game_length={max_steps} decisions")
+
+    rows = torch.arange(games, device=device)
+    scores = _scores(game, state)
+    score_a = scores[rows, seat_a]
+    score_b = scores[rows, 1 - seat_a]
+    diff = score_a - score_b
+    pair_diff = (diff[:pairs] + diff[pairs:]) / 2
+    ci95 = 1.96 * pair_diff.std(unbiased=True).item() / math.sqrt(pairs) if pairs > 1 else float("nan")
+    wins = int((diff > 0).sum())
+    draws = int((diff == 0).sum())
+    cut_off = int(game.cut_off(state).sum()) if hasattr(game, "cut_off") else 0
+
+    diagnostics = {}
+    if getattr(game, "name", None) == "lost_cities":
+        diagnostics = _lost_cities_diagnostics(game, state, seat_a)
+
+    return MatchResult(
+        games=games,
+        wins=wins,
+        draws=draws,
+        losses=games - wins - draws,
+        win_rate=(wins + 0.5 * draws) / games,
+        mean_score_diff=diff.mean().item(),
+        score_diff_ci95=ci95,
+        mean_score_a=score_a.mean().item(),
+        mean_score_b=score_b.mean().item(),
+        mean_game_length=decisions.double().mean().item(),
+        cut_off_games=cut_off,
+        diagnostics=diagnostics,
+    )
+
+
+def _lost_cities_diagnostics(game, state, seat_a: torch.Tensor) -> dict:
+    """Expeditions opened and expeditions scoring below zero, per game, for A and B (read from
+    each side's own final observation)."""
+    from ..games.lost_cities.layout import decode
+
+    rules = game.rules
+    kinds = torch.arange(rules.n_ranks + 1, device=seat_a.device)
+    value = torch.where(kinds >= 1, rules.min_rank + kinds - 1, 0)
+    out = {}
+    for label, seat in (("a", seat_a), ("b", 1 - seat_a)):
+        exp = decode(rules, game.observe(state, seat)).my_expedition  # [n, C, R1]
+        cards = exp.sum(dim=2)
+        opened = cards > 0
+        score = (exp * value).sum(dim=2) + rules.expedition_cost
+        score = score * (1 + exp[:, :, 0]) + rules.bonus * (cards >= rules.bonus_threshold)
+        out[f"expeditions_opened_{label}"] = opened.sum(dim=1).double().mean().item()
+        out[f"negative_expeditions_{label}"] = (opened & (score < 0)).sum(dim=1).double().mean().item()
+        out[f"wagers_played_{label}"] = exp[:, :, 0].sum(dim=1).double().mean().item()
+    return out

@@ -1,0 +1,59 @@
+"""Bots: batched fixed players, and a registry building them by name for a game.
+
+A bot is an object with a ``name`` and ``act(obs, mask, generator=None) -> actions [n] long``.
+It sees only what the player to move may know (the compact observation) and the legal mask, and
+decides for the whole batch at once (no Python loop over games).
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol, runtime_checkable
+
+import torch
+
+from .base import sample_from_probs
+
+
+@runtime_checkable
+class Bot(Protocol):
+    name: str
+
+    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor: ...
+
+
+class RandomBot:
+    """Uniform over the legal actions (any game)."""
+
+    name = "random"
+
+    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        return sample_from_probs(mask.to(torch.float32), generator)
+
+
+def _generic_bots(game) -> dict[str, Callable[[], Bot]]:
+    return {"random": RandomBot}
+
+
+def _game_bots(game) -> dict[str, Callable[[], Bot]]:
+    """Bot factories for ``game`` by name: the generic ones, then the game's own."""
+    factories = dict(_generic_bots(game))
+    if getattr(game, "name", None) == "lost_cities":
+        from .lost_cities.bots import lost_cities_bot_factories
+
+        factories.update(lost_cities_bot_factories(game.rules))
+    return factories
+
+
+def bot_names(game) -> list[str]:
+    """The bot names ``make_bot`` accepts for ``game``."""
+    return list(_game_bots(game))
+
+
+def make_bot(game, name: str) -> Bot:
+    """Build the bot called ``name`` for ``game``; unknown names raise ValueError listing the valid ones."""
+    factories = _game_bots(game)
+    if name not in factories:
+        raise ValueError(
+            f"unknown bot {name!r} for game {getattr(game, 'name', game)!r}; valid bots: {', '.join(factories)}"
+        )
+    return factories[name]()
