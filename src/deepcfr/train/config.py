@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 
 class _Section(BaseModel):
@@ -30,6 +30,12 @@ class RunConfig(_Section):
     amp: Literal["off", "fp16", "bf16"] = "off"  # mixed precision for network training (CUDA only)
     compile: bool = False  # torch.compile the training networks
     progress: bool = True  # live progress display for long phases
+
+    @field_validator("amp", mode="before")
+    @classmethod
+    def _amp_off(cls, value: Any) -> Any:
+        # YAML reads an unquoted `off` (e.g. `--set run.amp=off`) as false.
+        return "off" if value is False else value
 
 
 class NetworkConfig(_Section):
@@ -61,6 +67,10 @@ class MemoryConfig(_Section):
     advantage_capacity: int = Field(1_000_000, ge=1)  # per player
     strategy_capacity: int = Field(1_000_000, ge=1)
     device: Literal["train", "cpu", "cpu_pinned"] = "train"  # where samples live
+    # Stored regret targets and recorded policies: float16 (default; values are clamped to its
+    # range and clamps counted in memory/target_overflow), bfloat16 (wider range, less precision)
+    # or float32. Only the legal actions' values are stored (sparse), so a sample costs bytes.
+    target_dtype: Literal["float16", "bfloat16", "float32"] = "float16"
 
 
 class AdvantageTrainConfig(_Section):
@@ -69,8 +79,21 @@ class AdvantageTrainConfig(_Section):
     lr: float = Field(1e-3, gt=0)
     grad_clip: float | None = Field(1.0, gt=0)
     reinit: bool = True  # retrain from scratch each iteration (Deep CFR) or warm-start
+    # learning rate over one iteration's train_steps: constant, or decayed to lr_final_fraction * lr
+    # (cosine | linear); decay removes the final-iterate jitter that limits precision in small games
+    lr_schedule: Literal["constant", "cosine", "linear"] = "constant"
+    lr_final_fraction: float = Field(0.0, ge=0.0, le=1.0)
+    # the iteration's peak learning rate is lr * t^-lr_iteration_decay: with warm starts the target
+    # moves by O(1/t) per iteration, so a shrinking step keeps precision growing (0 = constant)
+    lr_iteration_decay: float = Field(0.0, ge=0.0)
+    # regret targets are divided by this before the loss (regret matching ignores a positive
+    # scale, so outputs are never rescaled): networks fit O(1) values much faster. None = the
+    # RMS of the first iteration's targets (fixed from then on and saved with the run)
+    target_scale: float | None = Field(None, gt=0)
     weighting: Literal["linear", "uniform", "discounted"] = "linear"
-    discount_alpha: float = 1.5  # discounted CFR: weight t^alpha / (t^alpha + 1)
+    # discounted CFR: regrets are discounted by t^alpha / (t^alpha + 1) after each iteration t,
+    # so a sample of iteration s weighs prod_{t<s} (1 + t^-alpha) relative to iteration 1
+    discount_alpha: float = 1.5
 
 
 class StrategyTrainConfig(_Section):
@@ -80,7 +103,11 @@ class StrategyTrainConfig(_Section):
     lr: float = Field(1e-3, gt=0)
     grad_clip: float | None = Field(1.0, gt=0)
     reinit: bool = False
+    lr_schedule: Literal["constant", "cosine", "linear"] = "constant"  # as advantage.lr_schedule
+    lr_final_fraction: float = Field(0.0, ge=0.0, le=1.0)
+    lr_iteration_decay: float = Field(0.0, ge=0.0)  # as advantage.lr_iteration_decay
     weighting: Literal["linear", "uniform", "discounted"] = "linear"
+    discount_gamma: float = 2.0  # discounted CFR's average strategy: a sample of iteration t weighs t^gamma
 
 
 class LeagueConfig(_Section):
@@ -99,11 +126,17 @@ class EvalConfig(_Section):
     games: int = Field(500, ge=2)  # Lost Cities games per opponent (paired deals)
     opponents: list[str] = Field(default_factory=lambda: ["random", "discard_only", "heuristic_careful"])
     policies: list[Literal["average", "current"]] = Field(default_factory=lambda: ["average", "current"])
+    # Kuhn/Leduc: also track the exact reach-weighted average of the sigma_t played (as in Single
+    # Deep CFR; no strategy-network error) and report exploitability/mixture
+    exact_average: bool = True
 
 
 class CheckpointConfig(_Section):
     every: int = Field(10, ge=0)  # keep a numbered checkpoint every k iterations (0 = only latest)
     save_memories: bool = True  # include replay memories (needed for exact resume)
+    # numbered checkpoints (iter_*.pt) keep the replay memories too; off by default since memories
+    # dominate the size (latest.pt, the one resumed from, always has them when save_memories)
+    numbered_memories: bool = False
 
 
 class InferenceServerConfig(_Section):

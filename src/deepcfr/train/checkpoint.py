@@ -1,0 +1,209 @@
+"""Checkpoint files: atomic save, checked load.
+
+A checkpoint is one ``torch.save`` of a dict payload whose ``meta`` entry describes what it
+holds: ``{format_version, game, game_version, game_config, network, iteration, created}``.
+``network`` is the network config plus the input/output sizes, so a checkpoint refuses to load
+into a run whose game, rules or network shapes differ. The rest of the payload is the
+trainer's state (networks, optimisers, memories, RNG, league).
+
+Writes go to a temporary file in the same directory, are flushed and fsynced, then renamed over
+the target, so a crash mid-save leaves the previous checkpoint intact. Checkpoints are pickles:
+load only files you trust (your own runs).
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import os
+import tempfile
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+
+FORMAT_VERSION = 1
+FORMAT_NAME = "deepcfr-checkpoint"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint that cannot be used: missing, corrupt, of another format, or for another
+    game/network. The message names the file and the problem."""
+
+
+# ---------------------------------------------------------------------------- meta
+def game_params(config: Any) -> dict[str, Any]:
+    """Keyword arguments for ``make_game`` from a TrainConfig's ``game`` section."""
+    game = config.game
+    if game.name == "lost_cities":
+        return {"variant": game.variant, **dict(game.rules)}
+    return {}
+
+
+def make_game_from_config(config: Any):
+    from deepcfr.games.registry import make_game
+
+    return make_game(config.game.name, **game_params(config))
+
+
+def network_meta(config: Any, game: Any) -> dict[str, Any]:
+    """The network shape a checkpoint records: config plus input/output sizes."""
+    return {**config.network.model_dump(mode="json"), "input_size": int(game.feature_size), "output_size": int(game.num_actions)}
+
+
+def expected_meta(config: Any, game: Any | None = None) -> dict[str, Any]:
+    """What a checkpoint must match to be loaded by a run with ``config`` (game, version, rules,
+    network shapes)."""
+    game = game if game is not None else make_game_from_config(config)
+    return {
+        "game": game.name,
+        "game_version": int(game.version),
+        "game_config": _plain(game.config_dict()),
+        "network": network_meta(config, game),
+    }
+
+
+def make_meta(config: Any, iteration: int, game: Any | None = None) -> dict[str, Any]:
+    """The full ``meta`` entry for a checkpoint of ``config`` after ``iteration`` iterations."""
+    return {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        **expected_meta(config, game),
+        "iteration": int(iteration),
+        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+    }
+
+
+def _plain(value: Any) -> Any:
+    """Tuples to lists (so a value survives YAML/JSON round trips and compares equal)."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _diff(expected: Any, actual: Any, key: str) -> tuple[str, Any, Any] | None:
+    if isinstance(expected, Mapping) and isinstance(actual, Mapping):
+        for k in expected:
+            sub = f"{key}.{k}" if key else str(k)
+            if k not in actual:
+                return sub, expected[k], "<missing>"
+            found = _diff(expected[k], actual[k], sub)
+            if found:
+                return found
+        for k in actual:
+            if k not in expected:
+                return (f"{key}.{k}" if key else str(k)), "<missing>", actual[k]
+        return None
+    return None if _plain(expected) == _plain(actual) else (key, expected, actual)
+
+
+def check_meta(meta: Mapping[str, Any], expected: Mapping[str, Any], path: str | Path = "checkpoint") -> None:
+    """Raise ``CheckpointError`` naming the first key where ``meta`` differs from ``expected``
+    (only the keys of ``expected`` are compared)."""
+    for k, want in expected.items():
+        have = meta.get(k, "<missing>")
+        found = _diff(want, have, k)
+        if found:
+            key, want_v, have_v = found
+            raise CheckpointError(
+                f"checkpoint {path} does not match this run: {key} is {have_v!r} in the checkpoint "
+                f"but {want_v!r} here"
+            )
+
+
+# ---------------------------------------------------------------------------- files
+def _fsync_dir(directory: Path) -> None:
+    try:
+        fd = os.open(directory, os.O_RDONLY)
+    except OSError:
+        return  # not supported on this platform/filesystem
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def save_checkpoint(path: str | Path, payload: dict) -> Path:
+    """Write ``payload`` (which must hold ``meta`` with ``format_version``) atomically to ``path``."""
+    path = Path(path)
+    meta = payload.get("meta") if isinstance(payload, dict) else None
+    if not isinstance(meta, dict) or "format_version" not in meta:
+        raise CheckpointError(f"checkpoint payload for {path} needs meta with format_version (see make_meta)")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    tmp = Path(tmp_name)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            torch.save(payload, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(path.parent)
+    return path
+
+
+def link_or_copy_checkpoint(src: str | Path, dst: str | Path) -> Path:
+    """Make ``dst`` hold the same checkpoint as ``src`` atomically: a hard link where the
+    filesystem allows (checkpoints are never modified in place, only replaced), else a copy."""
+    import shutil
+
+    src, dst = Path(src), Path(dst)
+    tmp = dst.parent / f".{dst.name}.{os.getpid()}.link.tmp"
+    tmp.unlink(missing_ok=True)
+    try:
+        try:
+            os.link(src, tmp)
+        except OSError:
+            shutil.copyfile(src, tmp)
+            with open(tmp, "rb+") as f:
+                os.fsync(f.fileno())
+        os.replace(tmp, dst)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
+    _fsync_dir(dst.parent)
+    return dst
+
+
+def read_meta(payload: Any, path: str | Path) -> dict[str, Any]:
+    if not isinstance(payload, dict) or not isinstance(payload.get("meta"), dict):
+        raise CheckpointError(f"{path} is not a deepcfr checkpoint (no meta)")
+    meta = payload["meta"]
+    if "format_version" not in meta:
+        raise CheckpointError(f"{path} is not a deepcfr checkpoint (meta has no format_version)")
+    if meta.get("format", FORMAT_NAME) != FORMAT_NAME:
+        raise CheckpointError(f"{path} has format {meta.get('format')!r}, expected {FORMAT_NAME!r}")
+    if meta["format_version"] != FORMAT_VERSION:
+        raise CheckpointError(
+            f"{path} has checkpoint format version {meta['format_version']!r}; this deepcfr reads version {FORMAT_VERSION}"
+        )
+    return meta
+
+
+def load_checkpoint(
+    path: str | Path,
+    expected: Mapping[str, Any] | None = None,
+    map_location: str | torch.device | None = "cpu",
+) -> dict:
+    """Load a checkpoint payload. Raises ``CheckpointError`` for a missing or corrupt file, a
+    file that is not a deepcfr checkpoint of this format version, or (with ``expected``) a
+    checkpoint whose meta differs (the message names the key and both values)."""
+    path = Path(path)
+    if not path.exists():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint path is not a file: {path}")
+    try:
+        payload = torch.load(path, map_location=map_location, weights_only=False)
+    except Exception as e:  # torch raises many types for truncated/garbled zip or pickle data
+        raise CheckpointError(f"checkpoint {path} is corrupt or truncated ({type(e).__name__}: {e})") from None
+    meta = read_meta(payload, path)
+    if expected:
+        check_meta(meta, expected, path)
+    return payload

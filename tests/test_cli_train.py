@@ -1,0 +1,184 @@
+"""End-to-end: the real command line in a subprocess (train, eval, kill + resume, errors)."""
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+SMOKE = ROOT / "configs" / "lost_cities" / "smoke.yaml"
+
+
+def _env():
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT / "src") + os.pathsep + env.get("PYTHONPATH", "")
+    env["OMP_NUM_THREADS"] = "1"
+    return env
+
+
+def _cmd(*args):
+    return [sys.executable, "-m", "deepcfr.cli.main", *map(str, args)]
+
+
+def deepcfr(*args, cwd=None, timeout=120):
+    return subprocess.run(_cmd(*args), cwd=cwd or ROOT, env=_env(), capture_output=True, text=True, timeout=timeout)
+
+
+def _json(proc) -> dict:
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    lines = [x for x in proc.stdout.splitlines() if x.strip()]
+    assert len(lines) == 1, proc.stdout  # exactly one JSON object on stdout
+    return json.loads(lines[0])
+
+
+def _iterations(run_dir: Path) -> list[int]:
+    return [json.loads(x)["iteration"] for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()]
+
+
+@pytest.fixture(scope="module")
+def smoke_run(tmp_path_factory):
+    run_dir = tmp_path_factory.mktemp("smoke") / "run"
+    proc = deepcfr("train", "--config", SMOKE, "--run-dir", run_dir, "--json")
+    return run_dir, _json(proc)
+
+
+def test_train_smoke_writes_run(smoke_run):
+    run_dir, summary = smoke_run
+    assert summary["iterations"] == 3 and summary["game"] == "lost_cities"
+    assert Path(summary["run_dir"]) == run_dir
+    for name in ("config.yaml", "metrics.jsonl", "train.log", "checkpoints/latest.pt", "checkpoints/iter_000002.pt"):
+        assert (run_dir / name).is_file(), name
+    assert list(run_dir.glob("events.out.tfevents.*"))
+    assert _iterations(run_dir) == [1, 2, 3]
+
+
+def test_eval_smoke_checkpoint(smoke_run):
+    run_dir, _ = smoke_run
+    out = _json(deepcfr("eval", "--checkpoint", run_dir / "checkpoints" / "latest.pt", "--games", 20,
+                        "--vs", "random,discard_only", "--json"))
+    assert out["game"] == "lost_cities" and out["iteration"] == 3 and out["games"] == 20
+    for opp in ("random", "discard_only"):
+        assert 0.0 <= out[f"{opp}_win_rate"] <= 1.0
+        assert isinstance(out[f"{opp}_mean_score_diff"], float)
+        assert f"{opp}_score_diff_ci95" in out
+    assert "exploitability" not in out
+
+
+def test_train_without_config_uses_shipped_cpu_config(tmp_path, monkeypatch, capsys):
+    # From another directory (in-process, to spare a start-up): the default config is found
+    # through the package, not the working directory.
+    from deepcfr.cli.main import main
+
+    monkeypatch.chdir(tmp_path)
+    code = main([
+        "train", "--iterations", "1", "--json",
+        "--set", "traversal.traversals_per_player=4", "--set", "traversal.batch_size=4",
+        "--set", "advantage.train_steps=2", "--set", "strategy.train_steps=2", "--set", "eval.every=0",
+        "--set", "memory.advantage_capacity=5000", "--set", "memory.strategy_capacity=5000",
+    ])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err[-2000:]
+    summary = json.loads(captured.out)
+    assert summary["iterations"] == 1 and summary["game"] == "lost_cities"
+    run_dir = Path(summary["run_dir"])
+    assert run_dir.parent == Path("runs") and run_dir.name.startswith("lost_cities-")
+    saved = (tmp_path / run_dir / "config.yaml").read_text()
+    assert "variant: classic" in saved and "hidden_size: 256" in saved
+    assert "run directory:" in captured.err  # with --json, human lines go to stderr
+
+
+def test_killed_run_resumes_and_finishes(tmp_path):
+    run_dir = tmp_path / "killed"
+    args = ["train", "--config", SMOKE, "--run-dir", run_dir, "--iterations", 5,
+            "--set", "traversal.traversals_per_player=192", "--set", "advantage.train_steps=30",
+            "--set", "strategy.train_steps=30", "--set", "eval.every=0", "--set", "checkpoint.every=2"]
+    proc = subprocess.Popen(_cmd(*args), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        latest = run_dir / "checkpoints" / "latest.pt"
+        deadline = time.monotonic() + 90
+        while not latest.exists() and proc.poll() is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert latest.exists(), "no checkpoint before the kill"
+        time.sleep(0.2)  # into iteration 2 (each takes about a second)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait(timeout=30)
+    killed_at = proc.returncode
+    done_before = _iterations(run_dir)
+    assert done_before and max(done_before) < 5, (killed_at, done_before)
+
+    summary = _json(deepcfr("train", "--resume", run_dir, "--json"))
+    assert summary["iterations"] == 5
+    assert _iterations(run_dir) == [1, 2, 3, 4, 5]  # nothing lost, nothing duplicated
+    assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == ["iter_000002.pt", "iter_000004.pt", "latest.pt"]
+    assert "resum" in (run_dir / "train.log").read_text()
+
+
+KUHN = """\
+game: {name: kuhn}
+run: {iterations: 3, progress: false}
+network: {hidden_size: 16, num_layers: 2}
+traversal: {algorithm: external, traversals_per_player: 64, batch_size: 64}
+memory: {advantage_capacity: 5000, strategy_capacity: 5000}
+advantage: {train_steps: 20, batch_size: 64}
+strategy: {every: 1, train_steps: 20, batch_size: 64}
+eval: {every: 0, opponents: [random]}
+checkpoint: {every: 0}
+"""
+
+
+def test_kuhn_train_and_eval_prints_exploitability(tmp_path, capsys):
+    cfg = tmp_path / "kuhn.yaml"
+    cfg.write_text(KUHN)
+    run_dir = tmp_path / "kuhn_run"
+    summary = _json(deepcfr("train", "--config", cfg, "--run-dir", run_dir, "--json"))
+    assert summary["iterations"] == 3 and summary["game"] == "kuhn"
+    out = _json(deepcfr("eval", "--checkpoint", run_dir / "checkpoints" / "latest.pt", "--games", 20, "--json"))
+    assert out["game"] == "kuhn"
+    # Exploitability is >= 0 and, in Kuhn, below 2 chips for any policy.
+    for key in ("exploitability", "average_exploitability", "current_exploitability"):
+        assert 0.0 <= out[key] < 2.0, (key, out)
+    assert "random_win_rate" in out
+    from deepcfr.cli.main import main
+
+    assert main(["eval", "--checkpoint", str(run_dir / "checkpoints" / "latest.pt"), "--games", "20"]) == 0
+    assert "exploitability" in capsys.readouterr().out  # the table form
+
+
+def _error_line(capsys, *argv) -> str:
+    """Run the command line in-process (no subprocess start-up) and return its one error line."""
+    from deepcfr.cli.main import main
+
+    code = main([str(a) for a in argv])
+    err = capsys.readouterr().err
+    assert code == 2, (code, err[-2000:])
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_errors_are_one_clear_line(tmp_path, smoke_run, capsys):
+    run_dir, _ = smoke_run
+    assert "not found" in _error_line(capsys, "train", "--config", tmp_path / "missing.yaml")
+    line = _error_line(capsys, "train", "--config", SMOKE, "--set", "network.hiden_size=3", "--run-dir", tmp_path / "x")
+    assert "network.hiden_size" in line
+    assert not (tmp_path / "x").exists()
+    assert "not found" in _error_line(capsys, "eval", "--checkpoint", tmp_path / "none.pt")
+    bad = tmp_path / "bad.pt"
+    bad.write_bytes(b"\x00garbage")
+    line = _error_line(capsys, "eval", "--checkpoint", bad)
+    assert "corrupt" in line and str(bad) in line
+    line = _error_line(capsys, "train", "--resume", run_dir, "--set", "network.hidden_size=64")
+    assert "network.hidden_size" in line
+    line = _error_line(capsys, "train", "--run-dir", run_dir, "--config", SMOKE)
+    assert "--resume" in line  # a finished run is not overwritten
+    line = _error_line(capsys, "eval", "--checkpoint", run_dir / "checkpoints" / "latest.pt", "--vs", "nobody")
+    assert "nobody" in line
+    line = _error_line(capsys, "eval", "--checkpoint", run_dir / "checkpoints" / "latest.pt", "--games", 3)
+    assert "--games" in line
