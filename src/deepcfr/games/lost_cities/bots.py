@@ -16,13 +16,15 @@ How the heuristic thinks (per colour, in points; margins scale with ``|expeditio
   Wagers go down early, only on strong colour holdings. Discarding costs the card's value to me
   (nothing when it is below my expedition top) plus its value to the opponent (nothing when it
   is below their top; most when their expedition of that colour is open).
-- *Draw decision*: take a discard pile's top card when it is playable and valuable to me (or
-  worth denying), otherwise draw from the deck; near the end, the player ahead draws from the
-  deck to finish the game, and a player behind with cards to play may take a pile card instead
+- *Draw decision*: take a discard pile's top card when it is playable in a committed colour
+  (or makes its colour worth opening), or extends an open expedition of the opponent (denial);
+  otherwise draw from the deck. Near the end, the player ahead draws from the deck to finish
+  the game, and a player behind with more cards to play than turns may take a pile card instead
   of shortening the game.
-Cycles: a pile card is only taken when it is worth more to me than the style's threshold, and
-such a card is then played rather than discarded; at most the player behind stalls, so the deck
-keeps shrinking. The ply cap still bounds any game.
+Cycles: a pile card is taken only when it is worth more than the style's threshold, and such a
+card is then kept for play, not discarded back; at most the player behind stalls, so the deck
+keeps shrinking. (Measured: no cut-off game in 18 x 2000 heuristic-vs-heuristic games, classic
+and mini.) The ply cap still bounds any game.
 """
 
 from __future__ import annotations
@@ -91,8 +93,8 @@ STYLES: dict[str, HeuristicStyle] = {
     ),
     # The strongest: coordinate-searched against the other styles (classic rules).
     "heuristic_balanced": HeuristicStyle(
-        open_margin=3.0, min_open_cards=3, future_factor=0.75, wager_margin=3.0, wager_step=2.0,
-        wager_min_cards=3, wager_min_deck=0.35, wait_tolerance=6.0, skip_weight=1.6, danger_open=0.7,
+        open_margin=5.0, min_open_cards=3, future_factor=0.75, wager_margin=3.0, wager_step=2.0,
+        wager_min_cards=3, wager_min_deck=0.25, wait_tolerance=6.0, skip_weight=1.6, danger_open=0.7,
         danger_closed=0.5, pile_threshold=3.0, deny_weight=0.4, stall_when_behind=True, end_turns=3,
     ),
     # Opens below the break-even projection, wagers on almost any committed colour, plays
@@ -112,7 +114,9 @@ class HeuristicBot:
         self.rules = rules
         self.style = style
         self.name = name
-        self._scale = (abs(rules.expedition_cost) if rules.expedition_cost != 0 else rules.min_rank + rules.n_ranks - 1) / 20.0
+        # Style margins are in classic points; other rules scale them by the expedition cost.
+        cost = abs(rules.expedition_cost) or rules.min_rank + rules.n_ranks - 1
+        self._scale = cost / 20.0
 
     def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         scores = self.action_scores(obs)
@@ -184,7 +188,8 @@ class HeuristicBot:
         w_hand = (turns / committed_cards.clamp(min=1)).clamp(max=1.0)  # [n]
 
         # --- card decision: play ------------------------------------------------------------
-        skip_cost_each = (hand * w_hand[:, None, None] + unseen * (st.skip_weight * p_get)[:, None, None]) * value * above_mine
+        skip_weight = st.skip_weight * p_get
+        skip_cost_each = (hand * w_hand[:, None, None] + unseen * skip_weight[:, None, None]) * value * above_mine
         skipped = skip_cost_each.cumsum(dim=2) - skip_cost_each  # value strictly between my top and each kind
         play_numbered = st.wait_tolerance * s + (1.0 - w_hand)[:, None, None] * value - skipped
         play_numbered = torch.where(committed[:, :, None] & above_mine, play_numbered, _NEVER)
@@ -211,16 +216,16 @@ class HeuristicBot:
         top_kind = top.clamp(min=0)
         top_value = value[top_kind]
         top_playable = (top >= 1) & (top > my_top)
-        gain_numbered = torch.where(
-            committed,
-            top_value * w_hand[:, None],
-            # An uncommitted colour: the card may tip it over the opening margin.
-            top_value * ((base + top_value * (1 - p_get[:, None]) - (st.open_margin - 20.0) * s) / (20.0 * s)).clamp(0, 1) * 0.5,
-        )
-        gain = torch.where(top_playable, gain_numbered, 0.0)
+        # In an uncommitted colour a pile card counts only if it makes the colour worth opening:
+        # a card that merely "might help" would be discarded again next turn (and taken back by
+        # the opponent, turn after turn).
+        opens_with_it = ((base + top_value * (1 - st.future_factor * p_get[:, None]) >= st.open_margin * s)
+                         & (hand_count + 1 >= st.min_open_cards))
+        gain = torch.where(top_playable & (committed | opens_with_it), top_value * w_hand[:, None], 0.0)
         wager_gain = torch.where(~my_has_num & committed & (base >= st.wager_margin * s), 5.0 * s, 0.0)
         gain = torch.where(top == 0, wager_gain, gain)
-        top_danger = danger.gather(2, top_kind[:, :, None]).squeeze(2)
+        # Denial counts only against an open opponent expedition the card would extend.
+        top_danger = danger.gather(2, top_kind[:, :, None]).squeeze(2) * opp_open
         pile_scores = gain + st.deny_weight * top_danger - st.pile_threshold * s
 
         lead = exp_score(my_exp).sum(dim=1) - exp_score(opp_exp).sum(dim=1)
