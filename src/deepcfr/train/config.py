@@ -86,6 +86,9 @@ class AdvantageTrainConfig(_Section):
     # the iteration's peak learning rate is lr * t^-lr_iteration_decay: with warm starts the target
     # moves by O(1/t) per iteration, so a shrinking step keeps precision growing (0 = constant)
     lr_iteration_decay: float = Field(0.0, ge=0.0)
+    # average the weights over this final fraction of each iteration's steps and keep the average
+    # (stochastic weight averaging): cancels SGD noise like a larger batch, at no extra forward cost
+    weight_averaging: float = Field(0.0, ge=0.0, le=1.0)
     # regret targets are divided by this before the loss (regret matching ignores a positive
     # scale, so outputs are never rescaled): networks fit O(1) values much faster. None = the
     # RMS of the first iteration's targets (fixed from then on and saved with the run)
@@ -106,6 +109,7 @@ class StrategyTrainConfig(_Section):
     lr_schedule: Literal["constant", "cosine", "linear"] = "constant"  # as advantage.lr_schedule
     lr_final_fraction: float = Field(0.0, ge=0.0, le=1.0)
     lr_iteration_decay: float = Field(0.0, ge=0.0)  # as advantage.lr_iteration_decay
+    weight_averaging: float = Field(0.0, ge=0.0, le=1.0)  # as advantage.weight_averaging
     weighting: Literal["linear", "uniform", "discounted"] = "linear"
     discount_gamma: float = 2.0  # discounted CFR's average strategy: a sample of iteration t weighs t^gamma
 
