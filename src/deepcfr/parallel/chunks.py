@@ -1,0 +1,223 @@
+"""The unit of traversal work shared by every executor: a *chunk* of lockstep traversals.
+
+A :class:`ChunkSpec` names everything one batch of traversals depends on: the game's traverser,
+the iteration, how many traversals, the policies of both seats (as :class:`PolicySpec`, by
+network *name*, never by object) and a seed derived from (run seed, iteration, traverser, chunk
+index). :func:`run_chunk` runs it with a fresh generator seeded from that seed, so a chunk gives
+the same samples wherever it runs: in the trainer's process (inline), in a worker process or in
+a Ray actor. Splitting a phase's traversals into chunks is fixed by the chunk size alone, so the
+set of samples of an iteration does not depend on the executor or on the number of workers.
+
+Networks reach :func:`run_chunk` through a *network source*: anything with
+``network(name) -> callable(features [n, F]) -> outputs [n, A]`` (local modules, modules loaded
+from shared memory, or proxies of an inference server).
+
+This module knows nothing of a particular game (games are rebuilt by name through the registry)
+nor of the trainer.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Protocol, Sequence
+
+import numpy as np
+import torch
+
+from deepcfr.cfr.policies import BotPolicy, RegretMatchingPolicy, StrategyNetPolicy, UniformPolicy
+from deepcfr.cfr.traversal import TraversalStats, traverse
+
+POLICY_KINDS = ("uniform", "regret", "strategy", "bot")
+
+
+@dataclass(frozen=True)
+class GameSpec:
+    """How to rebuild a game in another process: ``make_game(name, **params)``."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+    @classmethod
+    def of(cls, name: str, params: Mapping[str, Any] | None = None) -> "GameSpec":
+        return cls(name, tuple(sorted((params or {}).items())))
+
+    def make(self):
+        from deepcfr.games.registry import make_game
+
+        return make_game(self.name, **dict(self.params))
+
+
+@dataclass(frozen=True)
+class PolicySpec:
+    """A seat's policy in a chunk. ``regret``: regret matching on network ``network``;
+    ``strategy``: masked softmax of network ``network``; ``uniform``; ``bot``: bot ``bot``
+    (drawing from the chunk's generator)."""
+
+    kind: str
+    network: str | None = None
+    bot: str | None = None
+
+    def __post_init__(self):
+        if self.kind not in POLICY_KINDS:
+            raise ValueError(f"PolicySpec.kind must be one of {POLICY_KINDS}, got {self.kind!r}")
+        if self.kind in ("regret", "strategy") and not self.network:
+            raise ValueError(f"PolicySpec(kind={self.kind!r}) needs a network name")
+        if self.kind == "bot" and not self.bot:
+            raise ValueError("PolicySpec(kind='bot') needs a bot name")
+
+
+@dataclass(frozen=True)
+class TraversalSettings:
+    """The traversal options of a run (config ``traversal.*`` and ``regret_matching.fallback``)."""
+
+    algorithm: str = "outcome"
+    epsilon: float = 0.6
+    importance_clip: float | None = None
+    unsampled_target: str = "zero"
+    fallback: str = "argmax"
+
+
+@dataclass(frozen=True)
+class ChunkSpec:
+    index: int  # position of the chunk in its phase (results are returned in this order)
+    num_traversals: int
+    seed: int
+    traverser: int
+    iteration: int
+    traverser_policy: PolicySpec
+    opponent_policy: PolicySpec
+    record_strategy: bool  # the opponent plays sigma_t: its nodes feed the strategy memory
+    settings: TraversalSettings = field(default_factory=TraversalSettings)
+    label: str = "current"  # opponent category, for the trainer's counts
+
+    def network_names(self) -> set[str]:
+        return {p.network for p in (self.traverser_policy, self.opponent_policy) if p.network is not None}
+
+
+@dataclass
+class ChunkResult:
+    """Samples of one chunk as tensors (see ``TraversalResult``) and its stats."""
+
+    index: int
+    advantage: dict[str, torch.Tensor]
+    strategy: dict[str, torch.Tensor]
+    stats: TraversalStats
+    seconds: float = 0.0  # time the chunk took where it ran
+
+    def to(self, device: str | torch.device) -> "ChunkResult":
+        return dataclasses.replace(
+            self,
+            advantage={k: v.to(device) for k, v in self.advantage.items()},
+            strategy={k: v.to(device) for k, v in self.strategy.items()},
+        )
+
+
+class NetworkSource(Protocol):
+    def network(self, name: str) -> Callable[[torch.Tensor], torch.Tensor]: ...
+
+
+class ModuleNetworks:
+    """A network source over a plain mapping of name -> module (or any features -> outputs callable)."""
+
+    def __init__(self, networks: Mapping[str, Callable[[torch.Tensor], torch.Tensor]]):
+        self.networks = dict(networks)
+
+    def network(self, name: str):
+        try:
+            return self.networks[name]
+        except KeyError:
+            raise KeyError(f"network {name!r} was not provided; available: {sorted(self.networks)}") from None
+
+
+def chunk_seed(run_seed: int, iteration: int, traverser: int, index: int) -> int:
+    """A stable 63-bit seed for chunk ``index`` of ``traverser``'s traversals in ``iteration``."""
+    key = [int(run_seed) & 0xFFFFFFFF, (int(run_seed) >> 32) & 0xFFFFFFFF, int(iteration), int(traverser), int(index),
+           0x74726176]  # "trav": keeps these seeds apart from other streams of the same run seed
+    return int(np.random.SeedSequence(key).generate_state(1, dtype=np.uint64)[0]) & (2**63 - 1)
+
+
+def chunk_sizes(total: int, chunk_size: int) -> list[int]:
+    """``total`` traversals in chunks of ``chunk_size`` (the last one may be smaller)."""
+    if total < 1 or chunk_size < 1:
+        raise ValueError(f"chunk_sizes: total and chunk_size must be >= 1, got {total}, {chunk_size}")
+    return [min(chunk_size, total - start) for start in range(0, total, chunk_size)]
+
+
+class ChunkRunner:
+    """Runs chunks of one game on one device (caches the bots it builds)."""
+
+    def __init__(self, game, device: str | torch.device = "cpu"):
+        self.game = game
+        self.device = torch.device(device)
+        self._bots: dict[str, Any] = {}
+
+    def policy(self, spec: PolicySpec, networks: NetworkSource, generator: torch.Generator, fallback: str = "argmax"):
+        if spec.kind == "uniform":
+            return UniformPolicy()
+        if spec.kind == "bot":
+            if spec.bot not in self._bots:
+                from deepcfr.games.bots import make_bot
+
+                self._bots[spec.bot] = make_bot(self.game, spec.bot)
+            return BotPolicy(self._bots[spec.bot], generator)
+        net = networks.network(spec.network)
+        if spec.kind == "regret":
+            return RegretMatchingPolicy(net, self.game.encode, fallback)
+        return StrategyNetPolicy(net, self.game.encode)
+
+    def run(self, spec: ChunkSpec, networks: NetworkSource) -> ChunkResult:
+        start = time.perf_counter()
+        s = spec.settings
+        generator = torch.Generator(device=self.device).manual_seed(int(spec.seed))
+        traverser_policy = self.policy(spec.traverser_policy, networks, generator, s.fallback)
+        opponent_policy = self.policy(spec.opponent_policy, networks, generator, s.fallback)
+        result = traverse(
+            s.algorithm, self.game, spec.traverser, spec.num_traversals, traverser_policy, opponent_policy,
+            spec.iteration, generator, epsilon=s.epsilon, importance_clip=s.importance_clip,
+            unsampled_target=s.unsampled_target, record_strategy=spec.record_strategy, device=self.device,
+        )
+        return ChunkResult(spec.index, result.advantage, result.strategy, result.stats, time.perf_counter() - start)
+
+
+def run_chunk(game, spec: ChunkSpec, networks: NetworkSource | Mapping[str, Any],
+              device: str | torch.device = "cpu") -> ChunkResult:
+    """Run one chunk (the worker function of every executor)."""
+    if not hasattr(networks, "network"):
+        networks = ModuleNetworks(networks)
+    return ChunkRunner(game, device).run(spec, networks)
+
+
+# ------------------------------------------------------------------------------------------------
+# Results across process boundaries: numpy arrays (plain pickles, or Ray's zero-copy arrays)
+# ------------------------------------------------------------------------------------------------
+
+
+def result_to_arrays(result: ChunkResult) -> dict[str, Any]:
+    return {
+        "index": result.index,
+        "advantage": {k: v.detach().cpu().numpy() for k, v in result.advantage.items()},
+        "strategy": {k: v.detach().cpu().numpy() for k, v in result.strategy.items()},
+        "stats": dataclasses.asdict(result.stats),
+        "seconds": result.seconds,
+    }
+
+
+def result_from_arrays(payload: Mapping[str, Any], device: str | torch.device | None = None) -> ChunkResult:
+    def tensors(d):
+        # Ray hands back read-only arrays: copy those (torch wants writable memory).
+        out = {k: torch.from_numpy(np.require(v, requirements="W")) for k, v in d.items()}
+        return {k: v.to(device) for k, v in out.items()} if device is not None else out
+
+    return ChunkResult(
+        int(payload["index"]), tensors(payload["advantage"]), tensors(payload["strategy"]),
+        TraversalStats(**payload["stats"]), float(payload.get("seconds", 0.0)),
+    )
+
+
+def referenced_networks(chunks: Sequence[ChunkSpec]) -> set[str]:
+    names: set[str] = set()
+    for c in chunks:
+        names |= c.network_names()
+    return names
