@@ -89,6 +89,11 @@ class AdvantageTrainConfig(_Section):
     # average the weights over this final fraction of each iteration's steps and keep the average
     # (stochastic weight averaging): cancels SGD noise like a larger batch, at no extra forward cost
     weight_averaging: float = Field(0.0, ge=0.0, le=1.0)
+    # train on the memory with identical observations merged (summed weight, weighted mean
+    # target): the same weighted-MSE objective with far less gradient noise. Pays off where
+    # observations repeat (Kuhn, Leduc: the whole memory is a few hundred rows, trained full-batch
+    # when it fits in batch_size); useless in Lost Cities, where they almost never do
+    aggregate: bool = False
     # regret targets are divided by this before the loss (regret matching ignores a positive
     # scale, so outputs are never rescaled): networks fit O(1) values much faster. None = the
     # RMS of the first iteration's targets (fixed from then on and saved with the run)
@@ -110,6 +115,7 @@ class StrategyTrainConfig(_Section):
     lr_final_fraction: float = Field(0.0, ge=0.0, le=1.0)
     lr_iteration_decay: float = Field(0.0, ge=0.0)  # as advantage.lr_iteration_decay
     weight_averaging: float = Field(0.0, ge=0.0, le=1.0)  # as advantage.weight_averaging
+    aggregate: bool = False  # as advantage.aggregate (cross-entropy is linear in the target: exact too)
     weighting: Literal["linear", "uniform", "discounted"] = "linear"
     discount_gamma: float = 2.0  # discounted CFR's average strategy: a sample of iteration t weighs t^gamma
 

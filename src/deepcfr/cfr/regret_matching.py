@@ -1,0 +1,38 @@
+"""Batched regret matching: advantages -> current strategy sigma_t.
+
+Positive regrets of legal actions are normalised. When no legal action has a positive regret
+the row falls back to ``argmax`` (all mass on the legal action with the largest advantage, as in
+Deep CFR: a network's small negative values carry information) or to ``uniform`` over legal
+actions. Illegal actions never get probability; a row with no legal action (a terminal state)
+gets all zeros.
+"""
+
+from __future__ import annotations
+
+import torch
+
+FALLBACKS = ("argmax", "uniform")
+
+
+def regret_matching(advantages: torch.Tensor, mask: torch.Tensor, fallback: str = "argmax") -> torch.Tensor:
+    """``advantages [n, A]`` (any float dtype), ``mask [n, A]`` bool -> ``probs [n, A]`` float32."""
+    if fallback not in FALLBACKS:
+        raise ValueError(f"regret_matching: unknown fallback {fallback!r}; valid: {', '.join(FALLBACKS)}")
+    if advantages.shape != mask.shape or advantages.dim() != 2:
+        raise ValueError(
+            f"regret_matching: advantages {tuple(advantages.shape)} and mask {tuple(mask.shape)} must be equal [n, A]"
+        )
+    mask = mask.bool()
+    # Non-finite outputs are made finite (nan -> 0) so one bad value cannot poison a row.
+    big = torch.finfo(torch.float32).max / 4
+    adv = advantages.float().nan_to_num(nan=0.0, posinf=big, neginf=-big)
+    positive = torch.where(mask & (adv > 0), adv, torch.zeros_like(adv))
+    total = positive.sum(dim=1, keepdim=True)
+    if fallback == "argmax":
+        best = adv.masked_fill(~mask, -torch.inf).argmax(dim=1, keepdim=True)
+        fallback_probs = torch.zeros_like(adv).scatter_(1, best, 1.0) * mask
+    else:
+        legal = mask.float()
+        fallback_probs = legal / legal.sum(dim=1, keepdim=True).clamp(min=1.0)
+    has_positive = total > 0
+    return torch.where(has_positive, positive / torch.where(has_positive, total, torch.ones_like(total)), fallback_probs)

@@ -1,0 +1,474 @@
+"""Batched Deep CFR traversals: external sampling (small games) and outcome sampling (long games).
+
+Both run many traversals in lockstep and make, per step, at most one policy call for the
+traverser and one for the opponent, each over every game that needs it. The estimators are the
+ones of DESIGN.md's appendix ("local" targets: history values under sigma, never divided by the
+traverser's own reach).
+
+Policies are plain callables ``policy(obs, mask) -> probs`` (see ``deepcfr.cfr.policies``), so this
+module knows nothing of networks, processes or devices beyond the tensors it is handed: a worker
+process or a remote inference proxy can supply the same callables.
+
+Both functions return a :class:`TraversalResult`: advantage samples for the traverser
+(``obs, mask, target, iteration``), strategy samples for the opponent (``obs, mask, policy,
+iteration``; only when the opponent plays sigma_t, ``record_strategy=True``) and
+:class:`TraversalStats`.
+
+Chance events are dealt by ``game.init`` (the batched API has no chance player), so a traversal
+samples chance once, at its root.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Any, Callable
+
+import torch
+
+from deepcfr.games.base import batch_size, clone_state, index_state, sample_from_probs
+
+Policy = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
+
+UNSAMPLED_TARGETS = ("zero", "mean")
+
+
+@dataclass
+class TraversalStats:
+    """Counts from one or more traversal batches (``merge`` adds them up)."""
+
+    traversals: int = 0  # games traversed
+    decisions: int = 0  # decision nodes visited (traverser + opponent)
+    forward_calls: int = 0  # policy calls (one per player per step at most)
+    forward_rows: int = 0  # rows over all policy calls
+    max_batch: int = 0  # largest single policy call
+    cut_offs: int = 0  # games stopped by the decision cap (game.max_game_length)
+    clipped_targets: int = 0  # outcome sampling: targets whose importance-corrected value was clipped
+    advantage_samples: int = 0
+    strategy_samples: int = 0
+    # Outcome sampling: the importance weight of v~(h, a*) relative to the leaf utility (the product
+    # of sigma/q along the tail, divided by q(a*)); these compound, so their size is reported.
+    max_importance_weight: float = 0.0
+    importance_weight_sum: float = 0.0
+
+    @property
+    def mean_importance_weight(self) -> float:
+        return self.importance_weight_sum / self.advantage_samples if self.advantage_samples else 0.0
+
+    @property
+    def avg_batch(self) -> float:
+        return self.forward_rows / self.forward_calls if self.forward_calls else 0.0
+
+    def record_forward(self, rows: int) -> None:
+        self.forward_calls += 1
+        self.forward_rows += rows
+        self.max_batch = max(self.max_batch, rows)
+
+    def merge(self, other: "TraversalStats") -> "TraversalStats":
+        for f in fields(self):
+            if f.name == "max_batch":
+                self.max_batch = max(self.max_batch, other.max_batch)
+            elif f.name == "max_importance_weight":
+                self.max_importance_weight = max(self.max_importance_weight, other.max_importance_weight)
+            else:
+                setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+        return self
+
+    def as_metrics(self, prefix: str = "traversal/") -> dict[str, float]:
+        return {
+            f"{prefix}traversals": self.traversals,
+            f"{prefix}decisions": self.decisions,
+            f"{prefix}forward_calls": self.forward_calls,
+            f"{prefix}avg_batch": self.avg_batch,
+            f"{prefix}max_batch": self.max_batch,
+            f"{prefix}cut_offs": self.cut_offs,
+            f"{prefix}clipped_targets": self.clipped_targets,
+            f"{prefix}advantage_samples": self.advantage_samples,
+            f"{prefix}strategy_samples": self.strategy_samples,
+            f"{prefix}max_importance_weight": self.max_importance_weight,
+            f"{prefix}mean_importance_weight": self.mean_importance_weight,
+        }
+
+
+@dataclass
+class TraversalResult:
+    """Samples as tensors. ``advantage``: obs [m, K], mask [m, A] bool, target [m, A] float32
+    (zero on illegal actions), iteration [m] int32. ``strategy``: obs, mask, policy [m, A] float32,
+    iteration. ``advantage_root`` / ``strategy_root``: the traversal (root) index of each sample."""
+
+    advantage: dict[str, torch.Tensor]
+    strategy: dict[str, torch.Tensor]
+    stats: TraversalStats
+    advantage_root: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+    strategy_root: torch.Tensor = field(default_factory=lambda: torch.zeros(0, dtype=torch.long))
+
+
+def _empty_samples(game, device, value_name: str) -> dict[str, torch.Tensor]:
+    return {
+        "obs": torch.zeros(0, game.obs_size, dtype=game.obs_dtype, device=device),
+        "mask": torch.zeros(0, game.num_actions, dtype=torch.bool, device=device),
+        value_name: torch.zeros(0, game.num_actions, dtype=torch.float32, device=device),
+        "iteration": torch.zeros(0, dtype=torch.int32, device=device),
+    }
+
+
+def _cat_samples(parts: list[dict[str, torch.Tensor]], game, device, value_name: str) -> dict[str, torch.Tensor]:
+    if not parts:
+        return _empty_samples(game, device, value_name)
+    return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
+
+
+def _call_policy(policy: Policy, obs: torch.Tensor, mask: torch.Tensor, stats: TraversalStats) -> torch.Tensor:
+    probs = policy(obs, mask)
+    stats.record_forward(obs.shape[0])
+    if probs.shape != mask.shape:
+        raise ValueError(f"policy returned probs of shape {tuple(probs.shape)}, expected {tuple(mask.shape)}")
+    # Illegal actions never get probability, whatever the callable returned.
+    return probs.float() * mask
+
+
+def _check_common(game, traverser: int, num_traversals: int) -> None:
+    if traverser not in (0, 1):
+        raise ValueError(f"traverser must be 0 or 1, got {traverser!r}")
+    if num_traversals < 1:
+        raise ValueError(f"num_traversals must be >= 1, got {num_traversals!r}")
+
+
+def _root(game, n: int, generator, device, root_state):
+    if root_state is None:
+        return game.init(n, generator=generator, device=device)
+    if batch_size(root_state) != n:
+        raise ValueError(f"root_state has {batch_size(root_state)} rows but num_traversals={n}")
+    return clone_state(root_state)
+
+
+# ------------------------------------------------------------------------------------------------
+# External sampling
+# ------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class _Level:
+    """One depth of the expanded tree (all traversals together)."""
+
+    size: int  # nodes at this depth
+    terminal_value: torch.Tensor  # [size] utility for the traverser at terminal nodes, 0 elsewhere
+    child_parent: torch.Tensor | None = None  # [c] parent index (into this level) of each child
+    child_weight: torch.Tensor | None = None  # [c] sigma(parent, a) at traverser parents, 1 at opponent parents
+    trav_nodes: torch.Tensor | None = None  # [t] traverser nodes (indices into this level)
+    trav_obs: torch.Tensor | None = None
+    trav_mask: torch.Tensor | None = None
+    trav_child_row: torch.Tensor | None = None  # [k] which traverser node (0..t) each expanded child belongs to
+    trav_child_action: torch.Tensor | None = None  # [k] its action; the first k children are these
+    root: torch.Tensor | None = None  # [size] traversal index of each node
+
+
+def external_sampling(
+    game,
+    traverser: int,
+    num_traversals: int,
+    traverser_policy: Policy,
+    opponent_policy: Policy,
+    iteration: int,
+    generator: torch.Generator | None = None,
+    *,
+    record_strategy: bool = True,
+    device: str | torch.device = "cpu",
+    max_depth: int | None = None,
+    root_state: Any | None = None,
+) -> TraversalResult:
+    """``num_traversals`` external-sampling traversals for ``traverser``, level by level.
+
+    At traverser nodes every legal action is expanded; ``v(h) = sum_a sigma(h,a) v(ha)`` and the
+    target is ``r(I,a) = v(ha) - v(h)`` for legal ``a``. Opponent actions are sampled from
+    ``opponent_policy`` (strategy samples recorded there when ``record_strategy``).
+    ``root_state`` (optional, ``num_traversals`` rows) replaces the random deals of ``game.init``.
+    """
+    _check_common(game, traverser, num_traversals)
+    depth_cap = int(max_depth if max_depth is not None else game.max_game_length)
+    stats = TraversalStats(traversals=num_traversals)
+    state = _root(game, num_traversals, generator, device, root_state)
+    root = torch.arange(num_traversals, device=device)
+    levels: list[_Level] = []
+    strategy_parts: list[dict[str, torch.Tensor]] = []
+    strategy_roots: list[torch.Tensor] = []
+    it32 = int(iteration)
+
+    depth = 0
+    while True:
+        n = batch_size(state)
+        terminal = game.is_terminal(state)
+        live = torch.nonzero(~terminal).squeeze(1)
+        terminal_value = torch.where(terminal, game.returns(state)[:, traverser].float(), 0.0)
+        level = _Level(size=n, terminal_value=terminal_value, root=root)
+        levels.append(level)
+        if live.numel() == 0:
+            break
+        if depth >= depth_cap:
+            # Cut off: score the unfinished games as the engine scores them now.
+            stats.cut_offs += int(live.numel())
+            level.terminal_value = game.returns(state)[:, traverser].float()
+            break
+        depth += 1
+        stats.decisions += int(live.numel())
+        live_state = index_state(state, live)
+        player = game.current_player(live_state)
+        obs = game.observe(live_state, player)
+        mask = game.legal_mask(live_state)
+        is_trav = player == traverser
+        trav = torch.nonzero(is_trav).squeeze(1)
+        opp = torch.nonzero(~is_trav).squeeze(1)
+
+        src_parts, act_parts, weight_parts = [], [], []
+        if trav.numel():
+            t_obs, t_mask = obs[trav], mask[trav]
+            sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
+            pairs = torch.nonzero(t_mask)  # row-major: children of one node are contiguous
+            row, act = pairs[:, 0], pairs[:, 1]
+            src_parts.append(trav[row])
+            act_parts.append(act)
+            weight_parts.append(sigma[row, act])
+            level.trav_nodes = live[trav]
+            level.trav_obs, level.trav_mask = t_obs, t_mask
+            level.trav_child_row, level.trav_child_action = row, act
+        if opp.numel():
+            o_obs, o_mask = obs[opp], mask[opp]
+            probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
+            a = sample_from_probs(probs, generator)
+            src_parts.append(opp)
+            act_parts.append(a)
+            weight_parts.append(torch.ones(opp.numel(), device=probs.device))
+            if record_strategy:
+                strategy_parts.append({
+                    "obs": o_obs, "mask": o_mask, "policy": probs,
+                    "iteration": torch.full((opp.numel(),), it32, dtype=torch.int32, device=o_obs.device),
+                })
+                strategy_roots.append(root[live[opp]])
+        src = torch.cat(src_parts)
+        actions = torch.cat(act_parts)
+        level.child_parent = live[src]
+        level.child_weight = torch.cat(weight_parts)
+        state = game.step(index_state(live_state, src), actions)
+        root = root[level.child_parent]
+
+    # Back up values from the deepest level; collect targets at traverser nodes.
+    adv_parts: list[dict[str, torch.Tensor]] = []
+    adv_roots: list[torch.Tensor] = []
+    child_values = levels[-1].terminal_value
+    for level in reversed(levels[:-1]):
+        values = level.terminal_value.clone()
+        values.index_add_(0, level.child_parent, level.child_weight * child_values)
+        if level.trav_nodes is not None:
+            k = level.trav_child_row.numel()
+            q = torch.zeros_like(level.trav_mask, dtype=torch.float32)
+            q[level.trav_child_row, level.trav_child_action] = child_values[:k]
+            v_h = values[level.trav_nodes]
+            target = (q - v_h[:, None]) * level.trav_mask
+            adv_parts.append({
+                "obs": level.trav_obs, "mask": level.trav_mask, "target": target,
+                "iteration": torch.full((target.shape[0],), it32, dtype=torch.int32, device=target.device),
+            })
+            adv_roots.append(level.root[level.trav_nodes])
+        child_values = values
+
+    advantage = _cat_samples(adv_parts, game, device, "target")
+    strategy = _cat_samples(strategy_parts, game, device, "policy")
+    stats.advantage_samples = advantage["obs"].shape[0]
+    stats.strategy_samples = strategy["obs"].shape[0]
+    return TraversalResult(
+        advantage=advantage,
+        strategy=strategy,
+        stats=stats,
+        advantage_root=torch.cat(adv_roots) if adv_roots else torch.zeros(0, dtype=torch.long, device=device),
+        strategy_root=torch.cat(strategy_roots) if strategy_roots else torch.zeros(0, dtype=torch.long, device=device),
+    )
+
+
+# ------------------------------------------------------------------------------------------------
+# Outcome sampling
+# ------------------------------------------------------------------------------------------------
+
+
+def outcome_sampling(
+    game,
+    traverser: int,
+    num_traversals: int,
+    traverser_policy: Policy,
+    opponent_policy: Policy,
+    iteration: int,
+    generator: torch.Generator | None = None,
+    *,
+    epsilon: float = 0.6,
+    importance_clip: float | None = None,
+    unsampled_target: str = "zero",
+    record_strategy: bool = True,
+    device: str | torch.device = "cpu",
+    max_steps: int | None = None,
+    root_state: Any | None = None,
+) -> TraversalResult:
+    """``num_traversals`` outcome-sampling traversals for ``traverser``, all games in lockstep.
+
+    At traverser nodes ``a*`` is drawn from ``q = epsilon * uniform(legal) + (1 - epsilon) * sigma``;
+    the opponent plays ``opponent_policy``. Back from the leaf (``v~ = u``): at a traverser node
+    ``v~(h,a) = b(a) + 1[a = a*] (v~(h a*) - b(a*)) / q(a*)``, ``v~(h) = sum_a sigma(a) v~(h,a)``
+    and the target is ``v~(h,a) - v~(h)`` on legal actions; opponent nodes pass ``v~`` up.
+
+    The baseline ``b`` is 0 for ``unsampled_target="zero"`` (the appendix's estimator). For
+    ``"mean"`` it is a per-traversal constant, the mean terminal utility of the *other* games of
+    the batch (leave-one-out, so it does not depend on the game's own trajectory and the
+    estimator stays unbiased). ``importance_clip`` clips every ``v~(h,a)`` (and so ``v~(h)``)
+    to ``+-importance_clip``; targets where that changed the sampled action's value are counted.
+    ``root_state`` (optional, ``num_traversals`` rows) replaces the random deals of ``game.init``.
+    """
+    _check_common(game, traverser, num_traversals)
+    if not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+    if unsampled_target not in UNSAMPLED_TARGETS:
+        raise ValueError(f"unsampled_target must be one of {UNSAMPLED_TARGETS}, got {unsampled_target!r}")
+    if importance_clip is not None and importance_clip <= 0:
+        raise ValueError(f"importance_clip must be positive or None, got {importance_clip!r}")
+    step_cap = int(max_steps if max_steps is not None else game.max_game_length)
+    n = num_traversals
+    stats = TraversalStats(traversals=n)
+    it32 = int(iteration)
+
+    state = _root(game, n, generator, device, root_state)
+    game_id = torch.arange(n, device=device)  # row -> traversal index (rows are compacted as games end)
+    utility = torch.zeros(n, dtype=torch.float32, device=device)
+    engine_cut_off = getattr(game, "cut_off", None)  # optional: [n] bool, ended by the engine's own cap
+    trav_records: list[tuple[torch.Tensor, ...]] = []
+    strategy_parts: list[dict[str, torch.Tensor]] = []
+    strategy_roots: list[torch.Tensor] = []
+
+    steps = 0
+    while True:
+        terminal = game.is_terminal(state)
+        live_count = int((~terminal).sum())
+        rows = terminal.shape[0]
+        if live_count == 0:
+            break
+        if steps >= step_cap:
+            stats.cut_offs += live_count
+            break
+        if live_count * 2 <= rows and rows > 64:
+            # Drop finished games so later steps do no work for them.
+            done = torch.nonzero(terminal).squeeze(1)
+            done_state = index_state(state, done)
+            utility[game_id[done]] = game.returns(done_state)[:, traverser].float()
+            if engine_cut_off is not None:
+                stats.cut_offs += int(engine_cut_off(done_state).sum())
+            keep = torch.nonzero(~terminal).squeeze(1)
+            state = index_state(state, keep)
+            game_id = game_id[keep]
+            terminal = terminal[keep]
+        steps += 1
+        live = ~terminal
+        stats.decisions += live_count
+        player = game.current_player(state).clamp(0, 1)
+        obs = game.observe(state, player)
+        mask = game.legal_mask(state)
+        is_trav = live & (player == traverser)
+        trav = torch.nonzero(is_trav).squeeze(1)
+        opp = torch.nonzero(live & ~is_trav).squeeze(1)
+        actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
+
+        if trav.numel():
+            t_obs, t_mask = obs[trav], mask[trav]
+            sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
+            legal = t_mask.float()
+            q = epsilon * legal / legal.sum(dim=1, keepdim=True) + (1.0 - epsilon) * sigma
+            a = sample_from_probs(q, generator)
+            actions[trav] = a
+            q_a = q.gather(1, a[:, None]).squeeze(1)
+            trav_records.append((game_id[trav], t_obs, t_mask, sigma, a, q_a))
+        if opp.numel():
+            o_obs, o_mask = obs[opp], mask[opp]
+            probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
+            actions[opp] = sample_from_probs(probs, generator)
+            if record_strategy:
+                strategy_parts.append({
+                    "obs": o_obs, "mask": o_mask, "policy": probs,
+                    "iteration": torch.full((opp.numel(),), it32, dtype=torch.int32, device=o_obs.device),
+                })
+                strategy_roots.append(game_id[opp])
+        state = game.step(state, actions)
+
+    # Utilities of the games still in the batch (finished, or cut off and scored as they stand).
+    utility[game_id] = game.returns(state)[:, traverser].float()
+    if engine_cut_off is not None:
+        stats.cut_offs += int((engine_cut_off(state) & game.is_terminal(state)).sum())
+
+    if unsampled_target == "mean" and n > 1:
+        baseline = (utility.sum() - utility) / (n - 1)
+    else:
+        baseline = torch.zeros_like(utility)
+
+    value = utility.clone()  # v~ of each game's current node, walked back from the leaf
+    tail_weight = torch.ones_like(utility)  # product of sigma(a*)/q(a*) below the current node
+    adv_parts: list[dict[str, torch.Tensor]] = []
+    adv_roots: list[torch.Tensor] = []
+    clip = importance_clip
+    for gid, t_obs, t_mask, sigma, a, q_a in reversed(trav_records):
+        v_child = value[gid]
+        b = baseline[gid]
+        weight = tail_weight[gid] / q_a
+        stats.max_importance_weight = max(stats.max_importance_weight, float(weight.max()))
+        stats.importance_weight_sum += float(weight.sum())
+        tail_weight[gid] = weight * sigma.gather(1, a[:, None]).squeeze(1)
+        v_sampled = b + (v_child - b) / q_a  # v~(h, a*)
+        if clip is not None:
+            clipped = v_sampled.abs() > clip
+            stats.clipped_targets += int(clipped.sum())
+            v_sampled = v_sampled.clamp(-clip, clip)
+        v_ha = torch.where(t_mask, b[:, None], 0.0)
+        v_ha.scatter_(1, a[:, None], v_sampled[:, None])
+        v_h = (sigma * v_ha).sum(dim=1)
+        target = (v_ha - v_h[:, None]) * t_mask
+        adv_parts.append({
+            "obs": t_obs, "mask": t_mask, "target": target,
+            "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=t_obs.device),
+        })
+        adv_roots.append(gid)
+        value[gid] = v_h
+
+    advantage = _cat_samples(adv_parts, game, device, "target")
+    strategy = _cat_samples(strategy_parts, game, device, "policy")
+    stats.advantage_samples = advantage["obs"].shape[0]
+    stats.strategy_samples = strategy["obs"].shape[0]
+    return TraversalResult(
+        advantage=advantage,
+        strategy=strategy,
+        stats=stats,
+        advantage_root=torch.cat(adv_roots) if adv_roots else torch.zeros(0, dtype=torch.long, device=device),
+        strategy_root=torch.cat(strategy_roots) if strategy_roots else torch.zeros(0, dtype=torch.long, device=device),
+    )
+
+
+def traverse(
+    algorithm: str,
+    game,
+    traverser: int,
+    num_traversals: int,
+    traverser_policy: Policy,
+    opponent_policy: Policy,
+    iteration: int,
+    generator: torch.Generator | None = None,
+    *,
+    epsilon: float = 0.6,
+    importance_clip: float | None = None,
+    unsampled_target: str = "zero",
+    record_strategy: bool = True,
+    device: str | torch.device = "cpu",
+) -> TraversalResult:
+    """Dispatch to ``external_sampling`` or ``outcome_sampling`` by name (config ``traversal.algorithm``)."""
+    if algorithm == "external":
+        return external_sampling(
+            game, traverser, num_traversals, traverser_policy, opponent_policy, iteration, generator,
+            record_strategy=record_strategy, device=device,
+        )
+    if algorithm == "outcome":
+        return outcome_sampling(
+            game, traverser, num_traversals, traverser_policy, opponent_policy, iteration, generator,
+            epsilon=epsilon, importance_clip=importance_clip, unsampled_target=unsampled_target,
+            record_strategy=record_strategy, device=device,
+        )
+    raise ValueError(f"traversal algorithm must be 'external' or 'outcome', got {algorithm!r}")
