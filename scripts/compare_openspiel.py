@@ -27,13 +27,18 @@ measured too.
 Ours (``deepcfr.train.trainer.Trainer``): built from configs/leduc/default.yaml with --set
 overrides, ``run_iteration`` in a loop; ``eval.every`` is forced to 0 so that no evaluation
 runs inside the timed iterations; at each checkpoint ``deepcfr.evaluate.exploitability`` of the
-average policy (strategy network), the current policy (regret matching) and, when the trainer
-keeps it, the exact iteration-weighted mixture of the sigma_t played.
+average policy (strategy network, as it stands: with ``strategy.every = k`` it can be up to k - 1
+iterations old), the current policy (regret matching) and, when the trainer keeps it, the exact
+iteration-weighted mixture of the sigma_t played. "deepcfr final" is the average policy if the
+run ended now: the strategy network trained once more on a copy of the trainer (measurement
+time, the run is not perturbed), which matches what OpenSpiel gets at its checkpoints; skip it
+with --no-finalize-average.
 """
 
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import json
 import math
@@ -245,11 +250,12 @@ def run_openspiel(args) -> dict[str, Any]:
 
 
 class DeepCFRRunner:
-    def __init__(self, config):
+    def __init__(self, config, finalize_average: bool):
         from deepcfr.train.trainer import Trainer
 
         self.trainer = Trainer(config)
         self.config = config
+        self.finalize_average = finalize_average
 
     def train_iteration(self) -> None:
         self.trainer.run_iteration()
@@ -259,18 +265,26 @@ class DeepCFRRunner:
 
         tr = self.trainer
         out: dict[str, Any] = {}
-        strategy_seconds = 0.0
-        if self.config.strategy.every == 0 and len(tr.strategy_memory) > 0:
-            # Strategy net trained only at the end of a run: train it here (measurement time).
-            t0 = time.perf_counter()
-            tr.train_strategy()
-            strategy_seconds = time.perf_counter() - t0
         out["exploitability_average"] = exploitability(tr.game, tr.policy("average"), tr.device).exploitability
         out["exploitability_current"] = exploitability(tr.game, tr.policy("current"), tr.device).exploitability
         if tr.exact_average is not None:
             out["exploitability_mixture"] = exploitability(tr.game, tr.policy("mixture")).exploitability
-        out["strategy_trained"] = bool(tr.strategy_trained)
-        out["strategy_train_seconds"] = strategy_seconds
+        # With strategy.every = k the average net can be up to k - 1 iterations old: say how old.
+        trained_at = [h["iteration"] for h in tr.history
+                      if isinstance(h.get("loss/strategy"), float) and not math.isnan(h["loss/strategy"])]
+        out["strategy_trained_at_iteration"] = trained_at[-1] if trained_at else None
+        out["strategy_train_seconds"] = 0.0
+        if self.finalize_average and len(tr.strategy_memory) > 0 and (not trained_at or trained_at[-1] != tr.iteration):
+            # The average policy if the run ended now: train the strategy network once more, as
+            # OpenSpiel's does at its checkpoints, on a copy so the run itself is not perturbed.
+            t0 = time.perf_counter()
+            final = copy.deepcopy(tr)
+            final.train_strategy()
+            out["strategy_train_seconds"] = time.perf_counter() - t0
+            out["exploitability_average_final"] = exploitability(final.game, final.policy("average"), final.device).exploitability
+            del final
+        elif self.finalize_average:
+            out["exploitability_average_final"] = out["exploitability_average"]
         last = tr.history[-1] if tr.history else {}
         for key in ("loss/advantage_p0", "loss/advantage_p1", "loss/strategy", "traversal/decisions_per_second",
                     "memory/advantage_p0_size", "memory/advantage_p1_size", "memory/strategy_size",
@@ -294,7 +308,7 @@ def run_deepcfr(args) -> dict[str, Any]:
         raise SystemExit(f"--config {config_path}: game.name is {config.game.name!r}, this comparison is on leduc")
     torch.set_num_threads(args.threads)
     log(f"[deepcfr] config {config_path} overrides {list(args.set)}")
-    runner = DeepCFRRunner(config)
+    runner = DeepCFRRunner(config, finalize_average=not args.no_finalize_average)
     result = run_budgeted("deepcfr", runner.train_iteration, runner.measure, args.budget_seconds, args.checkpoints_every)
     result.update(
         implementation="deepcfr.train.trainer.Trainer",
@@ -315,6 +329,7 @@ def side_by_side(results: dict[str, dict[str, Any]]) -> str:
     """Rows by nominal checkpoint time; each cell 'exploitability (actual training seconds)'."""
     columns = [("openspiel", "exploitability_average", "openspiel"),
                ("deepcfr", "exploitability_average", "deepcfr"),
+               ("deepcfr", "exploitability_average_final", "deepcfr final"),
                ("openspiel", "exploitability_current", "openspiel cur"),
                ("deepcfr", "exploitability_current", "deepcfr cur"),
                ("deepcfr", "exploitability_mixture", "deepcfr mix")]
@@ -362,6 +377,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=["openspiel", "deepcfr"], default=None, help="run one side only")
     parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="our Leduc config")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override our config (repeatable)")
+    parser.add_argument("--no-finalize-average", action="store_true",
+                        help="ours: skip the extra strategy-network training at checkpoints (on a copy of the trainer)")
     parser.add_argument("--openspiel-preset", choices=sorted(OPENSPIEL_PRESETS), default="recommended",
                         help="OpenSpiel hyperparameters (see OPENSPIEL_PRESETS)")
     parser.add_argument("--openspiel-set", action="append", default=[], metavar="KEY=VALUE",
