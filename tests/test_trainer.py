@@ -277,3 +277,37 @@ def test_aggregated_training_runs_and_learns():
     trainer = Trainer(tiny("leduc", "advantage.aggregate=true", "strategy.aggregate=true", "advantage.batch_size=64"))
     m = trainer.run_iteration()
     assert math.isfinite(m["loss/advantage_p0"]) and math.isfinite(m["loss/strategy"])
+
+
+def test_training_options_weight_averaging_lr_decay_and_discounting():
+    base = Trainer(tiny("kuhn", "advantage.reinit=false"))
+    other = Trainer(tiny("kuhn", "advantage.reinit=false", "advantage.weight_averaging=0.5",
+                         "advantage.lr_iteration_decay=0.5", "advantage.lr_schedule=linear",
+                         "advantage.weighting=discounted", "strategy.weighting=discounted",
+                         "memory.target_dtype=bfloat16"))
+    for t in (base, other):
+        for _ in range(2):
+            m = t.run_iteration()
+            assert math.isfinite(m["loss/advantage_p0"]) and math.isfinite(m["loss/strategy"])
+    assert other.advantage_memories[0].data("target").dtype == torch.bfloat16
+    assert not same(weights(base), weights(other))
+    # the iteration's peak learning rate decays as t^-0.5 (constant schedule: it stays at the peak)
+    decayed = Trainer(tiny("kuhn", "advantage.lr_iteration_decay=0.5"))
+    for _ in range(4):
+        decayed.run_iteration()
+    assert decayed.advantage_optimizers[0].param_groups[0]["lr"] == pytest.approx(1e-3 * 4 ** -0.5)
+
+
+def test_target_scale_is_set_once_and_saved():
+    trainer = Trainer(tiny("leduc"))
+    trainer.run_iteration()
+    scale = trainer.target_scale
+    assert scale is not None and scale > 0
+    trainer.run_iteration()
+    assert trainer.target_scale == scale
+    fixed = Trainer(tiny("leduc", "advantage.target_scale=2.5"))
+    fixed.run_iteration()
+    assert fixed.target_scale == 2.5
+    resumed = Trainer(tiny("leduc"))
+    resumed.load_state_dict(trainer.state_dict())
+    assert resumed.target_scale == scale

@@ -275,3 +275,20 @@ def test_stats_merge_adds_counts_and_keeps_maxima():
     assert (a.traversals, a.decisions, a.forward_calls, a.max_batch, a.max_importance_weight) == (5, 15, 3, 6, 7.0)
     assert a.avg_batch == 5.0
     assert a.as_metrics()["traversal/avg_batch"] == 5.0
+
+
+def test_outcome_sampling_without_tail_correction():
+    # epsilon = 0 makes q = sigma: the tail's importance ratios are all 1, so dropping the tail
+    # correction changes nothing; with exploration it bounds every weight by the local 1/q.
+    game = make_game("leduc")
+    policy = fixed_policy(game, seed=4)
+
+    def run(epsilon, tail_correction):
+        return outcome_sampling(game, 0, 500, policy, policy, 1, torch.Generator().manual_seed(5),
+                                epsilon=epsilon, tail_correction=tail_correction)
+
+    exact_tail, no_tail = run(0.0, True), run(0.0, False)
+    assert torch.allclose(exact_tail.advantage["target"], no_tail.advantage["target"], atol=1e-5)
+    explored = run(0.6, False)
+    min_q = 0.6 / game.num_actions  # uniform share of at most num_actions legal actions
+    assert explored.stats.max_importance_weight <= 1.0 / min_q + 1e-4

@@ -300,6 +300,7 @@ def outcome_sampling(
     epsilon: float = 0.6,
     importance_clip: float | None = None,
     unsampled_target: str = "zero",
+    tail_correction: bool = True,
     record_strategy: bool = True,
     device: str | torch.device = "cpu",
     max_steps: int | None = None,
@@ -317,6 +318,10 @@ def outcome_sampling(
     the batch (leave-one-out, so it does not depend on the game's own trajectory and the
     estimator stays unbiased). ``importance_clip`` clips every ``v~(h,a)`` (and so ``v~(h)``)
     to ``+-importance_clip``; targets where that changed the sampled action's value are counted.
+    ``tail_correction=False`` uses the leaf utility for ``v~(h a*)`` at every traverser node
+    instead of the importance-corrected ``v~`` walked back from below: biased (it values the tail
+    under ``q`` rather than ``sigma``, a bias that shrinks with epsilon) but free of the importance
+    weights that compound over long games (Lost Cities: ~70 own decisions, weights of 1e4-1e5).
     ``root_state`` (optional, ``num_traversals`` rows) replaces the random deals of ``game.init``.
     """
     _check_common(game, traverser, num_traversals)
@@ -428,7 +433,10 @@ def outcome_sampling(
             "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=t_obs.device),
         })
         adv_roots.append(gid)
-        value[gid] = v_h
+        if tail_correction:
+            value[gid] = v_h
+        else:
+            tail_weight[gid] = 1.0
 
     advantage = _cat_samples(adv_parts, game, device, "target")
     strategy = _cat_samples(strategy_parts, game, device, "policy")
@@ -456,6 +464,7 @@ def traverse(
     epsilon: float = 0.6,
     importance_clip: float | None = None,
     unsampled_target: str = "zero",
+    tail_correction: bool = True,
     record_strategy: bool = True,
     device: str | torch.device = "cpu",
 ) -> TraversalResult:
@@ -469,6 +478,6 @@ def traverse(
         return outcome_sampling(
             game, traverser, num_traversals, traverser_policy, opponent_policy, iteration, generator,
             epsilon=epsilon, importance_clip=importance_clip, unsampled_target=unsampled_target,
-            record_strategy=record_strategy, device=device,
+            tail_correction=tail_correction, record_strategy=record_strategy, device=device,
         )
     raise ValueError(f"traversal algorithm must be 'external' or 'outcome', got {algorithm!r}")

@@ -52,6 +52,10 @@ class TraversalConfig(_Section):
     epsilon: float = Field(0.6, ge=0.0, le=1.0)  # outcome sampling: exploration at traverser nodes
     importance_clip: float | None = Field(None, gt=0)  # clip importance-corrected values to +-this
     unsampled_target: Literal["zero", "mean"] = "zero"  # outcome sampling: value of unsampled actions
+    # outcome sampling: importance-correct v~(h a*) for the exploration below h (unbiased). false
+    # uses the leaf utility there instead (biased by epsilon, but no importance weights compounding
+    # over long games such as Lost Cities)
+    tail_correction: bool = True
     opponent: Literal["current", "average", "league"] = "current"  # opponent policy during traversal
     executor: Literal["inline", "processes", "ray"] = "inline"
     num_workers: int = Field(2, ge=1)  # processes/ray executors

@@ -15,7 +15,14 @@ first iteration).
 
 Memories hold compact samples: the observation (game's small-int dtype), the legal mask packed
 into bits, the legal actions' values only (``memory.target_dtype``, float16 by default) and the
-iteration (int32). Features are encoded when a training batch is drawn.
+iteration (int32). Features are encoded when a training batch is drawn. Regret targets are
+stored divided by ``advantage.target_scale`` (by default the RMS of the first iteration's
+targets): regret matching ignores a positive scale, and networks fit O(1) targets much faster.
+
+Training (``_fit``): weighted losses ``sum w * err / sum w`` (``weighting``: linear CFR by
+default), an optional per-iteration learning-rate schedule, optional weight averaging, and
+optionally (``aggregate``) the memory with identical observations merged, which is the same
+objective with far less gradient noise where observations repeat (Kuhn, Leduc).
 
 Determinism: every random draw comes from generators this trainer owns (seeded from
 ``run.seed``), never from torch's global generator, so on CPU the same config gives the same
@@ -409,7 +416,7 @@ class Trainer:
         cfg = self.config.traversal
         size = cfg.batch_size if cfg.executor == "inline" else cfg.worker_batch_size
         settings = TraversalSettings(cfg.algorithm, cfg.epsilon, cfg.importance_clip, cfg.unsampled_target,
-                                     self.config.regret_matching.fallback)
+                                     self.config.regret_matching.fallback, tail_correction=cfg.tail_correction)
         networks: dict[str, torch.nn.Module] = {}
         traverser_policy = self._sigma_spec(player, networks)
         # One draw per phase from the trainer's (checkpointed) traversal stream seeds every chunk.
