@@ -15,15 +15,14 @@ one-hot of pass/bet (3 x 2; zeros for an empty slot).
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from itertools import permutations
 
 import torch
 
 from ..base import IllegalActionError
-from .common import action_error, check_deal, check_deals, random_deals
-from .tree import game_tree
+from .common import action_error, check_deal, check_deals
+from .base import PokerGame, PokerReference
 
 PASS, BET = 0, 1
 ACTION_NAMES = ("pass", "bet")
@@ -43,7 +42,7 @@ class KuhnState:
     terminal: torch.Tensor  # [n] bool
 
 
-class KuhnGame:
+class KuhnGame(PokerGame):
     """Batched Kuhn poker engine (see the module docstring)."""
 
     name = "kuhn"
@@ -56,15 +55,9 @@ class KuhnGame:
     max_game_length = MAX_MOVES
     num_cards = NUM_CARDS
     deal_size = 2
-
-    def __init__(self, **params):
-        if params:
-            raise ValueError(f"kuhn takes no game parameters; got {', '.join(sorted(params))}")
+    action_names = ACTION_NAMES
 
     # Construction ------------------------------------------------------------------------
-    def init(self, n: int, generator: torch.Generator | None = None, device: str | torch.device = "cpu") -> KuhnState:
-        return self.init_from_deal(random_deals(n, NUM_CARDS, self.deal_size, generator, device))
-
     def init_from_deal(self, deals: torch.Tensor) -> KuhnState:
         """``deals [n, 2]``: the private cards of seats 0 and 1."""
         deals = torch.as_tensor(deals, dtype=torch.long)
@@ -132,9 +125,6 @@ class KuhnGame:
         card = state.cards.gather(1, seat[:, None])
         return torch.cat([seat[:, None], card, state.history], dim=1).to(self.obs_dtype)
 
-    def obs_player(self, obs: torch.Tensor) -> torch.Tensor:
-        return obs[:, 0].long()
-
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         o = obs.long()
         one_hot = torch.nn.functional.one_hot
@@ -143,24 +133,14 @@ class KuhnGame:
         hist = one_hot(o[:, 2:] + 1, 3)[:, :, 1:].flatten(1)  # empty slot (-1) -> zeros
         return torch.cat([seat, card, hist], dim=1).to(torch.float32)
 
-    def enumerate_infostates(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every information state where a player acts: ``(obs [M, obs_size], legal mask [M, A])``."""
-        tree = game_tree(self)
-        return tree.infostate_obs.clone(), tree.infostate_mask.clone()
-
-    def action_name(self, action: int) -> str:
-        if not 0 <= action < self.num_actions:
-            raise ValueError(f"kuhn action {action} out of range 0..{self.num_actions - 1}")
-        return ACTION_NAMES[action]
-
-    def config_dict(self) -> dict:
-        return {"name": self.name, "version": self.version}
 
 
-class KuhnReference:
+class KuhnReference(PokerReference):
     """One game of Kuhn poker in plain Python (the test oracle; also for play and replays)."""
 
     num_actions = 2
+    num_cards = NUM_CARDS
+    deal_size = 2
 
     def __init__(self, deal):
         check_deal(deal, NUM_CARDS, 2)
@@ -170,23 +150,12 @@ class KuhnReference:
         self.folded: int | None = None
         self.terminal = False
 
-    @classmethod
-    def new(cls, seed: int | None = None) -> "KuhnReference":
-        return cls(random.Random(seed).sample(range(NUM_CARDS), 2))
-
-    @classmethod
-    def from_deal(cls, deal) -> "KuhnReference":
-        return cls(deal)
-
     def current_player(self) -> int:
         return -1 if self.terminal else len(self.history) % 2
 
     def legal_actions(self) -> list[int]:
         return [] if self.terminal else [PASS, BET]
 
-    def legal_mask(self) -> list[bool]:
-        legal = self.legal_actions()
-        return [a in legal for a in range(self.num_actions)]
 
     def apply(self, action: int) -> None:
         if action not in self.legal_actions():

@@ -21,15 +21,14 @@ do not matter in Leduc, so features use ranks: suit-swapped information states s
 
 from __future__ import annotations
 
-import random
 from dataclasses import dataclass
 from itertools import permutations
 
 import torch
 
 from ..base import IllegalActionError
-from .common import action_error, check_deal, check_deals, random_deals
-from .tree import game_tree
+from .common import action_error, check_deal, check_deals
+from .base import PokerGame, PokerReference
 
 FOLD, CALL, RAISE = 0, 1, 2
 ACTION_NAMES = ("fold", "call", "raise")
@@ -63,7 +62,7 @@ class LeducState:
     terminal: torch.Tensor  # [n] bool
 
 
-class LeducGame:
+class LeducGame(PokerGame):
     """Batched Leduc poker engine (see the module docstring)."""
 
     name = "leduc"
@@ -76,15 +75,9 @@ class LeducGame:
     max_game_length = 2 * ROUND_SLOTS
     num_cards = NUM_CARDS
     deal_size = 3
-
-    def __init__(self, **params):
-        if params:
-            raise ValueError(f"leduc takes no game parameters; got {', '.join(sorted(params))}")
+    action_names = ACTION_NAMES
 
     # Construction ------------------------------------------------------------------------
-    def init(self, n: int, generator: torch.Generator | None = None, device: str | torch.device = "cpu") -> LeducState:
-        return self.init_from_deal(random_deals(n, NUM_CARDS, self.deal_size, generator, device))
-
     def init_from_deal(self, deals: torch.Tensor) -> LeducState:
         """``deals [n, 3]``: seat 0's card, seat 1's card, the public card."""
         deals = torch.as_tensor(deals, dtype=torch.long)
@@ -171,9 +164,6 @@ class LeducGame:
         public = torch.where(state.round == 1, state.cards[:, 2], -1)[:, None]
         return torch.cat([seat[:, None], private, public, state.history], dim=1).to(self.obs_dtype)
 
-    def obs_player(self, obs: torch.Tensor) -> torch.Tensor:
-        return obs[:, 0].long()
-
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         o = obs.long()
         one_hot = torch.nn.functional.one_hot
@@ -183,24 +173,14 @@ class LeducGame:
         hist = one_hot(o[:, 3:] + 1, 4)[:, :, 1:].flatten(1)  # empty slot (-1) -> zeros
         return torch.cat([seat, private, public, hist], dim=1).to(torch.float32)
 
-    def enumerate_infostates(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every information state where a player acts: ``(obs [M, obs_size], legal mask [M, A])``."""
-        tree = game_tree(self)
-        return tree.infostate_obs.clone(), tree.infostate_mask.clone()
-
-    def action_name(self, action: int) -> str:
-        if not 0 <= action < self.num_actions:
-            raise ValueError(f"leduc action {action} out of range 0..{self.num_actions - 1}")
-        return ACTION_NAMES[action]
-
-    def config_dict(self) -> dict:
-        return {"name": self.name, "version": self.version}
 
 
-class LeducReference:
+class LeducReference(PokerReference):
     """One game of Leduc poker in plain Python (the test oracle; also for play and replays)."""
 
     num_actions = 3
+    num_cards = NUM_CARDS
+    deal_size = 3
 
     def __init__(self, deal):
         check_deal(deal, NUM_CARDS, 3)
@@ -212,14 +192,6 @@ class LeducReference:
         self.player = 0
         self.folded: int | None = None
         self.terminal = False
-
-    @classmethod
-    def new(cls, seed: int | None = None) -> "LeducReference":
-        return cls(random.Random(seed).sample(range(NUM_CARDS), 3))
-
-    @classmethod
-    def from_deal(cls, deal) -> "LeducReference":
-        return cls(deal)
 
     def current_player(self) -> int:
         return -1 if self.terminal else self.player
@@ -236,9 +208,6 @@ class LeducReference:
             actions.append(RAISE)
         return actions
 
-    def legal_mask(self) -> list[bool]:
-        legal = self.legal_actions()
-        return [a in legal for a in range(self.num_actions)]
 
     def apply(self, action: int) -> None:
         legal = self.legal_actions()
