@@ -117,6 +117,22 @@ def _cat_samples(parts: list[dict[str, torch.Tensor]], game, device, value_name:
     return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
 
 
+def _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots) -> "TraversalResult":
+    """Concatenate the per-step sample parts of one traversal batch into its result."""
+    advantage = _cat_samples(adv_parts, game, device, "target")
+    strategy = _cat_samples(strategy_parts, game, device, "policy")
+    stats.advantage_samples = advantage["obs"].shape[0]
+    stats.strategy_samples = strategy["obs"].shape[0]
+    no_roots = torch.zeros(0, dtype=torch.long, device=device)
+    return TraversalResult(
+        advantage=advantage,
+        strategy=strategy,
+        stats=stats,
+        advantage_root=torch.cat(adv_roots) if adv_roots else no_roots,
+        strategy_root=torch.cat(strategy_roots) if strategy_roots else no_roots,
+    )
+
+
 def _call_policy(policy: Policy, obs: torch.Tensor, mask: torch.Tensor, stats: TraversalStats) -> torch.Tensor:
     probs = policy(obs, mask)
     stats.record_forward(obs.shape[0])
@@ -270,17 +286,7 @@ def external_sampling(
             adv_roots.append(level.root[level.trav_nodes])
         child_values = values
 
-    advantage = _cat_samples(adv_parts, game, device, "target")
-    strategy = _cat_samples(strategy_parts, game, device, "policy")
-    stats.advantage_samples = advantage["obs"].shape[0]
-    stats.strategy_samples = strategy["obs"].shape[0]
-    return TraversalResult(
-        advantage=advantage,
-        strategy=strategy,
-        stats=stats,
-        advantage_root=torch.cat(adv_roots) if adv_roots else torch.zeros(0, dtype=torch.long, device=device),
-        strategy_root=torch.cat(strategy_roots) if strategy_roots else torch.zeros(0, dtype=torch.long, device=device),
-    )
+    return _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -438,17 +444,7 @@ def outcome_sampling(
         else:
             tail_weight[gid] = 1.0
 
-    advantage = _cat_samples(adv_parts, game, device, "target")
-    strategy = _cat_samples(strategy_parts, game, device, "policy")
-    stats.advantage_samples = advantage["obs"].shape[0]
-    stats.strategy_samples = strategy["obs"].shape[0]
-    return TraversalResult(
-        advantage=advantage,
-        strategy=strategy,
-        stats=stats,
-        advantage_root=torch.cat(adv_roots) if adv_roots else torch.zeros(0, dtype=torch.long, device=device),
-        strategy_root=torch.cat(strategy_roots) if strategy_roots else torch.zeros(0, dtype=torch.long, device=device),
-    )
+    return _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
 
 
 def traverse(
