@@ -6,9 +6,10 @@ last line is skipped) and on a run with a single iteration.
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from deepcfr.atomic import atomic_path
 
 from .metrics import MetricsLog, read_metrics
 from .plots import PLOTS
@@ -53,8 +54,7 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Repo
         elif target.exists():
             target.unlink()  # a stale plot from an earlier report must not pass for current
     summary = out / "summary.md"
-    tmp = summary.with_name(f".summary.tmp{os.getpid()}.md")
-    tmp.write_text(render_summary(run_dir, log, plots, find_checkpoints(run_dir)), encoding="utf-8")
-    os.replace(tmp, summary)
+    with atomic_path(summary) as tmp:
+        tmp.write_text(render_summary(run_dir, log, plots, find_checkpoints(run_dir)), encoding="utf-8")
     return Report(out_dir=out, plots=plots, summary=summary, iterations=len(log.rows),
                   warnings=log.warnings, partial_last_line=log.partial_last_line)

@@ -8,13 +8,14 @@ file + rename) so that a viewer refreshing during a live run never sees half a P
 from __future__ import annotations
 
 import math
-import os
 import re
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
+
+from deepcfr.atomic import atomic_path
 
 from .metrics import MetricsLog
 
@@ -29,9 +30,8 @@ def _new_figure(rows: int = 1, height: float = 3.6) -> tuple[Figure, list]:
 
 
 def _save(fig: Figure, path: Path) -> Path:
-    tmp = path.with_name(f".{path.stem}.tmp{os.getpid()}.png")
-    fig.savefig(tmp, format="png")
-    os.replace(tmp, path)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png")
     return path
 
 

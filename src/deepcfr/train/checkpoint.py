@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import datetime as _dt
 import os
-import tempfile
 from pathlib import Path
 from typing import Any, Mapping
 
 import torch
+
+from deepcfr.atomic import atomic_path, fsync_dir
 
 FORMAT_VERSION = 1
 FORMAT_NAME = "deepcfr-checkpoint"
@@ -113,38 +114,15 @@ def check_meta(meta: Mapping[str, Any], expected: Mapping[str, Any], path: str |
 
 
 # ---------------------------------------------------------------------------- files
-def _fsync_dir(directory: Path) -> None:
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return  # not supported on this platform/filesystem
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
-
-
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
     """Write ``payload`` (which must hold ``meta`` with ``format_version``) atomically to ``path``."""
     path = Path(path)
     meta = payload.get("meta") if isinstance(payload, dict) else None
     if not isinstance(meta, dict) or "format_version" not in meta:
         raise CheckpointError(f"checkpoint payload for {path} needs meta with format_version (see make_meta)")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    tmp = Path(tmp_name)
-    try:
-        with os.fdopen(fd, "wb") as f:
+    with atomic_path(path) as tmp:
+        with open(tmp, "wb") as f:
             torch.save(payload, f)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    _fsync_dir(path.parent)
     return path
 
 
@@ -167,7 +145,7 @@ def link_or_copy_checkpoint(src: str | Path, dst: str | Path) -> Path:
     except BaseException:
         tmp.unlink(missing_ok=True)
         raise
-    _fsync_dir(dst.parent)
+    fsync_dir(dst.parent)
     return dst
 
 

@@ -26,6 +26,8 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
+from deepcfr.atomic import atomic_path
+
 from .checkpoint import (
     CheckpointError,
     expected_meta,
@@ -241,9 +243,8 @@ class Run:
                 continue
             if isinstance(record, dict) and int(record.get("iteration", 0)) <= iteration:
                 kept.append(json.dumps(record))
-        tmp = self.metrics_path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
-        os.replace(tmp, self.metrics_path)
+        with atomic_path(self.metrics_path) as tmp:
+            tmp.write_text("".join(line + "\n" for line in kept), encoding="utf-8")
         return len(lines) - len(kept)
 
     def write_report(self, name: str, report: Mapping[str, Any]) -> Path:
