@@ -1,6 +1,7 @@
-"""Batched Deep CFR traversals: external sampling (small games) and outcome sampling (long games).
+"""Batched Deep CFR traversals: external sampling (small games), outcome sampling and probe sampling
+(long games).
 
-Both run many traversals in lockstep and make, per step, at most one policy call for the
+All run many traversals in lockstep and make, per step, at most one policy call for the
 traverser and one for the opponent, each over every game that needs it. The estimators are the
 ones of DESIGN.md's appendix ("local" targets: history values under sigma, never divided by the
 traverser's own reach).
@@ -9,7 +10,7 @@ Policies are plain callables ``policy(obs, mask) -> probs`` (see ``deepcfr.cfr.p
 module knows nothing of networks, processes or devices beyond the tensors it is handed: a worker
 process or a remote inference proxy can supply the same callables.
 
-Both functions return a :class:`TraversalResult`: advantage samples for the traverser
+All return a :class:`TraversalResult`: advantage samples for the traverser
 (``obs, mask, target, iteration``), strategy samples for the opponent (``obs, mask, policy,
 iteration``; only when the opponent plays sigma_t, ``record_strategy=True``) and
 :class:`TraversalStats`.
@@ -25,11 +26,12 @@ from typing import Any, Callable
 
 import torch
 
-from deepcfr.games.base import batch_size, clone_state, index_state, sample_from_probs
+from deepcfr.games.base import batch_size, clone_state, concat_states, gumbel_noise, index_state, sample_from_probs
 
 Policy = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 UNSAMPLED_TARGETS = ("zero", "mean")
+ALGORITHMS = ("external", "outcome", "probe")
 
 
 @dataclass
@@ -447,6 +449,184 @@ def outcome_sampling(
     return _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
 
 
+# ------------------------------------------------------------------------------------------------
+# Probe sampling
+# ------------------------------------------------------------------------------------------------
+
+
+def _play_out(game, state, group: torch.Tensor, num_groups: int, traverser: int, traverser_policy: Policy,
+              opponent_policy: Policy, generator, stats: TraversalStats, step_cap: int) -> torch.Tensor:
+    """Play every row of ``state`` to its end with each player's policy, all rows in lockstep;
+    returns the traverser's utility per row. Rows of the same ``group`` draw their actions with
+    the same Gumbel noise at each step (common random numbers), so rollouts that start from
+    siblings diverge only where the game makes them."""
+    rows = batch_size(state)
+    device = group.device
+    row_id = torch.arange(rows, device=device)
+    utility = torch.zeros(rows, dtype=torch.float32, device=device)
+    engine_cut_off = getattr(game, "cut_off", None)
+    steps = 0
+    while True:
+        terminal = game.is_terminal(state)
+        live_count = int((~terminal).sum())
+        if live_count == 0:
+            break
+        if steps >= step_cap:
+            stats.cut_offs += live_count
+            break
+        if live_count * 2 <= terminal.shape[0] and terminal.shape[0] > 64:
+            done = torch.nonzero(terminal).squeeze(1)
+            done_state = index_state(state, done)
+            utility[row_id[done]] = game.returns(done_state)[:, traverser].float()
+            if engine_cut_off is not None:
+                stats.cut_offs += int(engine_cut_off(done_state).sum())
+            keep = torch.nonzero(~terminal).squeeze(1)
+            state = index_state(state, keep)
+            row_id = row_id[keep]
+            terminal = terminal[keep]
+        steps += 1
+        stats.decisions += live_count
+        live = ~terminal
+        player = game.current_player(state).clamp(0, 1)
+        obs = game.observe(state, player)
+        mask = game.legal_mask(state)
+        noise = gumbel_noise((num_groups, game.num_actions), generator, device)[group[row_id]]
+        actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
+        is_trav = player == traverser
+        for policy, selected in ((traverser_policy, live & is_trav), (opponent_policy, live & ~is_trav)):
+            idx = torch.nonzero(selected).squeeze(1)
+            if idx.numel():
+                probs = _call_policy(policy, obs[idx], mask[idx], stats)
+                actions[idx] = sample_from_probs(probs, noise=noise[idx])
+        state = game.step(state, actions)
+    utility[row_id] = game.returns(state)[:, traverser].float()
+    if engine_cut_off is not None:
+        stats.cut_offs += int((engine_cut_off(state) & game.is_terminal(state)).sum())
+    return utility
+
+
+def probe_sampling(
+    game,
+    traverser: int,
+    num_traversals: int,
+    traverser_policy: Policy,
+    opponent_policy: Policy,
+    iteration: int,
+    generator: torch.Generator | None = None,
+    *,
+    epsilon: float = 0.0,
+    probe_rate: float = 0.05,
+    probe_batch_size: int = 16384,
+    record_strategy: bool = True,
+    device: str | torch.device = "cpu",
+    max_steps: int | None = None,
+    root_state: Any | None = None,
+) -> TraversalResult:
+    """``num_traversals`` trajectories for ``traverser`` whose sampled nodes are valued by probes.
+
+    Phase 1 plays the games in lockstep: the traverser draws from ``q = epsilon * uniform(legal)
+    + (1 - epsilon) * sigma``, the opponent plays ``opponent_policy`` (its nodes are the strategy
+    samples), and each traverser node is kept as a *probe root* with probability ``probe_rate``.
+    Phase 2 expands every probe root into one child per legal action and plays every child to
+    the end with sigma for both players (one rollout, a "probe" as in Gibson et al. 2012), all
+    children in lockstep, siblings sharing their Gumbel noise; ``v~(h,a)`` is the child's
+    utility and the target ``v~(h,a) - sum_a sigma(a) v~(h,a)`` on legal actions.
+
+    Unbiased, like external sampling: given the information state, the history is distributed
+    by the opponent's and chance's reach (the traverser's own reach, and so ``epsilon``, only
+    changes which information states are sampled), and each rollout is an unbiased sample of
+    ``v(h a)`` under sigma. Unlike outcome sampling there are no importance weights, so the
+    variance does not grow with game length; the price is ``|A| x`` (remaining length) decisions
+    per sample. Roots are expanded in chunks of at most ``probe_batch_size`` children.
+    """
+    _check_common(game, traverser, num_traversals)
+    if not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+    if not 0.0 < probe_rate <= 1.0:
+        raise ValueError(f"probe_rate must be in (0, 1], got {probe_rate!r}")
+    if probe_batch_size < 1:
+        raise ValueError(f"probe_batch_size must be >= 1, got {probe_batch_size!r}")
+    step_cap = int(max_steps if max_steps is not None else game.max_game_length)
+    n = num_traversals
+    stats = TraversalStats(traversals=n)
+    it32 = int(iteration)
+
+    state = _root(game, n, generator, device, root_state)
+    game_id = torch.arange(n, device=device)
+    probe_parts: list[tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    strategy_parts: list[dict[str, torch.Tensor]] = []
+    strategy_roots: list[torch.Tensor] = []
+    steps = 0
+    while steps < step_cap:
+        terminal = game.is_terminal(state)
+        live_count = int((~terminal).sum())
+        if live_count == 0:
+            break
+        if live_count * 2 <= terminal.shape[0] and terminal.shape[0] > 64:
+            keep = torch.nonzero(~terminal).squeeze(1)
+            state = index_state(state, keep)
+            game_id = game_id[keep]
+            terminal = terminal[keep]
+        steps += 1
+        stats.decisions += live_count
+        live = ~terminal
+        player = game.current_player(state).clamp(0, 1)
+        obs = game.observe(state, player)
+        mask = game.legal_mask(state)
+        is_trav = live & (player == traverser)
+        trav = torch.nonzero(is_trav).squeeze(1)
+        opp = torch.nonzero(live & ~is_trav).squeeze(1)
+        actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
+        if trav.numel():
+            t_obs, t_mask = obs[trav], mask[trav]
+            sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
+            legal = t_mask.float()
+            q = epsilon * legal / legal.sum(dim=1, keepdim=True) + (1.0 - epsilon) * sigma
+            actions[trav] = sample_from_probs(q, generator)
+            chosen = torch.nonzero(
+                torch.rand(trav.shape[0], generator=generator, device=trav.device) < probe_rate).squeeze(1)
+            if chosen.numel():
+                probe_parts.append((index_state(state, trav[chosen]), game_id[trav[chosen]], t_obs[chosen],
+                                    t_mask[chosen], sigma[chosen]))
+        if opp.numel():
+            o_obs, o_mask = obs[opp], mask[opp]
+            probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
+            actions[opp] = sample_from_probs(probs, generator)
+            if record_strategy:
+                strategy_parts.append({
+                    "obs": o_obs, "mask": o_mask, "policy": probs,
+                    "iteration": torch.full((opp.numel(),), it32, dtype=torch.int32, device=o_obs.device),
+                })
+                strategy_roots.append(game_id[opp])
+        state = game.step(state, actions)
+
+    if not probe_parts:
+        return _result(game, device, stats, [], strategy_parts, [], strategy_roots)
+    roots = concat_states([p[0] for p in probe_parts])
+    root_game = torch.cat([p[1] for p in probe_parts])
+    r_obs, r_mask, r_sigma = (torch.cat([p[k] for p in probe_parts]) for k in (2, 3, 4))
+    values = torch.zeros(r_mask.shape, dtype=torch.float32, device=r_mask.device)
+    # Chunks of consecutive roots with at most probe_batch_size children (at least one root each).
+    ends = torch.cumsum(r_mask.sum(dim=1), 0).tolist()
+    start = 0
+    while start < len(ends):
+        offset = ends[start - 1] if start else 0
+        stop = start + 1
+        while stop < len(ends) and ends[stop] - offset <= probe_batch_size:
+            stop += 1
+        local_root, action = torch.nonzero(r_mask[start:stop], as_tuple=True)
+        children = game.step(index_state(roots, start + local_root), action)
+        values[start + local_root, action] = _play_out(
+            game, children, local_root, stop - start, traverser, traverser_policy, opponent_policy,
+            generator, stats, step_cap)
+        start = stop
+    v_h = (r_sigma * values).sum(dim=1)
+    target = (values - v_h[:, None]) * r_mask
+    adv = {"obs": r_obs, "mask": r_mask, "target": target,
+           "iteration": torch.full((r_obs.shape[0],), it32, dtype=torch.int32, device=r_obs.device)}
+    return _result(game, device, stats, [adv], strategy_parts, [root_game], strategy_roots)
+
+
 def traverse(
     algorithm: str,
     game,
@@ -461,10 +641,12 @@ def traverse(
     importance_clip: float | None = None,
     unsampled_target: str = "zero",
     tail_correction: bool = True,
+    probe_rate: float = 0.05,
     record_strategy: bool = True,
     device: str | torch.device = "cpu",
 ) -> TraversalResult:
-    """Dispatch to ``external_sampling`` or ``outcome_sampling`` by name (config ``traversal.algorithm``)."""
+    """Dispatch to ``external_sampling``, ``outcome_sampling`` or ``probe_sampling`` by name
+    (config ``traversal.algorithm``)."""
     if algorithm == "external":
         return external_sampling(
             game, traverser, num_traversals, traverser_policy, opponent_policy, iteration, generator,
@@ -476,4 +658,9 @@ def traverse(
             epsilon=epsilon, importance_clip=importance_clip, unsampled_target=unsampled_target,
             tail_correction=tail_correction, record_strategy=record_strategy, device=device,
         )
-    raise ValueError(f"traversal algorithm must be 'external' or 'outcome', got {algorithm!r}")
+    if algorithm == "probe":
+        return probe_sampling(
+            game, traverser, num_traversals, traverser_policy, opponent_policy, iteration, generator,
+            epsilon=epsilon, probe_rate=probe_rate, record_strategy=record_strategy, device=device,
+        )
+    raise ValueError(f"traversal algorithm must be one of {ALGORITHMS}, got {algorithm!r}")

@@ -8,6 +8,9 @@ Conventions (all games):
 - ``step(state, actions)`` updates ``state`` in place and returns it; rows that are already
   terminal are left unchanged whatever their action. Call ``clone_state`` first to keep the old
   state (traversal branches with ``index_state``, which copies).
+- ``current_player(state)`` is the seat to move (0 or 1) on live rows and -1 on terminal rows
+  (``is_terminal``); where a seat is needed for every row, mask by ``is_terminal`` or use
+  ``.clamp(min=0)``.
 - ``observe(state, player)`` returns the compact information state ``[n, obs_size]`` of
   ``obs_dtype`` (small ints). It contains everything that player may know, and the observer's
   seat, so that ``obs_player(obs)`` recovers it: a policy needs nothing but obs and mask.
@@ -86,12 +89,20 @@ def batch_size(state: Any) -> int:
     return getattr(state, next(iter(_tensor_fields(state)))).shape[0]
 
 
-def sample_from_probs(probs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+def gumbel_noise(shape, generator: torch.Generator | None = None, device: str | torch.device = "cpu") -> torch.Tensor:
+    """Standard Gumbel noise of ``shape`` (float32)."""
+    u = torch.rand(shape, generator=generator, device=device, dtype=torch.float32)
+    return -torch.log(-torch.log(u.clamp_(min=1e-20)))
+
+
+def sample_from_probs(probs: torch.Tensor, generator: torch.Generator | None = None,
+                      noise: torch.Tensor | None = None) -> torch.Tensor:
     """One action per row from ``probs [n, A]`` by Gumbel-max (no torch.multinomial, no sync);
-    zero-probability actions are never chosen."""
-    u = torch.rand(probs.shape, generator=generator, device=probs.device, dtype=torch.float32)
-    gumbel = -torch.log(-torch.log(u.clamp_(min=1e-20)))
-    return (probs.float().log() + gumbel).argmax(dim=1)
+    zero-probability actions are never chosen. ``noise`` (``[n, A]`` Gumbel, default fresh from
+    ``generator``) lets rows share their randomness (common random numbers)."""
+    if noise is None:
+        noise = gumbel_noise(probs.shape, generator, probs.device)
+    return (probs.float().log() + noise).argmax(dim=1)
 
 
 def uniform_policy(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

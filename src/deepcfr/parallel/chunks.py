@@ -78,6 +78,7 @@ class TraversalSettings:
     unsampled_target: str = "zero"
     fallback: str = "argmax"
     tail_correction: bool = True
+    probe_rate: float = 0.05
 
 
 @dataclass(frozen=True)
@@ -177,7 +178,8 @@ class ChunkRunner:
         result = traverse(
             s.algorithm, self.game, spec.traverser, spec.num_traversals, traverser_policy, opponent_policy,
             spec.iteration, generator, epsilon=s.epsilon, importance_clip=s.importance_clip,
-            unsampled_target=s.unsampled_target, tail_correction=s.tail_correction, record_strategy=spec.record_strategy, device=self.device,
+            unsampled_target=s.unsampled_target, tail_correction=s.tail_correction, probe_rate=s.probe_rate,
+            record_strategy=spec.record_strategy, device=self.device,
         )
         return ChunkResult(spec.index, result.advantage, result.strategy, result.stats, time.perf_counter() - start)
 

@@ -35,9 +35,10 @@ class CheckpointError(ValueError):
 def game_params(config: Any) -> dict[str, Any]:
     """Keyword arguments for ``make_game`` from a TrainConfig's ``game`` section."""
     game = config.game
+    advice = {"advice_bot": game.advice_bot} if game.advice_bot is not None else {}
     if game.name == "lost_cities":
-        return {"variant": game.variant, **dict(game.rules)}
-    return {}
+        return {"variant": game.variant, **dict(game.rules), **advice}
+    return advice
 
 
 def make_game_from_config(config: Any):

@@ -19,6 +19,9 @@ class GameConfig(_Section):
     name: Literal["kuhn", "leduc", "lost_cities"] = "lost_cities"
     variant: str = "classic"  # Lost Cities rule variant (classic | mini)
     rules: dict[str, Any] = Field(default_factory=dict)  # Lost Cities rule overrides (e.g. ply_cap)
+    # append this bot's recommended action to the network features (Lost Cities; see
+    # deepcfr.games.advice); null: the plain encoding
+    advice_bot: str | None = None
 
 
 class RunConfig(_Section):
@@ -46,10 +49,14 @@ class NetworkConfig(_Section):
 
 
 class TraversalConfig(_Section):
-    algorithm: Literal["external", "outcome"] = "outcome"  # external sampling only for kuhn/leduc
+    # external: every traverser action explored at every node (kuhn/leduc only); outcome: one
+    # sampled trajectory with importance weights; probe: sampled trajectories whose traverser
+    # nodes are kept with probability probe_rate and valued by one rollout per legal action
+    algorithm: Literal["external", "outcome", "probe"] = "outcome"
     traversals_per_player: int = Field(1000, ge=1)  # traversals per player per iteration
     batch_size: int = Field(1024, ge=1)  # traversals run in lockstep per batch
-    epsilon: float = Field(0.6, ge=0.0, le=1.0)  # outcome sampling: exploration at traverser nodes
+    epsilon: float = Field(0.6, ge=0.0, le=1.0)  # outcome/probe sampling: exploration at traverser nodes
+    probe_rate: float = Field(0.05, gt=0.0, le=1.0)  # probe sampling: share of traverser nodes probed
     importance_clip: float | None = Field(None, gt=0)  # clip importance-corrected values to +-this
     unsampled_target: Literal["zero", "mean"] = "zero"  # outcome sampling: value of unsampled actions
     # outcome sampling: importance-correct v~(h a*) for the exploration below h (unbiased). false
@@ -57,6 +64,11 @@ class TraversalConfig(_Section):
     # over long games such as Lost Cities)
     tail_correction: bool = True
     opponent: Literal["current", "average", "league"] = "current"  # opponent policy during traversal
+    # Warm start (Brown & Sandholm 2016, strategy-based warm starting): for the first
+    # warm_start_iterations, sigma_t of both players is this bot instead of uniform, so the first
+    # regrets (and strategy samples) are measured against sensible play
+    warm_start_bot: str | None = None
+    warm_start_iterations: int = Field(0, ge=0)
     executor: Literal["inline", "processes", "ray"] = "inline"
     num_workers: int = Field(2, ge=1)  # processes/ray executors
     worker_batch_size: int = Field(256, ge=1)  # lockstep traversals per worker task
@@ -183,6 +195,9 @@ class TrainConfig(_Section):
     def _check(self) -> "TrainConfig":
         if self.traversal.algorithm == "external" and self.game.name == "lost_cities":
             raise ValueError("traversal.algorithm: external sampling is only for kuhn and leduc; use 'outcome'")
+        if (self.traversal.warm_start_bot is None) != (self.traversal.warm_start_iterations == 0):
+            raise ValueError("traversal.warm_start_bot and traversal.warm_start_iterations go together: "
+                             "set both (a bot and at least 1 iteration) or neither")
         if self.traversal.opponent == "league" and self.league.anchor_bot is None and self.league.weight_anchor > 0:
             raise ValueError("league.weight_anchor > 0 needs league.anchor_bot")
         return self

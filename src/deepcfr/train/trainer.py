@@ -55,6 +55,7 @@ from deepcfr.cfr.policies import (
 )
 from deepcfr.cfr.traversal import TraversalStats
 from deepcfr.games.base import Policy
+from deepcfr.games.bots import make_bot
 from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, TraversalSettings, chunk_seed, chunk_sizes
 from deepcfr.parallel.executors import TraversalExecutor, make_executor
 
@@ -238,6 +239,13 @@ class Trainer:
         self.game = make_game_from_config(config)
         self.num_actions = int(self.game.num_actions)
         self.feature_size = int(self.game.feature_size)
+        for key, bot in (("traversal.warm_start_bot", config.traversal.warm_start_bot),
+                         ("league.anchor_bot", config.league.anchor_bot)):
+            if bot is not None:
+                try:
+                    make_bot(self.game, bot)
+                except ValueError as e:
+                    raise ValueError(f"{key}: {e}") from None
 
         seed = int(config.run.seed)
         self.generators: dict[str, torch.Generator] = {}
@@ -357,7 +365,12 @@ class Trainer:
         raise ValueError(f"unknown policy kind {kind!r}; valid: {', '.join(POLICY_KINDS)}")
 
     def _sigma_spec(self, player: int, networks: dict[str, torch.nn.Module]) -> PolicySpec:
-        """sigma_t of ``player`` as a chunk policy (uniform before its network trained)."""
+        """sigma_t of ``player`` as a chunk policy: the warm-start bot for the first
+        ``traversal.warm_start_iterations``, else regret matching on its advantage network
+        (uniform before that network trained)."""
+        cfg = self.config.traversal
+        if cfg.warm_start_bot is not None and self.iteration <= cfg.warm_start_iterations:
+            return PolicySpec("bot", bot=cfg.warm_start_bot)
         if not self.advantage_trained[player]:
             return PolicySpec("uniform")
         name = f"advantage_{player}"
@@ -416,7 +429,8 @@ class Trainer:
         cfg = self.config.traversal
         size = cfg.batch_size if cfg.executor == "inline" else cfg.worker_batch_size
         settings = TraversalSettings(cfg.algorithm, cfg.epsilon, cfg.importance_clip, cfg.unsampled_target,
-                                     self.config.regret_matching.fallback, tail_correction=cfg.tail_correction)
+                                     self.config.regret_matching.fallback, tail_correction=cfg.tail_correction,
+                                     probe_rate=cfg.probe_rate)
         networks: dict[str, torch.nn.Module] = {}
         traverser_policy = self._sigma_spec(player, networks)
         # One draw per phase from the trainer's (checkpointed) traversal stream seeds every chunk.
@@ -645,7 +659,6 @@ class Trainer:
                 metrics["exploitability/mixture"] = exploitability(self.game, self.exact_average).exploitability
             return metrics
         from deepcfr.evaluate.arena import play_match
-        from deepcfr.games.bots import make_bot
 
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=self.generators["eval"]))
         for opponent in self.config.eval.opponents:

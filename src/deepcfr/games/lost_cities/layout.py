@@ -85,3 +85,28 @@ def decode(rules: LostCitiesRules, obs: torch.Tensor) -> LostCitiesObsView:
         opp_known=counts(LOC_OPP_KNOWN), pile_height=height, pile_top=top, piles=piles,
         deck_size=s[:, 0], phase=s[:, 1], discarded_color=s[:, 2], player=s[:, 3], to_move=s[:, 4],
     )
+
+
+def legal_mask_from_obs(rules: LostCitiesRules, obs: torch.Tensor) -> torch.Tensor:
+    """The legal-action mask ``[n, num_actions]`` of the player to move, recomputed from that
+    player's own observation (the mover's information is enough to know its legal actions).
+    Rows whose observer is not the mover, or whose game is over, get whatever the observation
+    implies; callers only use it for the mover's own rows."""
+    view = decode(rules, obs)
+    n, C, R1 = obs.shape[0], rules.n_colors, rules.n_ranks + 1
+    kinds = torch.arange(R1, device=obs.device)
+    # Highest kind on each of my expeditions (-1 when empty): a card of kind k is playable iff
+    # k >= it (numbers are unique per colour, and wagers (kind 0) only before any number).
+    top = torch.where(view.my_expedition > 0, kinds, -1).amax(dim=2)
+    in_hand = view.hand > 0
+    playable = in_hand & (kinds >= top[:, :, None])
+    play_phase = (view.phase == 0)[:, None]
+    mask = torch.zeros(n, rules.num_actions, dtype=torch.bool, device=obs.device)
+    K = rules.num_kinds
+    mask[:, :K] = (playable.reshape(n, K)) & play_phase
+    mask[:, K:2 * K] = in_hand.reshape(n, K) & play_phase
+    draw_phase = view.phase == 1
+    mask[:, 2 * K] = draw_phase
+    colours = torch.arange(C, device=obs.device)
+    mask[:, 2 * K + 1:] = (view.pile_height > 0) & (colours != view.discarded_color[:, None]) & draw_phase[:, None]
+    return mask
