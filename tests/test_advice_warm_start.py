@@ -54,6 +54,11 @@ def test_advised_encoding_appends_the_bots_action():
     assert torch.equal(advice.sum(dim=1), torch.ones(32))
     assert torch.equal(advice.argmax(dim=1), bot_actions)
     assert game.config_dict()["advice_bot"] == "heuristic_balanced"
+    # the advised game's own bot of that name reads the column instead of running again
+    reader = make_bot(game, "heuristic_balanced")
+    assert torch.equal(reader.act(obs, mask), bot_actions)
+    assert torch.equal(make_bot(game, "heuristic_careful").act(obs, mask),
+                       make_bot(plain, "heuristic_careful").act(plain_obs, mask))
 
 
 def test_bad_advice_settings_are_named():

@@ -58,6 +58,10 @@ class AdvisedGame:
         obs = self._game.observe(state, player)
         return torch.cat([obs, self.advice(obs)[:, None].to(obs.dtype)], dim=1)
 
+    def advice_reader(self) -> "AdviceReader":
+        """The advice bot as a bot of this game: it reads its own answer from the observation."""
+        return AdviceReader(self.advice_bot, self._plain_obs_size)
+
     def plain_obs(self, obs: torch.Tensor) -> torch.Tensor:
         return obs[:, : self._plain_obs_size]
 
@@ -72,3 +76,19 @@ class AdvisedGame:
 
     def __repr__(self) -> str:
         return f"AdvisedGame({self._game!r}, advice_bot={self.advice_bot!r})"
+
+
+class AdviceReader:
+    """A bot that plays the advice column of an advised observation (``make_bot`` returns it
+    for the advice bot of an ``AdvisedGame``: same choices, without running the bot again)."""
+
+    def __init__(self, name: str, column: int):
+        self.name = name
+        self.column = column
+
+    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        actions = obs[:, self.column].long()
+        legal = mask.gather(1, actions[:, None]).squeeze(1) | ~mask.any(dim=1)  # rows of finished games: any
+        if not bool(legal.all()):
+            raise ValueError(f"{self.name}: the advice column holds an illegal action (observation not of this game?)")
+        return actions
