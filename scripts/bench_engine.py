@@ -25,7 +25,8 @@ def main() -> None:
     parser.add_argument("--game", default="lost_cities", choices=game_names())
     parser.add_argument("--variant", default=None, help="Lost Cities variant (classic, mini)")
     parser.add_argument("--batch", type=int, default=4096)
-    parser.add_argument("--seconds", type=float, default=3.0, help="batched measurement time per thread count")
+    parser.add_argument("--seconds", type=float, default=3.0,
+                        help="batched measurement time per thread count (alternating with the reference engine)")
     parser.add_argument("--threads", default="1,2", help="comma-separated intra-op thread counts")
     parser.add_argument("--repeats", type=int, default=1, help="repeat each measurement (the machine may be shared)")
     parser.add_argument("--seed", type=int, default=0)
@@ -45,7 +46,8 @@ def main() -> None:
             print(f"{r['game']}{' ' + args.variant if args.variant else ''} batch {r['batch']} threads {r['threads']}: "
                   f"batched {r['batched_decisions_per_second'] / 1e6:.3f}M decisions/s "
                   f"(cpu/wall {r['batched_cpu_seconds_per_wall_second']:.2f}), "
-                  f"reference {r['reference_decisions_per_second'] / 1e3:.1f}k/s, speedup {r['speedup']:.0f}x, "
+                  f"reference {r['reference_decisions_per_second'] / 1e3:.1f}k/s, speedup {r['speedup']:.0f}x "
+                  f"(per CPU second {r['speedup_cpu']:.0f}x), "
                   f"mean game length {r['mean_game_length']:.1f}, cut off {r['cut_off_games']}/{r['finished_games']}")
 
 

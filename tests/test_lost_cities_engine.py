@@ -12,7 +12,7 @@ from deepcfr.games.registry import make_game
 
 
 def tensor_fields(state):
-    return [f.name for f in dataclasses.fields(state)]
+    return [f.name for f in dataclasses.fields(state) if not f.metadata.get("static", False)]
 
 
 def states_equal(a, b, rows=None):
@@ -29,15 +29,16 @@ def reference_view(ref):
     """Everything the batched engine is compared on, from one reference game."""
     obs = [ref.observe(0), ref.observe(1)]
     expeditions = [ref.expedition_scores(0), ref.expedition_scores(1)]
+    mover = -1 if ref.is_terminal() else ref.current_player()  # the batched convention: -1 once over
     return {
-        "current player": ref.current_player(),
+        "current player": mover,
         "terminal": ref.is_terminal(),
         "cut off": ref.cut_off,
         "decisions": ref.num_decisions,
         "legal mask": ref.legal_mask(),
         "observation of player 0": obs[0],
         "observation of player 1": obs[1],
-        "observation of the mover": obs[ref.current_player()],
+        "observation of the mover": obs[max(mover, 0)],
         "expedition scores": expeditions,
         "scores": [sum(expeditions[0]), sum(expeditions[1])],
         "returns": list(ref.returns()) if ref.is_terminal() else [float("nan")] * 2,
@@ -54,7 +55,7 @@ def batched_view(game, state):
         "legal mask": game.legal_mask(state),
         "observation of player 0": game.observe(state, 0),
         "observation of player 1": game.observe(state, 1),
-        "observation of the mover": game.observe(state, game.current_player(state)),
+        "observation of the mover": game.observe(state, game.current_player(state).clamp(min=0)),
         "expedition scores": game.expedition_scores(state),
         "scores": game.scores(state),
         "returns": game.returns(state),
@@ -102,6 +103,8 @@ def play_both(game, n, seed):
     ("classic", 256, dict(ply_cap=61, utility="win_loss")),
     ("mini", 1000, {}),
     ("mini", 300, dict(ply_cap=7)),
+    # The widest tables: 10 colours, 5 wager copies (base-3 hand entries up to 242), large values.
+    ("classic", 32, dict(n_colors=10, n_ranks=4, n_wagers=5, min_rank=60, hand_size=10, ply_cap=600)),
 ])
 def test_random_playouts_match_the_reference(variant, n, overrides):
     game = LostCitiesGame.from_params(variant, **overrides)
@@ -245,7 +248,7 @@ def test_encode_is_a_batched_function_of_obs():
         state = game.init(64, generator)
         obs = []
         for _ in range(40):
-            obs.append(game.observe(state, game.current_player(state)))
+            obs.append(game.observe(state, game.current_player(state).clamp(min=0)))
             game.step(state, sample_uniform_legal(game.legal_mask(state), generator))
         obs = torch.cat(obs)
         features = game.encode(obs)
@@ -330,7 +333,7 @@ def test_scores_of_a_constructed_state():
     def packed(cards, wagers, total):
         return cards | wagers << 8 | total << 16
 
-    state.expedition[0, 0] = torch.tensor([packed(4, 1, 17), packed(8, 2, 40), packed(7, 0, 46), 0, packed(1, 1, 0)])
+    game.expedition(state)[0, 0] = torch.tensor([packed(4, 1, 17), packed(8, 2, 40), packed(7, 0, 46), 0, packed(1, 1, 0)])
     assert game.expedition_scores(state)[0, 0].tolist() == [-6, 80, 26, 0, -40]
     assert game.scores(state).tolist() == [[60, 0]]
     assert game.returns(state).tolist() == [[1.0, -1.0]]

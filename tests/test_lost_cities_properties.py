@@ -80,7 +80,7 @@ def test_batched_engine_matches_reference_on_random_rules(rules, seed):
             assert game.observe(state, p).tolist() == [r.observe(p) for r in refs]
         assert game.scores(state).tolist() == [list(r.scores()) for r in refs]
         assert game.returns(state).tolist() == [list(r.returns()) for r in refs]
-        assert game.current_player(state).tolist() == [r.current_player() for r in refs]
+        assert game.current_player(state).tolist() == [-1 if r.is_terminal() else r.current_player() for r in refs]
         assert game.cut_off(state).tolist() == [r.cut_off for r in refs]
         terminal = game.is_terminal(state)
         # terminal iff the deck is empty or the ply cap is hit

@@ -1,19 +1,29 @@
 """The batched Lost Cities engine: N games advanced by one call, state as a dataclass of tensors.
 
-Same rules and conventions as reference.py, the oracle the tests compare against.
+Same rules and conventions as reference.py, the oracle the tests compare against (except that
+``current_player`` is -1 on finished games, the convention of every batched game).
 
-Performance shape (DESIGN.md; figures in scripts/bench_engine.py). On a CPU a PyTorch op on a
-few thousand rows costs a few microseconds whatever it does, but ops that broadcast along the
-innermost dimension, copy short strided runs, gather/scatter many short rows, or allocate
-megabytes are many times slower. So:
-- everything a step or a legal mask needs is kept incrementally: per player, the hand counts and
-  the playable kinds (one table the legal mask reads with one row gather), expedition counters
-  per colour, discard piles as stacks with heights, and per card what each player sees of it
-  and where it really is (so that observe is one row gather);
-- every row is updated by flat ``index_copy_`` / ``index_add_`` of one element or one short
-  block per row;
-- what an action means comes from lookup tables; terminal rows get a *null action* whose
-  writes land in scratch slots or change nothing, so no update needs a per-row ``where``;
+Performance shape (figures: scripts/bench_engine.py, docs/performance.md). On a CPU a PyTorch op
+on a few thousand rows costs a few microseconds whatever it does, so a step is built from as few
+ops as possible, each on small contiguous tensors:
+- A game is one row of bytes (``arena``) plus a packed turn word. The row holds, per card, what
+  each player sees of it (so observe is one row gather); the legal-mask rows (per player: how
+  often each kind is *blocked* by a higher card on the own expedition, and the cards in hand
+  by kind; for the draw: the deck and pile heights), so that the legal mask is one row gather
+  and two elementwise ops; the deck and the discard piles as stacks; the expeditions as packed
+  counters.
+- A step reads two bytes (the height of the pile the action touches and the hand entry of the
+  kind it plays), then the card that moves, and looks up everything that changes in one table
+  row chosen by (action, player, those bytes). Every change is an *addition* to an 8-byte word
+  of the row (the bytes of a word add independently because none over- or underflows), so all
+  of a step's writes are one ``scatter_add_``, and a finished game gets the all-zero row: it is
+  left unchanged without any per-row ``where``.
+- The turn word packs phase, player, the colour discarded this turn, the decision count and two
+  counters whose carry bits mark the ply cap and the empty deck, so that it too changes by one
+  addition from a table (so ply_cap is limited to 2^20 - 1 here).
+- Wager copies in a hand are one base-3 digit each (absent, in hand, in hand and known to the
+  opponent), so the copy a player plays (a known one first, as the reference does) is a table
+  lookup as well.
 - no Python loop over games, no boolean-mask indexing, no host sync (except ``check=True``).
 """
 
@@ -28,19 +38,19 @@ from .encoding import LostCitiesEncoder
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, OBS_DTYPE, obs_size
 from .rules import LostCitiesRules, make_rules
 
-# Where a card really is (plane 2 of ``cards_seen``). The codes are chosen so that for player p
-# the copies of a wager in p's hand have the largest keys ``code ^ (0x80 * p)``, a known copy
-# first: the wager copy a player plays or discards is found with one argmax.
-ABS_DECK, ABS_EXP0, ABS_EXP1, ABS_PILE0 = 0x00, 0x01, 0x02, 0x03
-ABS_HAND0, ABS_KNOWN0, ABS_HAND1, ABS_KNOWN1 = 0xFE, 0xFF, 0x7E, 0x7F
-
-# Columns of the per-action integer table (one row per action, then the null action).
-F_PILE, F_CARD, F_WAGER_BASE, F_DECK_STEP, F_DECISION, F_FLIP, F_DISCARDED_AFTER = range(7)
-NUM_FIELDS = 7
-# Columns of the per-action boolean table.
-B_IS_CARD, B_IS_WAGER, B_FROM_DECK, B_KEEP_DISCARDED, B_IS_DISCARD = range(5)
-NUM_FLAGS = 5
 _ROW_CACHE_LIMIT = 16
+
+# The turn word: phase (bit 0), player (bit 1), colour discarded this turn (bits 2-5, n_colors =
+# none), decisions made (bits 8-27), a ply counter that starts at 2^20 - ply_cap (bits 28-47, its
+# carry into bit 48 marks the cap) and a deck counter that starts at 256 - cards in the deck
+# (bits 49-56, its carry into bit 57 marks the empty deck).
+T_PHASE, T_PLAYER, T_DISCARD, T_DECISIONS, T_PLY, T_DECK = 0, 1, 2, 8, 28, 49
+DECISION_BITS = 20
+MAX_PLY_CAP = (1 << DECISION_BITS) - 1
+CAP_FLAG, DECK_FLAG = 1 << (T_PLY + DECISION_BITS), 1 << (T_DECK + 8)
+KEY_BITS = 6  # phase, player and discarded colour: the low bits of the turn word
+# Columns of the per-(action, turn) table.
+K_HEIGHT, K_HAND, K_SOURCE, K_SOURCE_STEP, K_MOVE, K_TURN = range(6)
 
 # Sorting networks (comparator pairs) for the wager copies of a colour.
 _SORTING_NETWORKS = {
@@ -57,134 +67,238 @@ def _sorting_network(width: int) -> list[tuple[int, int]]:
     return [(k, k + 1) for s in range(width) for k in range(s % 2, width - 1, 2)]  # odd-even transposition
 
 
-def _as_rows(t: torch.Tensor, width: int) -> torch.Tensor:
-    """A contiguous uint8 tensor as rows of ``width`` bytes, each row viewed with the widest
-    integer type that divides ``width`` (row copies cost per element, not per byte)."""
-    for dtype, size in ((torch.int64, 8), (torch.int32, 4), (torch.int16, 2)):
-        if width % size == 0:
-            return t.view(-1, width).view(dtype)
-    return t.view(-1, width)
+def _signed64(value: int) -> int:
+    value &= (1 << 64) - 1
+    return value - (1 << 64) if value >= 1 << 63 else value
 
 
 @dataclass
 class LostCitiesState:
-    """Batched state; every field has a leading batch dimension n. Besides the game itself it
-    holds derived tables that steps keep up to date (see the module docstring).
-    D cards, C colours, P cards per colour, K kinds."""
+    """Batched state; every field has a leading batch dimension n. The layout of ``arena`` is
+    described by ``_Layout``; read the game through ``LostCitiesGame``'s methods."""
 
-    deck: torch.Tensor  # [n, D + 1] uint8 card ids in deal order (column D is scratch); next draw: deck_pos
-    deck_pos: torch.Tensor  # [n] int64 index of the next card to draw (D = deck empty)
-    cards_seen: torch.Tensor  # [n, 3, D + 5] uint8 per card: player 0's observation code, player 1's,
-    #                           and the card's absolute location (ABS_*); column D is scratch and
-    #                           the last 5 make room for an observation's scalars
-    kinds: torch.Tensor  # [n, 3, 2, K] uint8 per player: [0] 1 where the kind is playable on the
-    #                      expedition (rank order alone), [1] cards of the kind in hand; player
-    #                      index 2 is all zero (read when there is no card decision)
-    expedition: torch.Tensor  # [n, 2, C] int64 packed: cards | wagers << 8 | sum of values << 16
-    min_kind: torch.Tensor  # [n, 2, C] int64 smallest playable kind: 0 until a numbered card, then top + 1
-    piles: torch.Tensor  # [n, C + 1, P + 2] uint8 card ids: pile c is row c + 1 with its card at
-    #                      height j in slot j + 1; row 0 and slots outside a stack are scratch
-    pile_height: torch.Tensor  # [n, C + 1] uint8; column 0 stands for the deck and is always 1
-    player: torch.Tensor  # [n] int64 seat to move
-    phase: torch.Tensor  # [n] int64: 0 play/discard, 1 draw
-    discarded_color: torch.Tensor  # [n] int64 colour discarded onto this turn, C = none
-    num_decisions: torch.Tensor  # [n] int64
+    arena: torch.Tensor  # [n, row_bytes] uint8, 8-byte aligned rows (see the module docstring)
+    turn: torch.Tensor  # [n] int64 packed turn word (T_* bits)
     terminal: torch.Tensor  # [n] bool
-    cut_off: torch.Tensor  # [n] bool: ended by the ply cap with cards left in the deck
+    deck: torch.Tensor  # [n, D] uint8 the deal the game started from (``init_from_deal`` order)
+
+    @property
+    def phase(self) -> torch.Tensor:
+        """[n] int64: 0 play/discard, 1 draw."""
+        return self.turn & 1
+
+    @property
+    def player(self) -> torch.Tensor:
+        """[n] int64 seat to move (on finished games: the seat that would move next)."""
+        return (self.turn >> T_PLAYER) & 1
+
+    @property
+    def discarded_color(self) -> torch.Tensor:
+        """[n] int64 colour discarded onto this turn, n_colors = none."""
+        return (self.turn >> T_DISCARD) & 15
+
+    @property
+    def num_decisions(self) -> torch.Tensor:
+        return (self.turn >> T_DECISIONS) & MAX_PLY_CAP
+
+
+class _Layout:
+    """Byte offsets of the parts of an arena row (one game)."""
+
+    def __init__(self, rules: LostCitiesRules):
+        r = rules
+        D, C, P, R1 = r.deck_size, r.n_colors, r.cards_per_color, r.n_ranks + 1
+        K, A = r.num_kinds, r.num_actions
+        self.deck_cards = D - 2 * r.hand_size
+        at = 0
+        self.seen = at  # 2 planes of D + 5 bytes: each player's location code of every card
+        at += 2 * (D + 5)
+        self.mask = at  # 4 rows of A bytes: player 0's card decision, player 1's, the draw, none
+        at += 4 * A
+        self.zero = self.mask + 3 * A  # an all-zero row (read where nothing is to be read)
+        self.draw_row = self.mask + 2 * A
+        self.heights = self.draw_row + 2 * K  # [deck, pile 0, ..., pile C - 1] heights
+        self.deck_stack = at  # the deck's cards, bottom first (the next card on top)
+        at += self.deck_cards
+        at = (at + 7) // 8 * 8
+        self.piles = at  # C stacks of P words, card id in byte 0, bottom first
+        at += 8 * C * P
+        self.expedition = at  # [2 players, C] words: cards | wagers << 8 | sum of values << 16
+        at += 8 * 2 * C
+        self.row_bytes = at
+        self.row_words = at // 8
+        self.kinds, self.num_actions = K, A
+
+    def blocked(self, player: int) -> int:
+        """Byte offset of the player's blocked counts by kind (mask row, play part)."""
+        return self.mask + player * self.num_actions
+
+    def hand(self, player: int) -> int:
+        """Byte offset of the player's hand entries by kind (mask row, discard part): one base-3
+        digit per copy of the kind (0 absent, 1 in hand, 2 in hand and known to the opponent)."""
+        return self.mask + player * self.num_actions + self.kinds
 
 
 class _Tables:
     """Constant lookup tables for one rules object on one device."""
 
     def __init__(self, rules: LostCitiesRules, device: torch.device):
-        C, P, W, R1 = rules.n_colors, rules.cards_per_color, rules.n_wagers, rules.n_ranks + 1
-        D, K, A = rules.deck_size, rules.num_kinds, rules.num_actions
-        deck_action = rules.draw_deck_action
+        r = rules
+        D, C, P, W, R1 = r.deck_size, r.n_colors, r.cards_per_color, r.n_wagers, r.n_ranks + 1
+        K, A = r.num_kinds, r.num_actions
+        L = _Layout(r)
+        self.layout = L
         self.device = device
-        fields, flags = [], []
-        hand_delta, height_delta, exp_add, exp_floor, seen_height = [], [], [], [], []
-        seen = [[], [], []]  # [plane][2 * a + p]: the moved card's new code in each plane
-        for a in range(A + 1):
-            f = [0] * NUM_FIELDS
-            b = [False] * NUM_FLAGS
-            f[F_DISCARDED_AFTER] = C
-            codes = [(0, 0), (0, 0), (0, 0)]  # per plane: (code if player 0 moves, if player 1 moves)
-            add = floor = dh = dhe = on_pile = 0
-            if a < 2 * K:
+        self.sizes = (D, C, K, A)
+        self.cards_per_color, self.n_wagers = P, W
+
+        def copies(kind: int) -> int:
+            return W if kind == 0 else 1
+
+        def card_of(color: int, kind: int, copy: int) -> int:
+            return color * P + (copy if kind == 0 else W + kind - 1)
+
+        # A move adds to NW words of the row: row ``move_base[m]`` holds the NW word indices, then
+        # the NW values. Columns: what each player sees of the card (2), the mover's hand entry,
+        # a pile height, an expedition, the words of a colour's blocked kinds, a pile slot. Only
+        # three entries depend on the pile height h read first: the slot's word and the two codes
+        # (the card's height in its pile); they are contiguous, h times ``move_step[m]`` is added.
+        blocked_words = max(((L.blocked(p) + c * R1 + R1 - 1) // 8 - (L.blocked(p) + c * R1) // 8 + 1)
+                            for p in range(2) for c in range(C))
+        SEEN0, SEEN1, HAND, HEIGHT, EXP, BLOCKED = range(6)
+        SLOT = BLOCKED + blocked_words
+        NW = SLOT + 1
+        self.move_width = NW
+        self.height_columns = slice(SLOT, SLOT + 3)  # the slot's word, then the codes' values
+
+        move_base: list[list[int]] = [[0] * (2 * NW)]  # row 0: the null move (changes nothing)
+        move_step: list[list[int]] = [[0] * (2 * NW)]
+
+        def new_move():
+            base, step = [0] * (2 * NW), [0] * (2 * NW)
+            move_base.append(base)
+            move_step.append(step)
+            return base, step
+
+        def add_byte(base, step, column, byte, delta, delta_per_height=0):
+            """Column ``column`` adds ``delta`` (+ height * delta_per_height) to arena byte ``byte``."""
+            word, lane = divmod(byte, 8)
+            base[column] = word
+            base[NW + column] = _signed64(base[NW + column] + (delta << (8 * lane)))
+            step[NW + column] = _signed64(step[NW + column] + (delta_per_height << (8 * lane)))
+
+        def seen(base, step, mover, card, codes, codes_per_height=(0, 0)):
+            """Change the card's codes by ``codes`` [mover's, opponent's] (+ per height)."""
+            for q in (0, 1):
+                who = 0 if q == mover else 1
+                add_byte(base, step, SEEN0 + q, L.seen + q * (D + 5) + card, codes[who], codes_per_height[who])
+
+        # Per (action, player): the first row of its block of moves (-1: none).
+        card_move = {}
+        for p in range(2):
+            for a in range(2 * K):
                 k = a % K
                 color, kind = divmod(k, R1)
                 play = a < K
-                f[F_PILE] = color + 1
-                f[F_CARD] = color * P if kind == 0 else color * P + W + kind - 1
-                f[F_WAGER_BASE] = color * P
-                f[F_DECISION] = 1
-                b[B_IS_CARD] = True
-                b[B_IS_WAGER] = kind == 0
-                dh = 255  # -1 as uint8
-                if play:
-                    codes = [(LOC_MY_EXP, LOC_OPP_EXP), (LOC_OPP_EXP, LOC_MY_EXP), (ABS_EXP0, ABS_EXP1)]
-                    add = 1 | int(kind == 0) << 8 | rules.kind_value(kind) << 16
-                    floor = 0 if kind == 0 else kind + 1
-                else:  # codes at height 0; the pile's height is added
-                    codes = [(LOC_PILE0, LOC_PILE0), (LOC_PILE0, LOC_PILE0), (ABS_PILE0, ABS_PILE0)]
-                    on_pile = 1
-                    b[B_IS_DISCARD] = True
-                    f[F_DISCARDED_AFTER] = color
-                    dhe = 1
-            elif a < A:
-                from_deck = a == deck_action
-                f[F_PILE] = 0 if from_deck else a - deck_action
-                f[F_DECK_STEP] = int(from_deck)
-                f[F_DECISION] = 1
-                f[F_FLIP] = 1
-                b[B_FROM_DECK] = from_deck
-                dh = 1
-                dhe = 0 if from_deck else 255
-                if from_deck:
-                    codes = [(LOC_HAND, 0), (0, LOC_HAND), (ABS_HAND0, ABS_HAND1)]
-                else:
-                    codes = [(LOC_HAND, LOC_OPP_KNOWN), (LOC_OPP_KNOWN, LOC_HAND), (ABS_KNOWN0, ABS_KNOWN1)]
-            else:  # the null action of terminal rows: writes go to scratch or change nothing
-                f[F_CARD] = D
-                b[B_IS_CARD] = True
-                b[B_KEEP_DISCARDED] = True
-            fields.append(f)
-            flags.append(b)
-            hand_delta.append(dh)
-            height_delta.append(dhe)
-            exp_add.append(add)
-            exp_floor.append(floor)
-            seen_height.append(on_pile)
-            for plane in range(3):
-                seen[plane].extend(codes[plane])
+                card_move[a, p] = len(move_base)
+                for digits in range(3 ** copies(kind)):
+                    state = [(digits // 3 ** j) % 3 for j in range(copies(kind))]
+                    known = [j for j, s in enumerate(state) if s == 2]
+                    held = [j for j, s in enumerate(state) if s == 1]
+                    base, step = new_move()
+                    if not known and not held:
+                        continue  # not in hand: illegal, the null move
+                    copy = (known or held)[0]
+                    card = card_of(color, kind, copy)
+                    was_known = bool(known)
+                    old = (LOC_HAND, LOC_OPP_KNOWN if was_known else 0)
+                    add_byte(base, step, HAND, L.hand(p) + k, -(state[copy] * 3 ** copy))
+                    if play:
+                        seen(base, step, p, card, (LOC_MY_EXP - old[0], LOC_OPP_EXP - old[1]))
+                        value = r.kind_value(kind)
+                        base[EXP] = L.expedition // 8 + p * C + color
+                        base[NW + EXP] = 1 | int(kind == 0) << 8 | value << 16
+                        if kind > 0:  # kinds up to this one can no longer be played
+                            for j in range(kind + 1):
+                                byte = L.blocked(p) + color * R1 + j
+                                column = BLOCKED + byte // 8 - (L.blocked(p) + color * R1) // 8
+                                word, lane = divmod(byte, 8)
+                                base[column] = word
+                                base[NW + column] = _signed64(base[NW + column] + (1 << (8 * lane)))
+                    else:  # onto the pile at height h
+                        seen(base, step, p, card, (LOC_PILE0 - old[0], LOC_PILE0 - old[1]), (1, 1))
+                        base[SLOT] = L.piles // 8 + color * P
+                        step[SLOT] = 1
+                        base[NW + SLOT] = card
+                        add_byte(base, step, HEIGHT, L.heights + 1 + color, 1)
+        draw_move = {}
+        for p in range(2):
+            for pile in range(C + 1):  # 0: the deck, 1 + c: pile c
+                draw_move[pile, p] = len(move_base)
+                for card in range(D):
+                    base, step = new_move()
+                    color, kind = r.card_color(card), r.card_kind(card)
+                    copy = card - color * P if kind == 0 else 0
+                    k = color * R1 + kind
+                    add_byte(base, step, HEIGHT, L.heights + pile, -1)
+                    if pile == 0:
+                        seen(base, step, p, card, (LOC_HAND, 0))
+                        add_byte(base, step, HAND, L.hand(p) + k, 3 ** copy)
+                    else:  # from height h - 1
+                        c = pile - 1
+                        top = LOC_PILE0 - 1
+                        seen(base, step, p, card, (LOC_HAND - top, LOC_OPP_KNOWN - top), (-1, -1))
+                        add_byte(base, step, HAND, L.hand(p) + k, 2 * 3 ** copy)
+                        base[SLOT] = L.piles // 8 + c * P - 1
+                        step[SLOT] = 1
+                        base[NW + SLOT] = -card
+
+        # Per (action, low turn bits): where to read, which moves, how the turn word changes.
+        zero = L.zero
+        null_key = [zero, zero, zero, 0, 0, 0]
+        keys = [list(null_key) for _ in range((A + 1) << KEY_BITS)]
+        step_turn = 1 << T_DECISIONS | 1 << T_PLY
+        for a in range(A):
+            for p in range(2):
+                if a < 2 * K:
+                    k = a % K
+                    color = k // R1
+                    low = p << T_PLAYER | C << T_DISCARD  # card decision, nothing discarded yet
+                    turn = 1 + step_turn + (0 if a < K else (color - C) << T_DISCARD)
+                    keys[a << KEY_BITS | low] = [L.heights + 1 + color, L.hand(p) + k, zero, 0,
+                                                 card_move[a, p], turn]
+                    continue
+                pile = a - 2 * K
+                source, source_step = (L.deck_stack - 1, 1) if pile == 0 else (L.piles + 8 * ((pile - 1) * P - 1), 8)
+                for discarded in range(C + 1):
+                    low = 1 | p << T_PLAYER | discarded << T_DISCARD
+                    turn = (-1 + ((1 - p) - p) * (1 << T_PLAYER) + (C - discarded) * (1 << T_DISCARD) + step_turn
+                            + (1 << T_DECK if pile == 0 else 0))
+                    keys[a << KEY_BITS | low] = [L.heights + pile, zero, source, source_step, draw_move[pile, p],
+                                                 turn]
         i64 = dict(dtype=torch.int64, device=device)
-        u8 = dict(dtype=torch.uint8, device=device)
-        self.action_table = torch.tensor(fields, **i64)
-        self.flag_table = torch.tensor(flags, dtype=torch.bool, device=device)
-        self.hand_delta = torch.tensor(hand_delta, **u8)
-        self.height_delta = torch.tensor(height_delta, **u8)
-        self.exp_add = torch.tensor(exp_add, **i64)
-        self.exp_floor = torch.tensor(exp_floor, **i64)
-        self.seen = torch.tensor(seen, **u8).t().contiguous()  # [2 * (A + 1), 3]
-        self.seen_height = torch.tensor(seen_height, **u8)
+        self.keys = torch.tensor(keys, **i64)
+        self.move_base = torch.tensor(move_base, **i64)
+        assert all(not any(row[:SLOT]) and not any(row[SLOT + 3:]) for row in move_step)
+        self.move_step = torch.tensor([row[SLOT:SLOT + 3] for row in move_step], **i64)
         self.null_action = A
-        # Per card id (and the scratch id D): kind index, colour.
-        self.card_kind_index = torch.tensor([rules.card_kind_index(c) for c in range(D)] + [0], **i64)
-        self.card_color = torch.tensor([rules.card_color(c) for c in range(D)] + [0], **i64)
-        # playable[m]: the kinds of a colour playable when the smallest playable kind is m.
-        playable = (torch.arange(R1) >= torch.arange(R1 + 1).unsqueeze(1)).to(torch.uint8)
-        self.playable = _as_rows(playable.contiguous().to(device), R1)
-        # draw_part[gate * (C + 1) + discarded colour]: the deck and pile entries of the legal mask,
-        # before the non-empty test, when drawing (gate 1) or not (gate 0).
-        draw = torch.zeros(2, C + 1, 1 + C, dtype=torch.uint8)
-        for disc in range(C + 1):
-            draw[1, disc, 0] = 1
-            for c in range(C):
-                draw[1, disc, 1 + c] = int(c != disc)
-        self.draw_part = draw.view(2 * (C + 1), 1 + C).to(device)
-        self.wager_key = torch.tensor([0, 0x80], **u8)
-        self.sizes = (D, C, K)
-        self.cards_per_color, self.n_wagers = P, W
+        # Legal mask, by the low turn bits (phase, player, colour discarded this turn) and
+        # terminal (bit KEY_BITS): which row to read, and a cap for its hand and draw entries:
+        # 1 (any in hand, a non-empty pile), 0 for the pile discarded onto this turn.
+        mask_row = [L.zero] * (2 << KEY_BITS)
+        mask_cap = torch.ones(2 << KEY_BITS, A - K, dtype=torch.uint8)
+        for low in range(1 << KEY_BITS):
+            phase, player, discarded = low & 1, (low >> 1) & 1, low >> 2
+            mask_row[low] = L.draw_row if phase else L.mask + player * A
+            if discarded < C:
+                mask_cap[low, K + 1 + discarded] = 0
+        self.mask_row = torch.tensor(mask_row, **i64)
+        self.mask_cap = mask_cap.to(device)
+        self.card_kind_index = torch.tensor([r.card_kind_index(c) for c in range(D)], **i64)
+        copy_digit = [3 ** (c - r.card_color(c) * P) if r.card_kind(c) == 0 else 1 for c in range(D)]
+        self.copy_digit = torch.tensor(copy_digit, dtype=torch.uint8, device=device)
+        turn0 = C << T_DISCARD | ((1 << DECISION_BITS) - r.ply_cap) << T_PLY | (256 - L.deck_cards) << T_DECK
+        self.turn0 = turn0
         self._rows: dict[int, dict[str, torch.Tensor]] = {}
 
     def rows(self, n: int) -> dict[str, torch.Tensor]:
@@ -193,21 +307,22 @@ class _Tables:
         if r is None:
             if len(self._rows) >= _ROW_CACHE_LIMIT:
                 self._rows.clear()
-            rows = torch.arange(n, device=self.device)
-            D, C, K = self.sizes
-            r = self._rows[n] = {
-                "rows": rows, "rows2": 2 * rows, "rows3": 3 * rows,
-                "piles": rows * (C + 1),  # pile_height
-                "deck": rows * (D + 1),
-                "seen": (rows * (3 * (D + 5))).unsqueeze(1) + torch.arange(3, device=self.device) * (D + 5),
-                "wagers": rows * (3 * (D + 5)) + 2 * (D + 5),  # the absolute-location plane
-                "hand": rows * (6 * K) + K,
-                "playable": rows * (6 * C),
-            }
+            L = self.layout
+            D, C, K, A = self.sizes
             P, W = self.cards_per_color, self.n_wagers
-            r["wager_cells"] = (torch.arange(W, device=self.device).view(W, 1, 1) + rows.view(1, n, 1) * (D + 5)
-                                + torch.arange(C, device=self.device).view(1, 1, C) * P)
+            rows = torch.arange(n, device=self.device)
+            base = rows * L.row_bytes
+            r = self._rows[n] = {
+                "bytes": base, "bytes2": base.unsqueeze(1), "seen": base + L.seen,
+                "wager_cells": (torch.arange(W, device=self.device).view(W, 1, 1) + rows.view(1, n, 1) * (D + 5)
+                                + torch.arange(C, device=self.device).view(1, 1, C) * P),
+            }
         return r
+
+
+def _windows(flat: torch.Tensor, width: int) -> torch.Tensor:
+    """Every run of ``width`` consecutive elements of the 1-d ``flat`` as a row (a view)."""
+    return flat.as_strided((flat.numel() - width + 1, width), (1, 1))
 
 
 class LostCitiesGame:
@@ -222,6 +337,8 @@ class LostCitiesGame:
     def __init__(self, rules: LostCitiesRules | None = None):
         self.rules = rules if rules is not None else LostCitiesRules()
         r = self.rules
+        if r.ply_cap > MAX_PLY_CAP:
+            raise ValueError(f"ply_cap={r.ply_cap} is larger than the batched engine's limit {MAX_PLY_CAP}")
         self.num_actions = r.num_actions
         self.obs_size = obs_size(r)
         self.max_game_length = r.ply_cap
@@ -267,7 +384,7 @@ class LostCitiesGame:
 
     def _init(self, deals: torch.Tensor, validate: bool) -> LostCitiesState:
         r = self.rules
-        D, H, C, P, K = r.deck_size, r.hand_size, r.n_colors, r.cards_per_color, r.num_kinds
+        D, H, K = r.deck_size, r.hand_size, r.num_kinds
         device = deals.device
         deals = deals.to(torch.int64)
         if validate and (deals.dim() != 2 or deals.shape[1] != D):
@@ -279,77 +396,67 @@ class LostCitiesGame:
             if not in_range or not bool(counts.scatter_add_(1, deals, torch.ones_like(deals)).eq(1).all()):
                 raise ValueError(f"every row of deals must be a permutation of the card ids 0..{D - 1}")
         t = self.tables(device)
-        seen = torch.zeros(n, 3, D + 5, dtype=torch.uint8, device=device)
-        for plane, (code0, code1) in enumerate([(LOC_HAND, 0), (0, LOC_HAND), (ABS_HAND0, ABS_HAND1)]):
-            seen[:, plane].scatter_(1, deals[:, :H], code0)
-            seen[:, plane].scatter_(1, deals[:, H:2 * H], code1)
-        kinds = torch.zeros(n, 3, 2, K, dtype=torch.uint8, device=device)
-        kinds[:, :2, 0] = 1  # every kind is playable on an empty expedition
-        hand_kinds = t.card_kind_index[deals[:, :2 * H]].view(n, 2, H)
-        kinds[:, :2, 1].scatter_add_(2, hand_kinds, torch.ones_like(hand_kinds, dtype=torch.uint8))
-        pile_height = torch.zeros(n, C + 1, dtype=torch.uint8, device=device)
-        pile_height[:, 0] = 1
-        piles = torch.zeros(n, C + 1, P + 2, dtype=torch.uint8, device=device)
-        piles[:, 0, 2] = D  # the scratch slot that draws and terminal rows write
-        deck = torch.zeros(n, D + 1, dtype=torch.uint8, device=device)
-        deck[:, :D] = deals
-        zeros = torch.zeros(n, dtype=torch.int64, device=device)
+        L = t.layout
+        arena = torch.zeros(n, L.row_bytes, dtype=torch.uint8, device=device)
+        hands = deals[:, :2 * H]
+        in_hand = torch.tensor([LOC_HAND], dtype=torch.uint8, device=device).expand(n, H)
+        arena.scatter_(1, L.seen + hands[:, :H], in_hand)
+        arena.scatter_(1, L.seen + (D + 5) + hands[:, H:], in_hand)
+        seat = torch.arange(2, device=device).repeat_interleave(H)  # [2H]: 0 ... 0 1 ... 1
+        arena.scatter_add_(1, L.mask + seat * r.num_actions + K + t.card_kind_index[hands],
+                           t.copy_digit[hands])
+        arena[:, L.heights] = L.deck_cards
+        arena[:, L.deck_stack:L.deck_stack + L.deck_cards] = deals.flip(1)[:, :L.deck_cards].to(torch.uint8)
         return LostCitiesState(
-            deck=deck,
-            deck_pos=torch.full((n,), 2 * H, dtype=torch.int64, device=device),
-            cards_seen=seen,
-            kinds=kinds,
-            expedition=torch.zeros(n, 2, C, dtype=torch.int64, device=device),
-            min_kind=torch.zeros(n, 2, C, dtype=torch.int64, device=device),
-            piles=piles,
-            pile_height=pile_height,
-            player=zeros.clone(),
-            phase=zeros.clone(),
-            discarded_color=torch.full((n,), C, dtype=torch.int64, device=device),
-            num_decisions=zeros.clone(),
+            arena=arena,
+            turn=torch.full((n,), t.turn0, dtype=torch.int64, device=device),
             terminal=torch.zeros(n, dtype=torch.bool, device=device),
-            cut_off=torch.zeros(n, dtype=torch.bool, device=device),
+            deck=deals.to(torch.uint8),
         )
 
     # Queries ---------------------------------------------------------------------------------
     def current_player(self, state: LostCitiesState) -> torch.Tensor:
-        return state.player
+        """[n] int64 seat to move; -1 on finished games."""
+        return torch.where(state.terminal, -1, state.player)
 
     def is_terminal(self, state: LostCitiesState) -> torch.Tensor:
         return state.terminal
 
     def cut_off(self, state: LostCitiesState) -> torch.Tensor:
-        return state.cut_off
+        """[n] bool: ended by the ply cap with cards left in the deck."""
+        return (state.turn & (CAP_FLAG | DECK_FLAG)) == CAP_FLAG
 
     def num_decisions(self, state: LostCitiesState) -> torch.Tensor:
         return state.num_decisions
 
     def deals(self, state: LostCitiesState) -> torch.Tensor:
         """[n, D] int64 the deals the games started from (``init_from_deal`` order)."""
-        return state.deck[:, :self.rules.deck_size].long()
+        return state.deck.long()
 
     deals_of = deals
 
     def deck_size(self, state: LostCitiesState) -> torch.Tensor:
         """[n] cards left in the deck."""
-        return self.rules.deck_size - state.deck_pos
+        return 256 - ((state.turn >> T_DECK) & 511)
+
+    def expedition(self, state: LostCitiesState) -> torch.Tensor:
+        """[n, 2, C] int64 packed expedition counters (cards | wagers << 8 | sum of values << 16);
+        a view into the state."""
+        L, C = self.tables(state.arena.device).layout, self.rules.n_colors
+        return state.arena.view(torch.int64)[:, L.expedition // 8:L.expedition // 8 + 2 * C].view(-1, 2, C)
 
     def legal_mask(self, state: LostCitiesState) -> torch.Tensor:
         """[n, A] bool; all False on terminal rows."""
-        r = self.rules
-        C, K = r.n_colors, r.num_kinds
-        t = self.tables(state.player.device)
-        n = state.player.shape[0]
-        # Card decision: the mover's row of ``kinds``; draw decision or game over: the zero row.
-        not_card = state.terminal | state.phase.bool()
-        row = t.rows(n)["rows3"] + torch.where(not_card, 2, state.player)
-        kinds = state.kinds.view(3 * n, 2 * K).index_select(0, row)
-        mask = torch.empty(n, r.num_actions, dtype=torch.uint8, device=kinds.device)
-        has = torch.clamp_max(kinds[:, K:], 1, out=mask[:, K:2 * K])
-        torch.bitwise_and(kinds[:, :K], has, out=mask[:, :K])
-        drawing = torch.where(state.terminal, 0, state.phase)
-        draw = t.draw_part.index_select(0, drawing * (C + 1) + state.discarded_color)
-        torch.bitwise_and(draw, state.pile_height.clamp_max(1), out=mask[:, 2 * K:])
+        K = self.rules.num_kinds
+        t = self.tables(state.arena.device)
+        rows = t.rows(state.turn.shape[0])
+        low = torch.add(state.turn & ((1 << KEY_BITS) - 1), state.terminal, alpha=1 << KEY_BITS)
+        mask = _windows(state.arena.view(-1), self.num_actions).index_select(
+            0, rows["bytes"] + t.mask_row.index_select(0, low))
+        # Discard: any in hand; draw: a non-empty pile, not the one discarded onto this turn.
+        torch.minimum(mask[:, K:], t.mask_cap.index_select(0, low), out=mask[:, K:])
+        # Play: in hand and not blocked (blocked counts are >= 0).
+        torch.lt(mask[:, :K], mask[:, K:2 * K], out=mask[:, :K].view(torch.bool))
         return mask.view(torch.bool)
 
     # Moves -----------------------------------------------------------------------------------
@@ -358,72 +465,35 @@ class LostCitiesGame:
         ignored). Actions must be legal: an illegal action in a live row leaves that row
         corrupt (or raises IndexError). ``check=True`` verifies them first (one host sync) and
         raises IllegalActionError naming the first bad row and action."""
-        r = self.rules
-        D, C, P, W, K, R1 = r.deck_size, r.n_colors, r.cards_per_color, r.n_wagers, r.num_kinds, r.n_ranks + 1
-        device = state.player.device
+        arena, turn = state.arena, state.turn
+        device = arena.device
         t = self.tables(device)
-        n = state.player.shape[0]
+        n = turn.shape[0]
         if not isinstance(actions, torch.Tensor) or actions.device != device or actions.dtype != torch.int64:
             actions = torch.as_tensor(actions, device=device).long()
         if check:
             self._check_actions(state, actions)
-        offsets = t.rows(n)
+        rows = t.rows(n)
+        flat = arena.view(-1)
         a = torch.where(state.terminal, t.null_action, actions)
-        f = t.action_table.index_select(0, a)
-        flag = t.flag_table.index_select(0, a)
-        player = state.player
-        pile_slot = offsets["piles"] + f[:, F_PILE]
-        height = state.pile_height.view(-1).index_select(0, pile_slot)
-        pile_top = pile_slot * (P + 2) + height
-
-        # The card that moves: from the hand (a numbered card is unique; a wager is a copy in
-        # the hand, a known one first), the deck's top card, or a pile's top card.
-        seen = state.cards_seen.view(-1)
-        card = f[:, F_CARD]
-        if W > 1:
-            windows = seen.as_strided((seen.numel() - W + 1, W), (1, 1))
-            keys = windows.index_select(0, offsets["wagers"] + f[:, F_WAGER_BASE])
-            keys ^= t.wager_key.index_select(0, player).unsqueeze(1)
-            card = torch.where(flag[:, B_IS_WAGER], card + keys.argmax(dim=1), card)
-        deck_card = state.deck.view(-1).index_select(0, offsets["deck"] + state.deck_pos)
-        pile_card = state.piles.view(-1).index_select(0, pile_top)
-        card = torch.where(flag[:, B_IS_CARD], card, torch.where(flag[:, B_FROM_DECK], deck_card, pile_card))
-
-        # Hand count, what each player sees of the card and where it is, the pile, the expedition.
-        kind_index = t.card_kind_index.index_select(0, card)
-        color = t.card_color.index_select(0, card)
-        state.kinds.view(-1).index_add_(0, offsets["hand"] + player * (2 * K) + kind_index,
-                                        t.hand_delta.index_select(0, a))
-        codes = t.seen.index_select(0, a * 2 + player) + (t.seen_height.index_select(0, a) * height).unsqueeze(1)
-        seen.index_copy_(0, (offsets["seen"] + card.unsqueeze(1)).view(-1), codes.view(-1))
-        # Every row writes one above its pile's top: its card for a discard (a push), the scratch
-        # id D for every other row (unread; the same value every time, so terminal rows stay
-        # bit-identical).
-        state.piles.view(-1).index_copy_(0, pile_top + 1, torch.where(flag[:, B_IS_DISCARD], card, D).to(torch.uint8))
-        state.pile_height.view(-1).index_add_(0, pile_slot, t.height_delta.index_select(0, a))
-        color_slot = (offsets["rows2"] + player) * C + color  # (row, mover, colour of the card)
-        state.expedition.view(-1).index_add_(0, color_slot, t.exp_add.index_select(0, a))
-        min_kind = state.min_kind.view(-1)
-        new_min = torch.maximum(min_kind.index_select(0, color_slot), t.exp_floor.index_select(0, a))
-        min_kind.index_copy_(0, color_slot, new_min)
-        # The mover's playable kinds of that colour (they change when a numbered card is played).
-        _as_rows(state.kinds, R1).index_copy_(0, offsets["playable"] + player * (2 * C) + color,
-                                              t.playable.index_select(0, new_min))
-
-        # Turn bookkeeping.
-        state.deck_pos = state.deck_pos + f[:, F_DECK_STEP]
-        state.phase = state.phase ^ f[:, F_DECISION]
-        state.player = player ^ f[:, F_FLIP]
-        state.discarded_color = torch.where(flag[:, B_KEEP_DISCARDED], state.discarded_color, f[:, F_DISCARDED_AFTER])
-        state.num_decisions = state.num_decisions + f[:, F_DECISION]
-        capped = state.num_decisions >= r.ply_cap
-        deck_left = state.deck_pos < D
-        state.terminal = capped | ~deck_left
-        state.cut_off = capped & deck_left
+        key = t.keys.index_select(0, torch.add(turn & ((1 << KEY_BITS) - 1), a, alpha=1 << KEY_BITS))
+        # Read the height of the pile the action touches and the mover's hand entry of the kind.
+        read = flat.index_select(0, (rows["bytes2"] + key[:, K_HEIGHT:K_HAND + 1]).view(-1)).view(n, 2).long()
+        height = read[:, 0]
+        # The card drawn (the top of the deck or of a pile); 0 for a card decision.
+        drawn = flat.index_select(0, torch.addcmul(rows["bytes"] + key[:, K_SOURCE], height, key[:, K_SOURCE_STEP]))
+        move = key[:, K_MOVE] + read[:, 1] + drawn
+        change = t.move_base.index_select(0, move)
+        change[:, t.height_columns].addcmul_(height.unsqueeze(1), t.move_step.index_select(0, move))
+        NW = t.move_width
+        arena.view(torch.int64).scatter_add_(1, change[:, :NW], change[:, NW:])
+        # New tensors, not in place: callers may hold the previous turn's ``terminal``.
+        state.turn = turn = turn + key[:, K_TURN]
+        state.terminal = (turn & (CAP_FLAG | DECK_FLAG)) != 0
         return state
 
     def _check_actions(self, state: LostCitiesState, actions: torch.Tensor) -> None:
-        n = state.player.shape[0]
+        n = state.turn.shape[0]
         if actions.shape != (n,):
             raise IllegalActionError(f"actions must have shape [{n}], got {tuple(actions.shape)}")
         if actions.dtype.is_floating_point or actions.dtype == torch.bool:
@@ -446,7 +516,7 @@ class LostCitiesGame:
     def expedition_scores(self, state: LostCitiesState) -> torch.Tensor:
         """[n, 2, C] int64 score of each player's expedition of each colour."""
         r = self.rules
-        e = state.expedition
+        e = self.expedition(state)
         cards, wagers, total = e & 0xFF, (e >> 8) & 0xFF, e >> 16
         score = (total + r.expedition_cost) * (1 + wagers) + r.bonus * (cards >= r.bonus_threshold)
         return torch.where(cards > 0, score, 0)
@@ -465,27 +535,32 @@ class LostCitiesGame:
 
     # Information -----------------------------------------------------------------------------
     def observe(self, state: LostCitiesState, player: int | torch.Tensor) -> torch.Tensor:
-        """[n, obs_size] uint8 rows of layout.py for the observer ``player`` (int or [n])."""
+        """[n, obs_size] uint8 rows of layout.py for the observer ``player`` (int or [n]; a -1 in a
+        tensor, ``current_player`` of a finished game, is read as seat 0)."""
         r = self.rules
-        D, C, P, W = r.deck_size, r.n_colors, r.cards_per_color, r.n_wagers
-        device = state.player.device
+        D, C, W = r.deck_size, r.n_colors, r.n_wagers
+        device = state.arena.device
         t = self.tables(device)
-        n = state.player.shape[0]
+        n = state.turn.shape[0]
+        rows = t.rows(n)
         if isinstance(player, torch.Tensor):
-            observer = player.to(device=device, dtype=torch.int64).expand(n)
+            observer = player.to(device=device, dtype=torch.int64).expand(n).clamp(0, 1)
+            at = torch.addcmul(rows["seen"], observer, torch.tensor(D + 5, device=device))
         else:
             if player not in (0, 1):
                 raise ValueError(f"player must be 0 or 1, got {player!r}")
             observer = torch.full((n,), int(player), dtype=torch.int64, device=device)
-        obs = state.cards_seen.view(3 * n, D + 5).index_select(0, t.rows(n)["rows3"] + observer)
+            at = rows["seen"] + int(player) * (D + 5)
+        obs = _windows(state.arena.view(-1), D + 5).index_select(0, at)
         if W > 1:  # wager copies are interchangeable: the canonical order is ascending codes
-            where = t.rows(n)["wager_cells"]  # [W, n, C] flat positions of the wager copies in obs
+            where = rows["wager_cells"]  # [W, n, C] flat positions of the wager copies in obs
             flat = obs.view(-1)
             copies = list(flat.index_select(0, where.view(-1)).view(W, n, C).unbind(0))
             for i, j in _sorting_network(W):
                 copies[i], copies[j] = torch.minimum(copies[i], copies[j]), torch.maximum(copies[i], copies[j])
             flat.scatter_(0, where.view(-1), torch.stack(copies).view(-1))
-        for i, value in enumerate((D - state.deck_pos, state.phase, state.discarded_color, observer, state.player)):
+        for i, value in enumerate((self.deck_size(state), state.phase, state.discarded_color, observer,
+                                   state.player)):
             obs[:, D + i] = value
         return obs
 
