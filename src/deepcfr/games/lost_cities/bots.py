@@ -34,7 +34,7 @@ from dataclasses import dataclass
 import torch
 
 from ..base import sample_from_probs
-from .layout import decode
+from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_PILE0, LOC_UNKNOWN, OBS_DTYPE
 from .rules import LostCitiesRules
 
 # A finite "never unless forced" score, so that argmax over a legal row is always well defined.
@@ -108,7 +108,19 @@ STYLES: dict[str, HeuristicStyle] = {
 
 
 class HeuristicBot:
-    """A rule-based Lost Cities player in one of the ``STYLES`` (see the module docstring)."""
+    """A rule-based Lost Cities player in one of the ``STYLES`` (see the module docstring).
+
+    Speed matters: it runs on every observation when it supplies the advice feature. The scores
+    are computed from the observation's location codes with few ops (per-colour counts and
+    bitmasks of the numbered kinds from one exact matmul; values and counts of bitmasks from
+    tables), every float by the same operations as the original implementation, so scores and
+    actions are bit-identical to it (tests/test_bot_speed_equivalence.py keeps the original as
+    the oracle). ``act`` on a batch of at least ``split_min_rows`` rows sorts the rows by the
+    kind of decision their mask allows and scores only the actions each group can take.
+    """
+
+    split_min_rows = 256  # below this, sorting costs more fixed op overhead than it saves
+    single_table_max_ranks = 12  # bitmask tables over all ranks up to this, else over two halves
 
     def __init__(self, rules: LostCitiesRules, style: HeuristicStyle, name: str):
         self.rules = rules
@@ -117,82 +129,220 @@ class HeuristicBot:
         # Style margins are in classic points; other rules scale them by the expedition cost.
         cost = abs(rules.expedition_cost) or rules.min_rank + rules.n_ranks - 1
         self._scale = cost / 20.0
+        self._constants: dict[tuple, dict[str, torch.Tensor]] = {}
 
+    # --- public API -----------------------------------------------------------------------------
     def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        scores = self.action_scores(obs)
-        return scores.masked_fill(~mask, float("-inf")).argmax(dim=1)
+        n = obs.shape[0]
+        if n < self.split_min_rows:
+            scores = self._scores_torch(obs, n, 0, n)
+            return scores.masked_fill_(~mask, float("-inf")).argmax(dim=1)
+        # Rows sorted into: card decisions only, both kinds (never from the engine), draw decisions
+        # only, nothing legal. Each group's scores are computed and searched only in the columns
+        # its masks can allow.
+        K2 = 2 * self.rules.num_kinds
+        card = mask[:, :K2].sum(dim=1) > 0
+        draw = mask[:, K2:].sum(dim=1) > 0
+        group = (~card).long() * 2 + (card == draw)
+        order = torch.argsort(group)
+        card_only, both, draw_only, _ = torch.bincount(group, minlength=4).tolist()
+        card_end, draw_end = card_only + both, card_only + both + draw_only
+        mask = mask[order]
+        scores = self._scores_torch(obs[order], card_end, card_only, draw_end)
+        actions = torch.zeros(n, dtype=torch.long, device=obs.device)  # rows with nothing legal: 0
+        if card_only:
+            rows = slice(0, card_only)
+            actions[rows] = scores[rows, :K2].masked_fill_(~mask[rows, :K2], float("-inf")).argmax(dim=1)
+        if both:
+            rows = slice(card_only, card_end)
+            actions[rows] = scores[rows].masked_fill_(~mask[rows], float("-inf")).argmax(dim=1)
+        if draw_only:
+            rows = slice(card_end, draw_end)
+            actions[rows] = scores[rows, K2:].masked_fill_(~mask[rows, K2:], float("-inf")).argmax(dim=1) + K2
+        return torch.empty_like(actions).index_put_((order,), actions)
 
     def action_scores(self, obs: torch.Tensor) -> torch.Tensor:
         """Score ``[n, A]`` of every action (legal or not) for the player who observes ``obs``."""
+        n = obs.shape[0]
+        return self._scores_torch(obs, n, 0, n)
+
+    # --- implementation -------------------------------------------------------------------------
+    def _tables(self, device: torch.device) -> dict[str, torch.Tensor]:
+        """Constant tables on ``device``, built once, with the same float32 ops as the original."""
+        key = (device, self.single_table_max_ranks)
+        if key in self._constants:
+            return self._constants[key]
+        r, st, s = self.rules, self.style, self._scale
+        W, R, P = r.n_wagers, r.n_ranks, r.cards_per_color
+        f32, dev = torch.float32, device
+        kinds = torch.arange(1, R + 1, device=dev)  # numbered kinds 1..R
+        value = (r.min_rank + kinds - 1).to(f32)  # [R]
+        copy_kind = torch.cat([torch.zeros(W, dtype=torch.long, device=dev), kinds])  # kind of copy j
+        copy_value = torch.cat([torch.zeros(W, device=dev), value])
+        # Per card copy: 1, is a wager, bit 2^(kind - 1) of the numbered kinds' bitmask. (Only 0/1
+        # and powers of two: the matmul is exact even where float32 matmuls run in TF32.)
+        card_weights = torch.stack([torch.ones(P, device=dev), (copy_kind == 0).to(f32),
+                                    torch.where(copy_kind > 0, 2.0 ** (copy_kind - 1).to(f32), 0.0)], dim=1)
+        # Value and count of the numbered kinds in a bitmask: one table over all ranks, or one
+        # per half (low bits, high bits) so that the tables stay small.
+        low_bits = R if R <= self.single_table_max_ranks else (R + 1) // 2
+
+        def bitmask_table(first_kind: int, n_bits: int) -> torch.Tensor:
+            masks = torch.arange(2**n_bits, device=dev)
+            present = ((masks[:, None] >> torch.arange(n_bits, device=dev)) & 1).to(f32)
+            weights = torch.stack([value[first_kind - 1 : first_kind - 1 + n_bits], torch.ones(n_bits, device=dev)], 1)
+            return present @ weights  # [2^n_bits, 2] exact integers
+
+        # Danger of each kind (wager first) to an opponent expedition that is open, by (wagers on
+        # it) * (R + 1) + (its top): [(W + 1) * (R + 1), R + 1].
+        wagers = torch.arange(W + 1, device=dev, dtype=f32)
+        opp_tops = torch.arange(R + 1, device=dev)
+        open_numbered = value * (1 + wagers)[:, None, None] * st.danger_open
+        open_numbered = open_numbered * (kinds > opp_tops[:, None])  # [W + 1, R + 1, R]
+        open_wager = torch.where(opp_tops > 0, 0.0, 10.0 * s * st.danger_open).to(f32).expand(W + 1, R + 1)
+        danger_open = torch.cat([open_wager[:, :, None], open_numbered], dim=2).reshape((W + 1) * (R + 1), R + 1)
+        top_slots = torch.cat([torch.full((1,), -1, device=dev), copy_kind])  # by top copy + 1, 0 = empty pile
+        tables = {
+            "codes": torch.tensor([LOC_UNKNOWN, LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP], dtype=OBS_DTYPE,
+                                  device=dev)[:, None, None],
+            "card_weights": card_weights,
+            "low_bits": low_bits,
+            "fit_low": bitmask_table(1, low_bits),
+            "fit_high": bitmask_table(low_bits + 1, R - low_bits) if R > low_bits else None,
+            "kinds": kinds.to(torch.int32),
+            "value": value,
+            "danger_open": danger_open,
+            # Danger to a closed expedition per unit of deck share: wager, numbered kinds.
+            "danger_closed": torch.cat([torch.tensor([5.0 * s * st.danger_closed], device=dev),
+                                        value * st.danger_closed]),
+            "top_kind": top_slots,
+            "top_value": torch.cat([torch.zeros(1, device=dev), copy_value]),
+            "zero": torch.zeros((), device=dev),
+            "zero_long": torch.zeros((), dtype=torch.long, device=dev),
+            "never": torch.tensor(_NEVER, device=dev),
+        }
+        self._constants[key] = tables
+        return tables
+
+    def _scores_torch(self, obs: torch.Tensor, card_end: int, draw_start: int, draw_end: int) -> torch.Tensor:
+        """Scores ``[n, A]``: card actions of rows ``[0, card_end)`` and draw actions of rows
+        ``[draw_start, draw_end)``; the other entries are left uninitialised."""
         r, st = self.rules, self.style
         s = self._scale
         n, dev = obs.shape[0], obs.device
-        C, R1 = r.n_colors, r.n_ranks + 1
-        v = decode(r, obs)
+        C, W, P, R = r.n_colors, r.n_wagers, r.cards_per_color, r.n_ranks
+        D, K = r.deck_size, r.num_kinds
         f32 = torch.float32
+        t = self._tables(dev)
+        zero = t["zero"]
+        scores = torch.empty(n, r.num_actions, dtype=f32, device=dev)
+        m = max(card_end, draw_end)  # rows past m need nothing
+        if m == 0:
+            return scores
 
-        kinds = torch.arange(R1, device=dev)
-        numbered = kinds >= 1  # [R1]
-        value = torch.where(numbered, r.min_rank + kinds - 1, 0).to(f32)  # [R1]
-        copies = torch.where(numbered, 1, r.n_wagers).to(f32)  # [R1]
+        # --- what the observer knows, per colour (sums of small integers: exact) ------------
+        loc = obs[:m, :D].reshape(m, 1, C, P)  # location codes (layout.py)
+        where_is = loc == t["codes"]  # [m, 4, C, P]: unknown, in my hand, on my / their expedition
+        stats = where_is.to(f32) @ t["card_weights"]  # [m, 4, C, (cards, wagers, bitmask)]
+        exp_cards, exp_wagers = stats[:, 2:, :, 0], stats[:, 2:, :, 1]  # [m, 2, C]
+        tops = torch.frexp(stats[:, 2:, :, 2]).exponent  # [m, 2, C] highest number (int32), 0 if none
+        my_top, opp_top = tops[:, 0], tops[:, 1]
+        # Bitmasks of numbered kinds; for unseen cards (in the deck or the opponent's unknown hand)
+        # and my hand, only the kinds above my top. Their values and counts come from tables.
+        bitmasks = stats[..., 2].to(torch.int32)  # [m, 4, C]
+        bitmasks[:, :2].bitwise_right_shift_(my_top[:, None]).bitwise_left_shift_(my_top[:, None])
+        if t["fit_high"] is None:
+            sums = t["fit_low"][bitmasks]  # [m, 4, C, (value, count)]
+        else:
+            low_bits = t["low_bits"]
+            sums = t["fit_low"][bitmasks & (2**low_bits - 1)] + t["fit_high"][bitmasks >> low_bits]
+        unseen_above, exp_sum = sums[:, 0, :, 0], sums[:, 2:, :, 0]
+        hand_sum, hand_count = sums[:, 1, :, 0], sums[:, 1, :, 1]
+        my_sum = exp_sum[:, 0]
+        my_open = exp_cards[:, 0] > 0
+        opp_open = exp_cards[:, 1] > 0
 
-        hand = v.hand.to(f32)
-        my_exp, opp_exp = v.my_expedition, v.opp_expedition
-        pile_counts = torch.nn.functional.one_hot(v.piles, R1 + 1)[..., 1:].sum(dim=2)
-        known = v.hand + my_exp + opp_exp + v.opp_known + pile_counts
-        unseen = (copies - known.to(f32)).clamp(min=0)  # cards in the deck or the opponent's unknown hand
-        unseen_total = unseen.sum(dim=(1, 2)).clamp(min=1)
-        deck = v.deck_size.to(f32)
-        initial_deck = float(r.deck_size - 2 * r.hand_size)
-        deck_share = deck / initial_deck
-        # Chance that a given unseen card reaches my hand: it is in the deck, and I draw about half
-        # of what is left.
-        p_get = 0.5 * deck / unseen_total  # [n]
-        turns = torch.div(v.deck_size + 1, 2, rounding_mode="floor").to(f32).clamp(min=1)  # my card decisions left
+        deck_size = obs[:m, D].long()
+        deck = deck_size.to(f32)
+        unseen_total = stats[:, 0, :, 0].sum(dim=1).clamp(min=1)  # cards of unknown location
+        deck_share = deck / float(r.deck_size - 2 * r.hand_size)
+        p_get = 0.5 * deck / unseen_total  # [m]
+        turns = torch.div(deck_size + 1, 2, rounding_mode="floor").clamp(min=1).to(f32)
 
-        def top_of(exp):  # highest numbered kind on an expedition, 0 if none
-            return ((exp[:, :, 1:] > 0) * kinds[1:]).amax(dim=2)
-
-        def exp_score(exp):
-            opened = exp.sum(dim=2) > 0
-            total = (exp.to(f32) * value).sum(dim=2)
-            raw = (total + r.expedition_cost) * (1 + exp[:, :, 0].to(f32))
-            raw = raw + r.bonus * (exp.sum(dim=2) >= r.bonus_threshold).to(f32)
-            return torch.where(opened, raw, 0.0)
-
-        my_top, opp_top = top_of(my_exp), top_of(opp_exp)  # [n, C]
-        my_has_num = my_top > 0
-        opp_has_num = opp_top > 0
-        my_open = my_exp.sum(dim=2) > 0
-        opp_open = opp_exp.sum(dim=2) > 0
-        my_wagers = my_exp[:, :, 0].to(f32)
-        opp_wagers = opp_exp[:, :, 0].to(f32)
-        my_sum = (my_exp.to(f32) * value).sum(dim=2)
-
-        above_mine = numbered & (kinds > my_top[:, :, None])  # [n, C, R1] numbered cards I can still play
-        above_opp = numbered & (kinds > opp_top[:, :, None])
-        hand_playable = hand * above_mine
-        hand_count = hand_playable.sum(dim=2)  # [n, C]
-        hand_sum = (hand_playable * value).sum(dim=2)
-        unseen_above = (unseen * above_mine * value).sum(dim=2)
-
+        future = st.future_factor * p_get[:, None]
         fit = (turns[:, None] / hand_count.clamp(min=1)).clamp(max=1.0)
-        base = my_sum + hand_sum * fit + st.future_factor * p_get[:, None] * unseen_above + r.expedition_cost
+        base = my_sum + hand_sum * fit + future * unseen_above + r.expedition_cost
         opens_now = (base >= st.open_margin * s) & (hand_count >= st.min_open_cards)
-        committed = my_open | opens_now  # [n, C]
-        promise = torch.where(committed, 1.0, ((base - (st.open_margin - 20.0) * s) / (20.0 * s)).clamp(0.0, 1.0))
+        committed = my_open | opens_now  # [m, C]
+        promise = ((base - (st.open_margin - 20.0) * s) / (20.0 * s)).clamp(0.0, 1.0)
+        committed_cards = torch.where(committed, hand_count, zero).sum(dim=1)
+        w_hand = (turns / committed_cards.clamp(min=1)).clamp(max=1.0)  # [m]
+        # Row of the danger table of each opponent expedition (were it open).
+        danger_row = (exp_wagers[:, 1] * (R + 1)).long() + opp_top
 
-        # Share of my committed playable hand that I still have turns for: near the end, skipping
-        # a lower card costs less than it gains.
-        committed_cards = (hand_count * committed).sum(dim=1)
-        w_hand = (turns / committed_cards.clamp(min=1)).clamp(max=1.0)  # [n]
+        if card_end > 0:
+            rows = slice(0, card_end)
+            self._card_scores_torch(scores[rows], t, where_is[rows], tops[rows], committed[rows], w_hand[rows],
+                              p_get[rows], promise[rows], base[rows], exp_wagers[rows, 0], hand_count[rows],
+                              deck_share[rows], opp_open[rows], danger_row[rows])
+        if draw_end > draw_start:
+            rows = slice(draw_start, draw_end)
+            top_code, top_copy = loc[rows, 0].max(dim=2)  # a pile's top card has its highest code
+            top_slot = torch.where(top_code >= LOC_PILE0, top_copy + 1, t["zero_long"])
+            top = t["top_kind"][top_slot]  # [d, C] kind, -1 when empty
+            top_value = t["top_value"][top_slot]
+            my_top, committed, base, w_hand = my_top[rows], committed[rows], base[rows], w_hand[rows]
+            opens_with_it = ((base + top_value * (1 - future[rows]) >= st.open_margin * s)
+                             & (hand_count[rows] >= st.min_open_cards - 1))
+            # (top > my_top >= 0: a numbered card that fits.)
+            gain = torch.where((top > my_top) & (committed | opens_with_it), top_value * w_hand[:, None], zero)
+            wager_gain = torch.where((my_top == 0) & committed & (base >= st.wager_margin * s), 5.0 * s, 0.0)
+            gain = torch.where(top == 0, wager_gain, gain)
+            # Denial: the danger of the top's kind (the wager's for an empty pile), open expeditions only.
+            top_danger = t["danger_open"].view(-1)[danger_row[rows] * (R + 1) + top.clamp(min=0)]
+            top_danger = torch.where(opp_open[rows], top_danger, zero)
+            pile_scores = gain + st.deny_weight * top_danger - st.pile_threshold * s
 
-        # --- card decision: play ------------------------------------------------------------
-        skip_weight = st.skip_weight * p_get
-        skip_cost_each = (hand * w_hand[:, None, None] + unseen * skip_weight[:, None, None]) * value * above_mine
-        skipped = skip_cost_each.cumsum(dim=2) - skip_cost_each  # value strictly between my top and each kind
-        play_numbered = st.wait_tolerance * s + (1.0 - w_hand)[:, None, None] * value - skipped
-        play_numbered = torch.where(committed[:, :, None] & above_mine, play_numbered, _NEVER)
+            # Expedition scores (integers, exact): mine minus theirs.
+            cards = exp_cards[rows]
+            raw = (exp_sum[rows] + r.expedition_cost) * (1 + exp_wagers[rows]) + r.bonus * (cards >= r.bonus_threshold)
+            score_by_player = torch.where(cards > 0, raw, zero).sum(dim=2)
+            lead = score_by_player[:, 0] - score_by_player[:, 1]
+            near_end = turns[rows] <= st.end_turns
+            scores[rows, 2 * K] = torch.where(near_end & (lead > 0), 20.0 * s, 0.0)
+            if st.stall_when_behind:
+                stall = near_end & (lead < 0) & (committed_cards[rows] > turns[rows])
+                # Any pile card beats shortening the game while behind.
+                pile_scores = torch.where(stall[:, None], pile_scores.clamp(min=0) + 1.0, pile_scores)
+            scores[rows, 2 * K + 1 :] = pile_scores
+        return scores
+
+    def _card_scores_torch(self, scores, t, where_is, tops, committed, w_hand, p_get, promise, base, my_wagers,
+                           hand_count, deck_share, opp_open, danger_row) -> None:
+        """Write the play and discard scores of these rows into ``scores[:, :2K]``."""
+        r, st = self.rules, self.style
+        s = self._scale
+        n, C, W, R1 = scores.shape[0], r.n_colors, r.n_wagers, r.n_ranks + 1
+        value, zero = t["value"], t["zero"]
+        play = scores[:, : C * R1].view(n, C, R1)
+        discard = scores[:, C * R1 : 2 * C * R1].view(n, C, R1)
+        above = t["kinds"] > tops[:, :, :, None]  # [n, 2, C, R] numbers that fit my / their expedition
+        above_mine = above[:, 0]
+        fits = where_is[:, :2, :, W:] & above[:, :1]  # unseen / in my hand, and above my top
+        my_has_num = tops[:, 0] > 0
+
+        # Play a number: its slack minus the value of the cards it skips. The original's
+        # (hand * w_hand + unseen * skip_weight) * value * above_mine: a card is in my hand or
+        # unseen, never both, so the sum is exactly one of the two terms.
+        hand_cost = w_hand[:, None] * value  # [n, R]
+        unseen_cost = (st.skip_weight * p_get)[:, None] * value
+        each = torch.where(fits[:, 1], hand_cost[:, None], torch.where(fits[:, 0], unseen_cost[:, None], zero))
+        # Cumulative sum over the original's shape (the wager column, 0, first): on a GPU the
+        # scan's association may depend on the row length.
+        skipped = torch.nn.functional.pad(each, (1, 0)).cumsum(dim=2)[:, :, 1:].sub_(each)
+        play_base = st.wait_tolerance * s + (1.0 - w_hand)[:, None] * value  # [n, R]
+        torch.sub(play_base[:, None], skipped, out=skipped)
+        torch.where(committed[:, :, None] & above_mine, skipped, t["never"], out=play[:, :, 1:])
         wager_ok = (
             ~my_has_num
             & committed
@@ -200,58 +350,18 @@ class HeuristicBot:
             & (hand_count >= st.wager_min_cards)
             & (deck_share >= st.wager_min_deck)[:, None]
         )
-        play_wager = torch.where(wager_ok, st.wait_tolerance * s + 5.0 * s, _NEVER)
-        play = torch.cat([play_wager[:, :, None], play_numbered[:, :, 1:]], dim=2)  # [n, C, R1]
+        play[:, :, 0] = torch.where(wager_ok, st.wait_tolerance * s + 5.0 * s, _NEVER)
 
-        # --- card decision: discard ---------------------------------------------------------
-        keep_numbered = value * torch.where(committed, w_hand[:, None], promise)[:, :, None] * above_mine
-        keep_wager = torch.where(my_has_num, 0.0, base.clamp(min=0) * promise * 0.5)
-        keep = torch.cat([keep_wager[:, :, None], keep_numbered[:, :, 1:]], dim=2)
-        danger = self._danger(value, above_opp, opp_open, opp_has_num, opp_wagers, deck_share, s)
-        discard = -keep - danger
-        card_scores = torch.cat([play.reshape(n, -1), discard.reshape(n, -1)], dim=1)
-
-        # --- draw decision ------------------------------------------------------------------
-        top = v.pile_top  # [n, C] kind, -1 when empty
-        top_kind = top.clamp(min=0)
-        top_value = value[top_kind]
-        top_playable = (top >= 1) & (top > my_top)
-        # In an uncommitted colour a pile card counts only if it makes the colour worth opening:
-        # a card that merely "might help" would be discarded again next turn (and taken back by
-        # the opponent, turn after turn).
-        opens_with_it = ((base + top_value * (1 - st.future_factor * p_get[:, None]) >= st.open_margin * s)
-                         & (hand_count + 1 >= st.min_open_cards))
-        gain = torch.where(top_playable & (committed | opens_with_it), top_value * w_hand[:, None], 0.0)
-        wager_gain = torch.where(~my_has_num & committed & (base >= st.wager_margin * s), 5.0 * s, 0.0)
-        gain = torch.where(top == 0, wager_gain, gain)
-        # Denial counts only against an open opponent expedition the card would extend.
-        top_danger = danger.gather(2, top_kind[:, :, None]).squeeze(2) * opp_open
-        pile_scores = gain + st.deny_weight * top_danger - st.pile_threshold * s
-
-        lead = exp_score(my_exp).sum(dim=1) - exp_score(opp_exp).sum(dim=1)
-        near_end = turns <= st.end_turns
-        deck_score = torch.where(near_end & (lead > 0), 20.0 * s, 0.0)
-        if st.stall_when_behind:
-            stall = near_end & (lead < 0) & (committed_cards > turns)
-            # Any pile card beats shortening the game while behind.
-            pile_scores = torch.where(stall[:, None], pile_scores.clamp(min=0) + 1.0, pile_scores)
-        draw_scores = torch.cat([deck_score[:, None], pile_scores], dim=1)
-        return torch.cat([card_scores, draw_scores], dim=1)
-
-    def _danger(self, value, above_opp, opp_open, opp_has_num, opp_wagers, deck_share, s):
-        """Value ``[n, C, R1]`` of each card kind to the opponent if I hand it to them."""
-        st = self.style
-        numbered = torch.where(
-            opp_open[:, :, None],
-            value * (1 + opp_wagers)[:, :, None] * st.danger_open,
-            value * st.danger_closed * deck_share[:, None, None],
-        ) * above_opp
-        wager = torch.where(
-            opp_has_num,
-            0.0,
-            torch.where(opp_open, 10.0 * s * st.danger_open, 5.0 * s * st.danger_closed * deck_share[:, None]),
-        )
-        return torch.cat([wager[:, :, None], numbered[:, :, 1:]], dim=2)
+        # Discard: minus its value to me, minus its value to the opponent: (-keep) - danger,
+        # exactly the original's float ops (only the sign of a zero may differ).
+        keep_weight = torch.where(committed, w_hand[:, None], promise)
+        minus_keep = torch.where(above_mine, value * keep_weight.neg_()[:, :, None], zero)
+        danger = torch.where(opp_open[:, :, None], t["danger_open"][danger_row],
+                             (t["danger_closed"] * deck_share[:, None])[:, None])  # [n, C, R + 1]
+        torch.sub(minus_keep, danger[:, :, 1:], out=discard[:, :, 1:])
+        keep_wager = base.clamp(min=0) * torch.where(committed, 1.0, promise) * 0.5
+        minus_keep_wager = torch.where(my_has_num, zero, keep_wager.neg_())
+        torch.sub(minus_keep_wager, danger[:, :, 0], out=discard[:, :, 0])
 
 
 def lost_cities_bot_factories(rules: LostCitiesRules) -> dict:
