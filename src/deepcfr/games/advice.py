@@ -8,9 +8,9 @@ observation, so this is a function of the information state like any other featu
 guarantees are untouched, but the networks no longer have to rediscover from noisy sampled
 regrets what a hand-written player already knows (in Lost Cities, which expeditions are worth
 opening), and can spend their capacity on where to deviate from it. The bot runs once per
-observation (2.6-4 us per state at batches of 512-4096 for the Lost Cities heuristics on one
-CPU thread, scripts/bench_bots.py); stored
-samples keep its answer, so training batches do not run it again.
+observation (2.6-4 us per state at batches of 512-4096 for the Lost Cities heuristics on one CPU
+thread, scripts/bench_bots.py); stored samples keep its answer, so training batches do not run
+it again.
 
 Built by ``make_game(name, advice_bot=...)`` (config ``game.advice_bot``), so worker processes,
 checkpoints and evaluation rebuild the same observations and features.
