@@ -6,7 +6,7 @@ from .common import add_json_flag, emit
 
 
 def register(subparsers) -> None:
-    p = subparsers.add_parser("bench", help="benchmarks (engine, ...)", description="Benchmarks.")
+    p = subparsers.add_parser("bench", help="benchmarks (engine, traversal)", description="Benchmarks.")
     benches = p.add_subparsers(dest="bench", metavar="BENCH")
     benches.required = True
 
@@ -23,6 +23,25 @@ def register(subparsers) -> None:
     e.add_argument("--variant", default=None, help="Lost Cities rule variant (classic, mini)")
     add_json_flag(e)
     e.set_defaults(func=run_engine)
+
+    t = benches.add_parser(
+        "traversal",
+        help="trainer traversal and training throughput against the forward-pass bound",
+        description="Build a trainer from a config (evaluation off, no run directory), run warm-up "
+        "iterations untimed, then time both players' traversals (decisions/s, traversals/s, mean "
+        "forward batch) against the bare batched forward of the same network at that batch, the "
+        "advantage training phase (samples/s, batch-building share) and bytes per stored sample.",
+    )
+    t.add_argument("--config", default=None, help="YAML config file (default: the shipped lost_cities/cpu.yaml)")
+    t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, e.g. --set traversal.traversals_per_player=1024 (repeatable)")
+    t.add_argument("--iterations-warmup", type=int, default=1,
+                   help="untimed training iterations first (0: sigma stays uniform, no network in traversal)")
+    t.add_argument("--repeats", type=int, default=3, help="timed rounds of traversals (both players each)")
+    t.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: the config's run.threads)")
+    t.add_argument("--no-train", dest="train", action="store_false", help="skip the advantage-training measurement")
+    add_json_flag(t)
+    t.set_defaults(func=run_traversal)
 
 
 def run_engine(args) -> int:
@@ -47,4 +66,32 @@ def run_engine(args) -> int:
     out = {"bench": "engine", "game": args.game, "batch": args.batch}
     out.update(result if isinstance(result, dict) else vars(result))
     emit(out, args.json, title=f"bench engine: {args.game}")
+    return 0
+
+
+def run_traversal(args) -> int:
+    import os
+
+    # Before torch starts OpenMP (no effect if something already imported torch): spinning
+    # waiters collapse throughput when other processes share the cores.
+    os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    if args.iterations_warmup < 0:
+        raise ValueError(f"--iterations-warmup must be at least 0, got {args.iterations_warmup}")
+    if args.repeats < 1:
+        raise ValueError(f"--repeats must be at least 1, got {args.repeats}")
+    overrides = list(args.overrides)
+    if args.threads is not None:
+        if args.threads < 1:
+            raise ValueError(f"--threads must be at least 1, got {args.threads}")
+        overrides.append(f"run.threads={args.threads}")
+    from ..train.config import load_config
+    from ..train.run import shipped_config_path
+    from ..train.throughput_bench import bench_overrides, bench_traversal
+    from .train_cmd import DEFAULT_CONFIG
+
+    config_path = args.config if args.config is not None else shipped_config_path(DEFAULT_CONFIG)
+    config = load_config(config_path, bench_overrides(overrides))
+    result = bench_traversal(config, warmup_iterations=args.iterations_warmup, repeats=args.repeats, train=args.train)
+    out = {"bench": "traversal", "config": str(config_path), **result}
+    emit(out, args.json, title=f"bench traversal: {config_path}")
     return 0

@@ -1,0 +1,199 @@
+"""Traversal and training throughput of a real trainer, against the bare forward-pass bound.
+
+``bench_traversal(config)`` builds a ``Trainer`` from ``config`` (evaluation off, no run
+directory), optionally runs ``warmup_iterations`` real iterations (untimed: they train the
+advantage networks, so that sigma is regret matching on a network rather than uniform), then:
+
+- **traversal**: times ``trainer.traverse_player(p, stats)`` for both players over ``repeats``
+  rounds, as iteration ``t + 1`` would run them (the real path: chunks through the configured
+  executor). Reports decisions/s and traversals/s (wall and per CPU second of this process), the
+  realized mean forward batch (``TraversalStats.avg_batch``: rows per policy call, counted for
+  every policy, so also under the uniform sigma_1 of iteration 1, where no network runs:
+  ``networks_used`` tells) and advantage samples produced.
+- **bound**: ``forward_bound_states_per_second`` of player 0's advantage network at the round's
+  realized mean batch (rounded; the chunk size if there was no policy call), on the trainer's
+  device with the thread count in force, measured after every round (same machine load); the
+  median over rounds is the bound. ``fraction_of_bound`` = decisions/s / bound: traversal makes at most
+  one forward row per decision, so the bare forward cannot be beaten, and engine, encoding and
+  sampling should cost less than the networks (aim >= 0.5). With one forward row per decision
+  (``forward_rows_per_decision``) the fraction is also the share of the traversal's wall time
+  that its forward passes would take at the bound. ``*_per_cpu_second`` and
+  ``fraction_of_bound_cpu`` count this process's CPU time instead of wall time: with one thread,
+  the rates an idle machine would give (on shared machines the wall figures swing 2x).
+- **training**: adds the timed traversals' samples to the memories (timed as memory add), then
+  times ``trainer.train_advantage(p)`` for both players. Samples/s = steps x batch size x 2 /
+  seconds (with ``advantage.aggregate`` a step may use fewer rows: the whole merged table), and
+  the share of that time spent building batches (the trainer's ``time/batch_seconds``
+  accounting: memory draw, mask/value unpacking, encoding; aim < 20%).
+- **memory**: bytes per stored advantage sample against the float32 feature vector
+  (``4 * feature_size``; aim < 10%).
+
+Nothing here sets OMP_WAIT_POLICY (it must be set before torch starts): the CLI and
+``scripts/bench_traversal.py`` do.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import time
+from typing import Any
+
+import torch
+
+from deepcfr.cfr.forward_bench import forward_bound_states_per_second
+from deepcfr.cfr.traversal import TraversalStats
+
+from .config import TrainConfig
+from .trainer import Trainer
+
+# Overrides that make a trainer fit for benchmarking: no evaluation, no progress display.
+BENCH_OVERRIDES = ("eval.every=0", "run.progress=false")
+
+
+def bench_overrides(overrides: list[str] | None = None) -> list[str]:
+    """``BENCH_OVERRIDES`` first, then the caller's (a caller may still turn evaluation on)."""
+    return [*BENCH_OVERRIDES, *(overrides or [])]
+
+
+def _load() -> float:
+    try:
+        return os.getloadavg()[0]
+    except OSError:  # not on every platform
+        return math.nan
+
+
+def bench_traversal(
+    config: TrainConfig,
+    warmup_iterations: int = 1,
+    repeats: int = 3,
+    train: bool = True,
+    bound_repeats: int = 5,
+) -> dict[str, Any]:
+    """Run the benchmark described in the module docstring on ``config`` (build it with
+    ``load_config(path, bench_overrides(overrides))``); returns flat snake_case figures."""
+    if not isinstance(warmup_iterations, int) or warmup_iterations < 0:
+        raise ValueError(f"warmup_iterations must be a non-negative int, got {warmup_iterations!r}")
+    if not isinstance(repeats, int) or repeats < 1:
+        raise ValueError(f"repeats must be a positive int, got {repeats!r}")
+    if not isinstance(bound_repeats, int) or bound_repeats < 1:
+        raise ValueError(f"bound_repeats must be a positive int, got {bound_repeats!r}")
+    load_start = _load()
+    with Trainer(config) as trainer:
+        warmup_seconds = 0.0
+        for _ in range(warmup_iterations):
+            t0 = time.perf_counter()
+            trainer.run_iteration()
+            warmup_seconds += time.perf_counter() - t0
+        # The timed traversals are those of the next iteration (run_iteration counts up first),
+        # so samples carry iteration t + 1 and get non-zero linear-CFR weights.
+        trainer.iteration += 1
+        networks_used = [trainer.advantage_trained[p] for p in range(2)]
+
+        chunk = int(min(config.traversal.traversals_per_player,
+                        config.traversal.batch_size if config.traversal.executor == "inline"
+                        else config.traversal.worker_batch_size))
+        stats = TraversalStats()
+        produced: list[tuple[int, list]] = []
+        round_rates, bounds, bound_cpu_shares = [], [], []
+        wall = cpu = 0.0
+        for _ in range(repeats):
+            round_stats = TraversalStats()
+            w0, c0 = time.perf_counter(), time.process_time()
+            for player in range(2):
+                advantage, _strategy = trainer.traverse_player(player, round_stats)
+                produced.append((player, advantage))
+            w, c = time.perf_counter() - w0, time.process_time() - c0
+            wall += w
+            cpu += c
+            round_rates.append(round_stats.decisions / w if w > 0 else math.nan)
+            stats.merge(round_stats)
+            # The bound is measured after every round, so that both see the same machine load
+            # (shared machines: other processes take the core for seconds at a time).
+            batch = max(1, round(round_stats.avg_batch)) if round_stats.forward_calls else chunk
+            w0, c0 = time.perf_counter(), time.process_time()
+            bounds.append(forward_bound_states_per_second(trainer.advantage_nets[0], batch, trainer.device,
+                                                          repeats=bound_repeats))
+            w, c = time.perf_counter() - w0, time.process_time() - c0
+            bound_cpu_shares.append(c / w if w > 0 else 1.0)
+
+        threads = torch.get_num_threads()
+        bound_batch = max(1, round(stats.avg_batch)) if stats.forward_calls else chunk
+        bound = statistics.median(bounds)
+        # Per CPU second of this process (the share of wall time it got the CPU): with one thread,
+        # an estimate of the uncontended rates; meaningless with several threads.
+        bound_per_cpu_second = statistics.median(b / max(share, 1e-9) for b, share in zip(bounds, bound_cpu_shares))
+        decisions_per_cpu_second = stats.decisions / cpu if cpu > 0 else math.nan
+        decisions_per_second = stats.decisions / wall
+        out: dict[str, Any] = {
+            "game": config.game.name,
+            "variant": config.game.variant if config.game.name == "lost_cities" else None,
+            "algorithm": config.traversal.algorithm,
+            "executor": config.traversal.executor,
+            "network": f"{config.network.hidden_size}x{config.network.num_layers}",
+            "device": str(trainer.device),
+            "threads": threads,
+            "omp_wait_policy": os.environ.get("OMP_WAIT_POLICY"),
+            "load_average_start": load_start,
+            "warmup_iterations": warmup_iterations,
+            "warmup_seconds": warmup_seconds,
+            "networks_used": all(networks_used),
+            "repeats": repeats,
+            "traversals_per_player": config.traversal.traversals_per_player,
+            "traversals": stats.traversals,
+            "decisions": stats.decisions,
+            "traversal_seconds": wall,
+            "traversal_cpu_seconds": cpu,
+            "decisions_per_second": decisions_per_second,
+            "decisions_per_second_per_round": round_rates,
+            "decisions_per_cpu_second": decisions_per_cpu_second,
+            "traversals_per_second": stats.traversals / wall,
+            "decisions_per_traversal": stats.decisions / stats.traversals if stats.traversals else 0.0,
+            "forward_calls": stats.forward_calls,
+            "avg_forward_batch": stats.avg_batch,
+            "max_forward_batch": stats.max_batch,
+            "forward_rows_per_decision": stats.forward_rows / stats.decisions if stats.decisions else 0.0,
+            "advantage_samples": stats.advantage_samples,
+            "advantage_samples_per_second": stats.advantage_samples / wall,
+            "forward_bound_batch": bound_batch,
+            "forward_bound_states_per_second": bound,
+            "forward_bound_per_round": bounds,
+            "fraction_of_bound": decisions_per_second / bound,
+            "forward_bound_states_per_cpu_second": bound_per_cpu_second,
+            "fraction_of_bound_cpu": decisions_per_cpu_second / bound_per_cpu_second,
+        }
+
+        if train:
+            t0 = time.perf_counter()
+            for player, chunks in produced:
+                for samples in chunks:
+                    trainer.add_advantage_samples(player, samples)
+            out["memory_add_seconds"] = time.perf_counter() - t0
+            cfg = config.advantage
+            # The trainer accumulates its batch-building time in _batch_seconds (reported per
+            # iteration as time/batch_seconds); its difference over the phase is this phase's share.
+            batch_before = trainer._batch_seconds
+            t0 = time.perf_counter()
+            for player in range(2):
+                trainer.train_advantage(player)
+            train_seconds = time.perf_counter() - t0
+            batch_seconds = trainer._batch_seconds - batch_before
+            samples = 2 * cfg.train_steps * cfg.batch_size
+            out.update({
+                "advantage_train_steps": cfg.train_steps,
+                "advantage_batch_size": cfg.batch_size,
+                "advantage_aggregate": bool(getattr(cfg, "aggregate", False)),
+                "advantage_train_seconds": train_seconds,
+                "advantage_train_samples_per_second": samples / train_seconds if train_seconds > 0 else math.nan,
+                "batch_build_seconds": batch_seconds,
+                "batch_build_share": batch_seconds / train_seconds if train_seconds > 0 else math.nan,
+            })
+
+        memory = trainer.memory_metrics()
+        out["advantage_memory_size"] = int(memory["memory/advantage_p0_size"] + memory["memory/advantage_p1_size"])
+        out["bytes_per_sample"] = int(memory["memory/advantage_bytes_per_sample"])
+        out["feature_bytes_per_sample"] = int(memory["memory/feature_bytes_per_sample"])
+        out["bytes_fraction_of_features"] = out["bytes_per_sample"] / out["feature_bytes_per_sample"]
+        out["load_average_end"] = _load()
+    return out
