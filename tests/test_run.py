@@ -1,5 +1,6 @@
 import json
 import logging
+import time
 
 import pytest
 import torch
@@ -118,6 +119,10 @@ def test_resume_drops_metrics_after_checkpoint(tmp_path):
     with open(tmp_path / "metrics.jsonl", "a") as f:
         f.write('{"iteration": 3, "lo')  # torn line from a kill mid-write
     (tmp_path / "checkpoints" / ".pending_latest_000003.pt").write_bytes(b"half")  # killed mid-save
+    # TensorBoard orders event files by name: <seconds>.<host>.<pid>.<per-process counter>. In one
+    # process within one second the counter decides, and it sorts as text (".10" < ".9"), which
+    # made this test flaky late in a full run; a real resume is a new process, seconds later.
+    time.sleep(1.1)
     with Run.open(tmp_path, ["run.iterations=7"], console=False) as run:
         assert run.config.run.iterations == 7
         payload = run.load_latest()

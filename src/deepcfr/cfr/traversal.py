@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import torch
 
-from deepcfr.games.base import batch_size, clone_state, concat_states, gumbel_noise, index_state, sample_from_probs
+from deepcfr.games.base import batch_size, clone_state, concat_states, index_state, sample_from_probs
 
 Policy = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
@@ -458,7 +458,7 @@ def _play_out(game, state, group: torch.Tensor, num_groups: int, traverser: int,
               opponent_policy: Policy, generator, stats: TraversalStats, step_cap: int) -> torch.Tensor:
     """Play every row of ``state`` to its end with each player's policy, all rows in lockstep;
     returns the traverser's utility per row. Rows of the same ``group`` draw their actions with
-    the same Gumbel noise at each step (common random numbers), so rollouts that start from
+    the same uniform number at each step (common random numbers), so rollouts that start from
     siblings diverge only where the game makes them."""
     rows = batch_size(state)
     device = group.device
@@ -490,14 +490,14 @@ def _play_out(game, state, group: torch.Tensor, num_groups: int, traverser: int,
         player = game.current_player(state).clamp(0, 1)
         obs = game.observe(state, player)
         mask = game.legal_mask(state)
-        noise = gumbel_noise((num_groups, game.num_actions), generator, device)[group[row_id]]
+        uniform = torch.rand(num_groups, generator=generator, device=device)[group[row_id]]
         actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
         is_trav = player == traverser
         for policy, selected in ((traverser_policy, live & is_trav), (opponent_policy, live & ~is_trav)):
             idx = torch.nonzero(selected).squeeze(1)
             if idx.numel():
                 probs = _call_policy(policy, obs[idx], mask[idx], stats)
-                actions[idx] = sample_from_probs(probs, noise=noise[idx])
+                actions[idx] = sample_from_probs(probs, uniform=uniform[idx])
         state = game.step(state, actions)
     utility[row_id] = game.returns(state)[:, traverser].float()
     if engine_cut_off is not None:
@@ -529,7 +529,7 @@ def probe_sampling(
     samples), and each traverser node is kept as a *probe root* with probability ``probe_rate``.
     Phase 2 expands every probe root into one child per legal action and plays every child to
     the end with sigma for both players (one rollout, a "probe" as in Gibson et al. 2012), all
-    children in lockstep, siblings sharing their Gumbel noise; ``v~(h,a)`` is the child's
+    children in lockstep, siblings sharing their random numbers; ``v~(h,a)`` is the child's
     utility and the target ``v~(h,a) - sum_a sigma(a) v~(h,a)`` on legal actions.
 
     Unbiased, like external sampling: given the information state, the history is distributed
