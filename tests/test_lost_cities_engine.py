@@ -351,6 +351,22 @@ def test_refill_keeps_a_batch_of_live_games():
     assert not bool(game.is_terminal(state).any())
 
 
+def test_bench_counts_decisions_from_the_turn_word_as_from_live_rows():
+    from deepcfr.games.benchmark import _BatchedRun
+
+    game = LostCitiesGame.from_params("mini")
+    results = []
+    for counts_decisions in (True, False):
+        run = _BatchedRun(game, 128, seed=3)
+        run.counts_decisions = counts_decisions
+        for _ in range(30):
+            run.run(0)  # one refill period each
+        result = run.result()
+        results.append((int(run.decisions), result["finished_games"], result["mean_game_length"]))
+    assert results[0] == results[1]
+    assert results[0][1] > 0
+
+
 def test_sample_uniform_legal_picks_only_legal_actions_uniformly():
     mask = torch.zeros(3000, 7, dtype=torch.bool)
     mask[:, [1, 4, 6]] = True

@@ -63,6 +63,9 @@ class _BatchedRun:
             game.step(state, sample_uniform_legal(game.legal_mask(state), self.generator))
         self.state = game.init(batch, self.generator)
         self.has_cut_off = hasattr(game, "cut_off")
+        # Games that count their own decisions (num_decisions) are counted at refills only, so
+        # that the timed loop is the decisions alone; others count live rows every step.
+        self.counts_decisions = hasattr(game, "num_decisions")
         self.length = torch.zeros(batch, dtype=torch.int64)
         self.decisions = torch.zeros((), dtype=torch.int64)
         self.finished = torch.zeros((), dtype=torch.int64)
@@ -74,22 +77,36 @@ class _BatchedRun:
     def run(self, seconds: float) -> None:
         game, state, generator = self.game, self.state, self.generator
         start, cpu_start = time.perf_counter(), time.process_time()
+        counts_decisions = self.counts_decisions
+        if counts_decisions:
+            self.decisions -= game.num_decisions(state).sum()  # made before this slice
         while True:
-            live = ~game.is_terminal(state)
-            game.step(state, sample_uniform_legal(game.legal_mask(state), generator))
-            self.length += live
-            self.decisions += live.sum()
+            if counts_decisions:
+                game.step(state, sample_uniform_legal(game.legal_mask(state), generator))
+            else:
+                live = ~game.is_terminal(state)
+                game.step(state, sample_uniform_legal(game.legal_mask(state), generator))
+                self.length += live
+                self.decisions += live.sum()
             self.steps += 1
             if self.steps % REFILL_EVERY == 0:
                 done = game.is_terminal(state)
+                if counts_decisions:
+                    length = game.num_decisions(state)
+                    finished_length = (length * done).sum()
+                    self.decisions += finished_length  # leave with the finished games
+                else:
+                    finished_length = (self.length * done).sum()
+                    self.length.masked_fill_(done, 0)
                 self.finished += done.sum()
-                self.finished_length += (self.length * done).sum()
+                self.finished_length += finished_length
                 if self.has_cut_off:
                     self.cut_off += (game.cut_off(state) & done).sum()
-                self.length.masked_fill_(done, 0)
                 refill_finished(game, state, generator)
                 if time.perf_counter() - start >= seconds:
                     break
+        if counts_decisions:
+            self.decisions += game.num_decisions(state).sum()  # made in the games still in play
         self.wall += time.perf_counter() - start
         self.cpu += time.process_time() - cpu_start
 
