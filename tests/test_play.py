@@ -118,3 +118,22 @@ def test_play_command_against_a_checkpoint(tmp_path, monkeypatch, capsys):
     assert "not both" in capsys.readouterr().err
     assert main(["play", "--checkpoint", str(path), "--game", "leduc"]) == 2
     assert "does not match the checkpoint's game kuhn" in capsys.readouterr().err
+
+
+def test_ctrl_c_during_output_is_raised_after_it():
+    # A Ctrl-C while rich is printing must not cut the output (it could leave the console
+    # buffering, so the farewell message was lost); it is raised once the output is done.
+    import os
+    import signal
+
+    import pytest
+
+    from deepcfr.play.session import interrupts_deferred
+
+    finished = False
+    with pytest.raises(KeyboardInterrupt):
+        with interrupts_deferred():
+            os.kill(os.getpid(), signal.SIGINT)
+            finished = True
+    assert finished
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -15,6 +15,9 @@ from __future__ import annotations
 
 import copy
 import re
+import signal
+import threading
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence, TextIO
@@ -62,8 +65,27 @@ def make_console(stdout: TextIO, plain: bool = False, width: int | None = None) 
                    width=width, soft_wrap=False)
 
 
+@contextmanager
+def interrupts_deferred():
+    """Hold Ctrl-C until the block ends, then raise it: a KeyboardInterrupt inside rich's
+    ``print`` can leave the console buffering, and the farewell message is then never written
+    (seen in a loaded CI run, where Ctrl-C landed while the prompt was still being printed)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    received: list[int] = []
+    previous = signal.signal(signal.SIGINT, lambda signum, frame: received.append(signum))
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        if received:
+            raise KeyboardInterrupt
+
+
 class Screen:
-    """Output through rich (tables drawn in ASCII in plain mode) and line input."""
+    """Output through rich (tables drawn in ASCII in plain mode) and line input. Output is
+    never cut by Ctrl-C (see ``interrupts_deferred``); waiting for input is."""
 
     def __init__(self, stdin: TextIO, stdout: TextIO, plain: bool = False, width: int | None = None):
         self.stdin = stdin
@@ -72,19 +94,22 @@ class Screen:
         self.console = make_console(stdout, plain, width)
 
     def show(self, *items: RenderableType | str) -> None:
-        for item in items:
-            if self.plain and isinstance(item, Table) and item.box is not None:
-                item.box = box.ASCII
-            self.console.print(item)
-        self.stdout.flush()
+        with interrupts_deferred():
+            for item in items:
+                if self.plain and isinstance(item, Table) and item.box is not None:
+                    item.box = box.ASCII
+                self.console.print(item)
+            self.stdout.flush()
 
     def rule(self, title: str) -> None:
-        self.console.rule(title, characters="-" if self.plain else "─")
+        with interrupts_deferred():
+            self.console.rule(title, characters="-" if self.plain else "─")
 
     def ask(self, prompt: str) -> str:
         """One line of input without its newline; EOFError at end of input."""
-        self.console.print(Text(prompt, style="bold"), end="")
-        self.stdout.flush()
+        with interrupts_deferred():
+            self.console.print(Text(prompt, style="bold"), end="")
+            self.stdout.flush()
         line = self.stdin.readline()
         if line == "":
             raise EOFError
