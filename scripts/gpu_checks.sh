@@ -7,7 +7,8 @@
 #
 # Steps: machine info; the cuda-marked tests; the AMP / compile training-step bench at 512x3 and
 # 1024x6 (with the training-throughput sweep); the inference-server A/B (when
-# scripts/bench_inference_backend.py exists); the forward profile at batch 1..65536.
+# scripts/bench_inference_backend.py exists); the forward profile at batch 1..65536; traversal
+# (outcome and probe sampling) against the forward bound at the default config.
 #
 # Python: $PYTHON (default python3, which must hold a CUDA torch). Missing pure-Python
 # dependencies (pydantic 2 is not in the lent machine's image) travel as wheels in ./.whl: on the
@@ -54,7 +55,7 @@ step cuda_tests 110 "$PYTHON" -m pytest -q -m cuda -p no:cacheprovider --continu
 step amp_bench 130 "$PYTHON" scripts/bench_amp_trainer.py --device cuda --shapes 512x3,1024x6 \
   --modes fp32,fp16,bf16 --steps 200 --repeats 5 --memory-size 1000000 --fill-games 2000 \
   --throughput-batches 1024,4096,16384 --json-out "$OUT/amp_bench.json"
-step compile_bench 150 "$PYTHON" scripts/bench_amp_trainer.py --device cuda --shapes 512x3,1024x6 \
+step compile_bench 120 "$PYTHON" scripts/bench_amp_trainer.py --device cuda --shapes 512x3,1024x6 \
   --modes fp32,compile,bf16,bf16+compile --steps 200 --repeats 5 --memory-size 1000000 --fill-games 2000 \
   --json-out "$OUT/compile_bench.json"
 
@@ -68,5 +69,14 @@ fi
 # 4. Forward profile on CUDA (fp32 and bf16, batch 1..65536) against the measured matmul peak.
 step forward_profile 80 "$PYTHON" scripts/profile_gpu_forward.py --devices cuda --shapes 512x3,1024x6,256x2 \
   --cuda-dtypes float32,bfloat16 --cuda-latency --repeats 5
+
+# 5. Traversal against the forward bound at the default (GPU) config, networks on CUDA; and the
+#    same with probe sampling, whose rollouts are what a GPU makes affordable (docs/results.md).
+step traversal_bench 60 "$PYTHON" -m deepcfr.cli.main bench traversal --config configs/lost_cities/default.yaml \
+  --set run.device=cuda --set traversal.traversals_per_player=4096 --set advantage.train_steps=100 \
+  --set strategy.train_steps=100 --repeats 2 --json
+step probe_bench 60 "$PYTHON" -m deepcfr.cli.main bench traversal --config configs/lost_cities/default.yaml \
+  --set run.device=cuda --set traversal.algorithm=probe --set traversal.traversals_per_player=512 \
+  --set traversal.probe_rate=0.05 --set advantage.train_steps=100 --set strategy.train_steps=100 --repeats 1 --json
 
 echo "done; results in $OUT" | tee -a "$SUMMARY"
