@@ -37,6 +37,9 @@ class Terminal:
         if self.pid == 0:  # child: becomes the session leader with the pty as its terminal
             env = {**os.environ, "PYTHONPATH": str(SRC), "TERM": "xterm-256color", "COLUMNS": "130", "LINES": "50"}
             env.pop("NO_COLOR", None)
+            # A person's terminal delivers Ctrl-C; a test runner started in the background
+            # (nohup cmd &) hands its children SIGINT ignored, and Python then keeps it ignored.
+            signal.signal(signal.SIGINT, signal.SIG_DFL)
             os.execve(sys.executable, [sys.executable, "-m", "deepcfr.cli.main", *args], env)
         fcntl.ioctl(self.fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 130, 0, 0))
         self.raw = ""

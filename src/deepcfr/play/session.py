@@ -80,7 +80,7 @@ def interrupts_deferred():
     finally:
         signal.signal(signal.SIGINT, previous)
         if received:
-            raise KeyboardInterrupt
+            signal.raise_signal(signal.SIGINT)  # now handled as it would have been (or ignored)
 
 
 class Screen:
