@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from deepcfr.cfr.policies import UniformPolicy
-from deepcfr.cfr.traversal import TraversalStats, _play_out, external_sampling, outcome_sampling, probe_sampling, traverse
+from deepcfr.cfr.traversal import TraversalStats, _play_sampled, external_sampling, outcome_sampling, probe_sampling, traverse
 from deepcfr.evaluate.exploitability import TabularPolicy, random_policy
 from deepcfr.games.base import clone_state, index_state
 from deepcfr.games.registry import make_game
@@ -358,8 +358,8 @@ def test_probe_rollouts_share_noise_within_a_group():
     groups = torch.arange(200).repeat_interleave(3)
     state = index_state(start, torch.zeros(groups.shape[0], dtype=torch.long))
     stats = TraversalStats()
-    utility = _play_out(game, state, groups, 200, 0, policy, policy, torch.Generator().manual_seed(1), stats,
-                        game.max_game_length)
+    utility = _play_sampled(game, state, 0, policy, policy, torch.Generator().manual_seed(1), stats,
+                            game.max_game_length, group=groups, num_groups=200)
     per_group = utility.view(200, 3)
     assert (per_group == per_group[:, :1]).all()
     assert per_group[:, 0].unique().numel() > 1

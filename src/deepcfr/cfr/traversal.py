@@ -292,6 +292,98 @@ def external_sampling(
 
 
 # ------------------------------------------------------------------------------------------------
+# Sampled play in lockstep (outcome sampling, probe sampling's trajectories and its rollouts)
+# ------------------------------------------------------------------------------------------------
+
+TraverserHook = Callable[..., None]  # (state, rows, game_ids, obs, mask, sigma, actions, q) -> None
+OpponentHook = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None]  # (game_ids, obs, mask, probs)
+
+
+def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponent_policy: Policy, generator,
+                  stats: TraversalStats, step_cap: int, *, epsilon: float = 0.0,
+                  group: torch.Tensor | None = None, num_groups: int = 0,
+                  on_traverser: TraverserHook | None = None, on_opponent: OpponentHook | None = None) -> torch.Tensor:
+    """Play every row of ``state`` to its end, all rows in lockstep, and return the traverser's
+    utility per row (games stopped by ``step_cap`` are scored as they stand and counted).
+
+    The traverser draws from ``q = epsilon * uniform(legal) + (1 - epsilon) * sigma``, the
+    opponent from its policy; one policy call per player per step. ``on_traverser(state, rows,
+    game_ids, obs, mask, sigma, actions, q)`` sees the traverser's rows before each step,
+    ``on_opponent(game_ids, obs, mask, probs)`` the opponent's. With ``group`` (``[n]`` in
+    ``0..num_groups-1``), rows of a group draw with the same uniform number at each step (common
+    random numbers), so rollouts that start from siblings diverge only where the game makes them.
+    Finished rows are dropped once they are half the batch, so later steps do no work for them."""
+    n = batch_size(state)
+    device = game.is_terminal(state).device
+    game_id = torch.arange(n, device=device)  # row -> original row (rows are compacted as games end)
+    utility = torch.zeros(n, dtype=torch.float32, device=device)
+    engine_cut_off = getattr(game, "cut_off", None)  # optional: [n] bool, ended by the engine's own cap
+    steps = 0
+    while True:
+        terminal = game.is_terminal(state)
+        live_count = int((~terminal).sum())
+        if live_count == 0:
+            break
+        if steps >= step_cap:
+            stats.cut_offs += live_count
+            break
+        if live_count * 2 <= terminal.shape[0] and terminal.shape[0] > 64:
+            done = torch.nonzero(terminal).squeeze(1)
+            done_state = index_state(state, done)
+            utility[game_id[done]] = game.returns(done_state)[:, traverser].float()
+            if engine_cut_off is not None:
+                stats.cut_offs += int(engine_cut_off(done_state).sum())
+            keep = torch.nonzero(~terminal).squeeze(1)
+            state = index_state(state, keep)
+            game_id = game_id[keep]
+            terminal = terminal[keep]
+        steps += 1
+        stats.decisions += live_count
+        live = ~terminal
+        player = game.current_player(state).clamp(0, 1)
+        obs = game.observe(state, player)
+        mask = game.legal_mask(state)
+        uniform = None
+        if group is not None:
+            uniform = torch.rand(num_groups, generator=generator, device=device)[group[game_id]]
+        is_trav = live & (player == traverser)
+        trav = torch.nonzero(is_trav).squeeze(1)
+        opp = torch.nonzero(live & ~is_trav).squeeze(1)
+        actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
+        if trav.numel():
+            t_obs, t_mask = obs[trav], mask[trav]
+            sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
+            q = sigma
+            if epsilon > 0.0:
+                legal = t_mask.float()
+                q = epsilon * legal / legal.sum(dim=1, keepdim=True) + (1.0 - epsilon) * sigma
+            a = sample_from_probs(q, generator, uniform=None if uniform is None else uniform[trav])
+            actions[trav] = a
+            if on_traverser is not None:
+                on_traverser(state, trav, game_id[trav], t_obs, t_mask, sigma, a, q)
+        if opp.numel():
+            o_obs, o_mask = obs[opp], mask[opp]
+            probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
+            actions[opp] = sample_from_probs(probs, generator, uniform=None if uniform is None else uniform[opp])
+            if on_opponent is not None:
+                on_opponent(game_id[opp], o_obs, o_mask, probs)
+        state = game.step(state, actions)
+    utility[game_id] = game.returns(state)[:, traverser].float()
+    if engine_cut_off is not None:
+        stats.cut_offs += int((engine_cut_off(state) & game.is_terminal(state)).sum())
+    return utility
+
+
+def _strategy_recorder(iteration: int, parts: list, roots: list) -> OpponentHook:
+    """An ``on_opponent`` hook that keeps the opponent's nodes as strategy samples."""
+    def record(game_ids, obs, mask, probs):
+        parts.append({"obs": obs, "mask": mask, "policy": probs,
+                      "iteration": torch.full((obs.shape[0],), iteration, dtype=torch.int32, device=obs.device)})
+        roots.append(game_ids)
+    return record
+
+
+# ------------------------------------------------------------------------------------------------
 # Outcome sampling
 # ------------------------------------------------------------------------------------------------
 
@@ -345,70 +437,16 @@ def outcome_sampling(
     it32 = int(iteration)
 
     state = _root(game, n, generator, device, root_state)
-    game_id = torch.arange(n, device=device)  # row -> traversal index (rows are compacted as games end)
-    utility = torch.zeros(n, dtype=torch.float32, device=device)
-    engine_cut_off = getattr(game, "cut_off", None)  # optional: [n] bool, ended by the engine's own cap
     trav_records: list[tuple[torch.Tensor, ...]] = []
     strategy_parts: list[dict[str, torch.Tensor]] = []
     strategy_roots: list[torch.Tensor] = []
 
-    steps = 0
-    while True:
-        terminal = game.is_terminal(state)
-        live_count = int((~terminal).sum())
-        rows = terminal.shape[0]
-        if live_count == 0:
-            break
-        if steps >= step_cap:
-            stats.cut_offs += live_count
-            break
-        if live_count * 2 <= rows and rows > 64:
-            # Drop finished games so later steps do no work for them.
-            done = torch.nonzero(terminal).squeeze(1)
-            done_state = index_state(state, done)
-            utility[game_id[done]] = game.returns(done_state)[:, traverser].float()
-            if engine_cut_off is not None:
-                stats.cut_offs += int(engine_cut_off(done_state).sum())
-            keep = torch.nonzero(~terminal).squeeze(1)
-            state = index_state(state, keep)
-            game_id = game_id[keep]
-            terminal = terminal[keep]
-        steps += 1
-        live = ~terminal
-        stats.decisions += live_count
-        player = game.current_player(state).clamp(0, 1)
-        obs = game.observe(state, player)
-        mask = game.legal_mask(state)
-        is_trav = live & (player == traverser)
-        trav = torch.nonzero(is_trav).squeeze(1)
-        opp = torch.nonzero(live & ~is_trav).squeeze(1)
-        actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
+    def record_traverser(state, rows, game_ids, obs, mask, sigma, actions, q):
+        trav_records.append((game_ids, obs, mask, sigma, actions, q.gather(1, actions[:, None]).squeeze(1)))
 
-        if trav.numel():
-            t_obs, t_mask = obs[trav], mask[trav]
-            sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
-            legal = t_mask.float()
-            q = epsilon * legal / legal.sum(dim=1, keepdim=True) + (1.0 - epsilon) * sigma
-            a = sample_from_probs(q, generator)
-            actions[trav] = a
-            q_a = q.gather(1, a[:, None]).squeeze(1)
-            trav_records.append((game_id[trav], t_obs, t_mask, sigma, a, q_a))
-        if opp.numel():
-            o_obs, o_mask = obs[opp], mask[opp]
-            probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
-            actions[opp] = sample_from_probs(probs, generator)
-            if record_strategy:
-                strategy_parts.append({
-                    "obs": o_obs, "mask": o_mask, "policy": probs,
-                    "iteration": torch.full((opp.numel(),), it32, dtype=torch.int32, device=o_obs.device),
-                })
-                strategy_roots.append(game_id[opp])
-        state = game.step(state, actions)
-
-    # Utilities of the games still in the batch (finished, or cut off and scored as they stand).
-    utility[game_id] = game.returns(state)[:, traverser].float()
-    if engine_cut_off is not None:
-        stats.cut_offs += int((engine_cut_off(state) & game.is_terminal(state)).sum())
+    utility = _play_sampled(game, state, traverser, traverser_policy, opponent_policy, generator, stats, step_cap,
+                            epsilon=epsilon, on_traverser=record_traverser,
+                            on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None)
 
     if unsampled_target == "mean" and n > 1:
         baseline = (utility.sum() - utility) / (n - 1)
@@ -452,57 +490,6 @@ def outcome_sampling(
 # ------------------------------------------------------------------------------------------------
 # Probe sampling
 # ------------------------------------------------------------------------------------------------
-
-
-def _play_out(game, state, group: torch.Tensor, num_groups: int, traverser: int, traverser_policy: Policy,
-              opponent_policy: Policy, generator, stats: TraversalStats, step_cap: int) -> torch.Tensor:
-    """Play every row of ``state`` to its end with each player's policy, all rows in lockstep;
-    returns the traverser's utility per row. Rows of the same ``group`` draw their actions with
-    the same uniform number at each step (common random numbers), so rollouts that start from
-    siblings diverge only where the game makes them."""
-    rows = batch_size(state)
-    device = group.device
-    row_id = torch.arange(rows, device=device)
-    utility = torch.zeros(rows, dtype=torch.float32, device=device)
-    engine_cut_off = getattr(game, "cut_off", None)
-    steps = 0
-    while True:
-        terminal = game.is_terminal(state)
-        live_count = int((~terminal).sum())
-        if live_count == 0:
-            break
-        if steps >= step_cap:
-            stats.cut_offs += live_count
-            break
-        if live_count * 2 <= terminal.shape[0] and terminal.shape[0] > 64:
-            done = torch.nonzero(terminal).squeeze(1)
-            done_state = index_state(state, done)
-            utility[row_id[done]] = game.returns(done_state)[:, traverser].float()
-            if engine_cut_off is not None:
-                stats.cut_offs += int(engine_cut_off(done_state).sum())
-            keep = torch.nonzero(~terminal).squeeze(1)
-            state = index_state(state, keep)
-            row_id = row_id[keep]
-            terminal = terminal[keep]
-        steps += 1
-        stats.decisions += live_count
-        live = ~terminal
-        player = game.current_player(state).clamp(0, 1)
-        obs = game.observe(state, player)
-        mask = game.legal_mask(state)
-        uniform = torch.rand(num_groups, generator=generator, device=device)[group[row_id]]
-        actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
-        is_trav = player == traverser
-        for policy, selected in ((traverser_policy, live & is_trav), (opponent_policy, live & ~is_trav)):
-            idx = torch.nonzero(selected).squeeze(1)
-            if idx.numel():
-                probs = _call_policy(policy, obs[idx], mask[idx], stats)
-                actions[idx] = sample_from_probs(probs, uniform=uniform[idx])
-        state = game.step(state, actions)
-    utility[row_id] = game.returns(state)[:, traverser].float()
-    if engine_cut_off is not None:
-        stats.cut_offs += int((engine_cut_off(state) & game.is_terminal(state)).sum())
-    return utility
 
 
 def probe_sampling(
@@ -552,53 +539,19 @@ def probe_sampling(
     it32 = int(iteration)
 
     state = _root(game, n, generator, device, root_state)
-    game_id = torch.arange(n, device=device)
     probe_parts: list[tuple[Any, torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
     strategy_parts: list[dict[str, torch.Tensor]] = []
     strategy_roots: list[torch.Tensor] = []
-    steps = 0
-    while steps < step_cap:
-        terminal = game.is_terminal(state)
-        live_count = int((~terminal).sum())
-        if live_count == 0:
-            break
-        if live_count * 2 <= terminal.shape[0] and terminal.shape[0] > 64:
-            keep = torch.nonzero(~terminal).squeeze(1)
-            state = index_state(state, keep)
-            game_id = game_id[keep]
-            terminal = terminal[keep]
-        steps += 1
-        stats.decisions += live_count
-        live = ~terminal
-        player = game.current_player(state).clamp(0, 1)
-        obs = game.observe(state, player)
-        mask = game.legal_mask(state)
-        is_trav = live & (player == traverser)
-        trav = torch.nonzero(is_trav).squeeze(1)
-        opp = torch.nonzero(live & ~is_trav).squeeze(1)
-        actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
-        if trav.numel():
-            t_obs, t_mask = obs[trav], mask[trav]
-            sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
-            legal = t_mask.float()
-            q = epsilon * legal / legal.sum(dim=1, keepdim=True) + (1.0 - epsilon) * sigma
-            actions[trav] = sample_from_probs(q, generator)
-            chosen = torch.nonzero(
-                torch.rand(trav.shape[0], generator=generator, device=trav.device) < probe_rate).squeeze(1)
-            if chosen.numel():
-                probe_parts.append((index_state(state, trav[chosen]), game_id[trav[chosen]], t_obs[chosen],
-                                    t_mask[chosen], sigma[chosen]))
-        if opp.numel():
-            o_obs, o_mask = obs[opp], mask[opp]
-            probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
-            actions[opp] = sample_from_probs(probs, generator)
-            if record_strategy:
-                strategy_parts.append({
-                    "obs": o_obs, "mask": o_mask, "policy": probs,
-                    "iteration": torch.full((opp.numel(),), it32, dtype=torch.int32, device=o_obs.device),
-                })
-                strategy_roots.append(game_id[opp])
-        state = game.step(state, actions)
+
+    def keep_probe_roots(state, rows, game_ids, obs, mask, sigma, actions, q):
+        chosen = torch.nonzero(torch.rand(rows.shape[0], generator=generator, device=rows.device) < probe_rate).squeeze(1)
+        if chosen.numel():
+            probe_parts.append((index_state(state, rows[chosen]), game_ids[chosen], obs[chosen], mask[chosen],
+                                sigma[chosen]))
+
+    _play_sampled(game, state, traverser, traverser_policy, opponent_policy, generator, stats, step_cap,
+                  epsilon=epsilon, on_traverser=keep_probe_roots,
+                  on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None)
 
     if not probe_parts:
         return _result(game, device, stats, [], strategy_parts, [], strategy_roots)
@@ -616,9 +569,9 @@ def probe_sampling(
             stop += 1
         local_root, action = torch.nonzero(r_mask[start:stop], as_tuple=True)
         children = game.step(index_state(roots, start + local_root), action)
-        values[start + local_root, action] = _play_out(
-            game, children, local_root, stop - start, traverser, traverser_policy, opponent_policy,
-            generator, stats, step_cap)
+        values[start + local_root, action] = _play_sampled(
+            game, children, traverser, traverser_policy, opponent_policy, generator, stats, step_cap,
+            group=local_root, num_groups=stop - start)
         start = stop
     v_h = (r_sigma * values).sum(dim=1)
     target = (values - v_h[:, None]) * r_mask
