@@ -122,7 +122,7 @@ def test_play_command_against_a_checkpoint(tmp_path, monkeypatch, capsys):
 
 def test_ctrl_c_during_output_is_raised_after_it():
     # A Ctrl-C while rich is printing must not cut the output (it could leave the console
-    # buffering, so the farewell message was lost); it is raised once the output is done.
+    # buffering, so the farewell message would be lost); it is raised once the output is done.
     import os
     import signal
 

@@ -67,9 +67,9 @@ def make_console(stdout: TextIO, plain: bool = False, width: int | None = None) 
 
 @contextmanager
 def interrupts_deferred():
-    """Hold Ctrl-C until the block ends, then raise it: a KeyboardInterrupt inside rich's
-    ``print`` can leave the console buffering, and the farewell message is then never written
-    (seen in a loaded CI run, where Ctrl-C landed while the prompt was still being printed)."""
+    """Hold Ctrl-C until the block ends, then deliver it: a KeyboardInterrupt raised inside
+    rich's ``print`` could leave the console mid-render (buffering), and the farewell message
+    would then never be written."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
