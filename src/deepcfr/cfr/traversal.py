@@ -560,13 +560,12 @@ def probe_sampling(
     r_obs, r_mask, r_sigma = (torch.cat([p[k] for p in probe_parts]) for k in (2, 3, 4))
     values = torch.zeros(r_mask.shape, dtype=torch.float32, device=r_mask.device)
     # Chunks of consecutive roots with at most probe_batch_size children (at least one root each).
-    ends = torch.cumsum(r_mask.sum(dim=1), 0).tolist()
-    start = 0
-    while start < len(ends):
-        offset = ends[start - 1] if start else 0
-        stop = start + 1
-        while stop < len(ends) and ends[stop] - offset <= probe_batch_size:
-            stop += 1
+    ends = torch.cumsum(r_mask.sum(dim=1), 0).cpu()  # children up to and including each root
+    start, num_roots = 0, ends.shape[0]
+    while start < num_roots:
+        offset = int(ends[start - 1]) if start else 0
+        # The last root whose children still fit (one search per chunk, not a step per root).
+        stop = max(start + 1, int(torch.searchsorted(ends, offset + probe_batch_size, right=True)))
         local_root, action = torch.nonzero(r_mask[start:stop], as_tuple=True)
         children = game.step(index_state(roots, start + local_root), action)
         values[start + local_root, action] = _play_sampled(
