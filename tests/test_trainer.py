@@ -108,7 +108,9 @@ def test_same_seed_same_result_and_other_seed_differs():
 
 
 @pytest.mark.parametrize("extra", [[], ["traversal.algorithm=outcome", "advantage.reinit=false"],
-                                   ["traversal.opponent=league", "league.weight_recent=0.5"]])
+                                   ["traversal.opponent=league", "league.weight_recent=0.5"],
+                                   ["traversal.algorithm=critic", "traversal.epsilon=0.3", "advantage.reinit=false",
+                                    "critic.train_steps=3", "critic.batch_size=16", "critic.capacity=150"]])
 def test_resume_from_state_dict_is_exact(extra):
     straight = Trainer(tiny("kuhn", *extra))
     for _ in range(3):

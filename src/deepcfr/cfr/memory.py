@@ -212,6 +212,26 @@ class ReservoirMemory:
 
     def __repr__(self) -> str:
         return (
-            f"ReservoirMemory(capacity={self.capacity}, size={self._size}, seen={self._seen}, "
+            f"{type(self).__name__}(capacity={self.capacity}, size={self._size}, seen={self._seen}, "
             f"device={self.device}, fields={ {k: (s, _dtype_name(d)) for k, (s, d) in self.fields.items()} })"
         )
+
+
+class WindowMemory(ReservoirMemory):
+    """The ``capacity`` most recent samples (a ring buffer): for values that follow the current
+    policy (a critic's Q of sigma_t), where old samples would be wrong rather than just old.
+    Same fields, sampling and persistence as ``ReservoirMemory``; the write position is
+    ``seen % capacity``, so a saved state resumes exactly."""
+
+    def add(self, generator: torch.Generator | None = None, **tensors: torch.Tensor) -> int:
+        """Append a batch (the oldest samples are overwritten); ``generator`` is unused."""
+        m = self._check_batch(tensors)
+        if m == 0:
+            return 0
+        keep_from = max(0, m - self.capacity)  # a batch larger than the window keeps its tail
+        slot = (torch.arange(self._seen + keep_from, self._seen + m, device=self.device) % self.capacity)
+        for name, t in tensors.items():
+            self._data[name][slot] = t[keep_from:].to(self.device, self.fields[name][1])
+        self._seen += m
+        self._size = min(self._seen, self.capacity)
+        return m - keep_from

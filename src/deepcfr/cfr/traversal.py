@@ -31,7 +31,7 @@ from deepcfr.games.base import batch_size, clone_state, concat_states, index_sta
 Policy = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 UNSAMPLED_TARGETS = ("zero", "mean")
-ALGORITHMS = ("external", "outcome", "probe")
+ALGORITHMS = ("external", "outcome", "probe", "critic")
 
 
 @dataclass
@@ -301,7 +301,7 @@ OpponentHook = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 
 def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponent_policy: Policy, generator,
                   stats: TraversalStats, step_cap: int, *, epsilon: float = 0.0,
-                  group: torch.Tensor | None = None, num_groups: int = 0,
+                  group: torch.Tensor | None = None, num_groups: int = 0, explore_once: bool = False,
                   on_traverser: TraverserHook | None = None, on_opponent: OpponentHook | None = None) -> torch.Tensor:
     """Play every row of ``state`` to its end, all rows in lockstep, and return the traverser's
     utility per row (games stopped by ``step_cap`` are scored as they stand and counted).
@@ -312,10 +312,15 @@ def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponen
     ``on_opponent(game_ids, obs, mask, probs)`` the opponent's. With ``group`` (``[n]`` in
     ``0..num_groups-1``), rows of a group draw with the same uniform number at each step (common
     random numbers), so rollouts that start from siblings diverge only where the game makes them.
+    ``explore_once``: the traverser explores (uniform over legal actions) with probability
+    ``epsilon`` at each node until it first does, and plays sigma exactly from then on;
+    ``on_traverser`` then also gets ``deviated`` [m] bool (the game's exploration happened at or
+    before this node: everything after it is sigma) as a keyword.
     Finished rows are dropped once they are half the batch, so later steps do no work for them."""
     n = batch_size(state)
     device = game.is_terminal(state).device
     game_id = torch.arange(n, device=device)  # row -> original row (rows are compacted as games end)
+    deviated = torch.zeros(n, dtype=torch.bool, device=device)  # explore_once: per original row
     utility = torch.zeros(n, dtype=torch.float32, device=device)
     engine_cut_off = getattr(game, "cut_off", None)  # optional: [n] bool, ended by the engine's own cap
     steps = 0
@@ -354,13 +359,23 @@ def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponen
             t_obs, t_mask = obs[trav], mask[trav]
             sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
             q = sigma
+            extra = {}
             if epsilon > 0.0:
                 legal = t_mask.float()
-                q = epsilon * legal / legal.sum(dim=1, keepdim=True) + (1.0 - epsilon) * sigma
-            a = sample_from_probs(q, generator, uniform=None if uniform is None else uniform[trav])
+                uniform_legal = legal / legal.sum(dim=1, keepdim=True)
+                q = epsilon * uniform_legal + (1.0 - epsilon) * sigma
+            if explore_once:
+                before = deviated[game_id[trav]]
+                explored = (torch.rand(trav.shape[0], generator=generator, device=device) < epsilon) & ~before
+                behaviour = torch.where(explored[:, None], uniform_legal, sigma) if epsilon > 0.0 else sigma
+                deviated[game_id[trav]] = before | explored
+                extra["deviated"] = before | explored
+            else:
+                behaviour = q
+            a = sample_from_probs(behaviour, generator, uniform=None if uniform is None else uniform[trav])
             actions[trav] = a
             if on_traverser is not None:
-                on_traverser(state, trav, game_id[trav], t_obs, t_mask, sigma, a, q)
+                on_traverser(state, trav, game_id[trav], t_obs, t_mask, sigma, a, q, **extra)
         if opp.numel():
             o_obs, o_mask = obs[opp], mask[opp]
             probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
@@ -488,6 +503,68 @@ def outcome_sampling(
 
 
 # ------------------------------------------------------------------------------------------------
+# Critic sampling (the trainer's learned Q values replace the sampled regret estimate)
+# ------------------------------------------------------------------------------------------------
+
+
+def critic_sampling(
+    game,
+    traverser: int,
+    num_traversals: int,
+    traverser_policy: Policy,
+    opponent_policy: Policy,
+    iteration: int,
+    generator: torch.Generator | None = None,
+    *,
+    epsilon: float = 0.1,
+    record_strategy: bool = True,
+    device: str | torch.device = "cpu",
+    max_steps: int | None = None,
+    root_state: Any | None = None,
+) -> TraversalResult:
+    """Trajectories for a learned critic (ESCHER, McAleer et al. 2023): played as in outcome
+    sampling, except that the traverser explores only once per game (uniform over legal actions
+    with probability ``epsilon`` at each node until it first does, sigma exactly after), and each
+    traverser node is returned with what the critic needs instead of a sampled regret: its
+    ``sigma`` [m, A], the ``action`` taken [m], the traverser's final ``utility`` [m], the
+    opponent's observation at that node ``opponent_obs`` [m, K] (its private cards: a critic may
+    value the history rather than the information set) and ``on_policy_tail`` [m] (the game's one exploration is at or before this node, so its utility
+    samples ``Q(I, a)`` of sigma: whether a node qualifies is decided by its past alone, so the
+    kept samples are unbiased, where "no exploration after it" would favour short games;
+    ``target`` is zero). The trainer fits ``Q(I, a)`` to (obs, action, utility) and fills in
+    ``target = Q(I, .) - sum_a sigma(a) Q(I, a)`` on legal actions: no importance weight, so the
+    target's noise is the critic's error rather than the game's outcome noise times ``1/q``.
+    Every visited node gets a target for every legal action, so exploration only has to reach
+    information sets off sigma's path and teach the critic the actions sigma rarely takes."""
+    _check_common(game, traverser, num_traversals)
+    if not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+    step_cap = int(max_steps if max_steps is not None else game.max_game_length)
+    stats = TraversalStats(traversals=num_traversals)
+    it32 = int(iteration)
+    state = _root(game, num_traversals, generator, device, root_state)
+    records: list[tuple[torch.Tensor, ...]] = []
+    strategy_parts: list[dict[str, torch.Tensor]] = []
+    strategy_roots: list[torch.Tensor] = []
+
+    def record_traverser(state, rows, game_ids, obs, mask, sigma, actions, q, deviated):
+        opponent = torch.full((batch_size(state),), 1 - traverser, dtype=torch.long, device=obs.device)
+        opponent_obs = game.observe(state, opponent)[rows]
+        records.append((game_ids, obs, opponent_obs, mask, sigma, actions, deviated))
+
+    utility = _play_sampled(game, state, traverser, traverser_policy, opponent_policy, generator, stats, step_cap,
+                            epsilon=epsilon, explore_once=True, on_traverser=record_traverser,
+                            on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None)
+    adv_parts = [{
+        "obs": obs, "mask": mask, "target": torch.zeros(mask.shape, dtype=torch.float32, device=mask.device),
+        "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=obs.device),
+        "sigma": sigma.float(), "action": a, "utility": utility[gid], "on_policy_tail": deviated,
+        "opponent_obs": opponent_obs,
+    } for gid, obs, opponent_obs, mask, sigma, a, deviated in records]
+    return _result(game, device, stats, adv_parts, strategy_parts, [r[0] for r in records], strategy_roots)
+
+
+# ------------------------------------------------------------------------------------------------
 # Probe sampling
 # ------------------------------------------------------------------------------------------------
 
@@ -609,6 +686,11 @@ def traverse(
             game, traverser, num_traversals, traverser_policy, opponent_policy, iteration, generator,
             epsilon=epsilon, importance_clip=importance_clip, unsampled_target=unsampled_target,
             tail_correction=tail_correction, record_strategy=record_strategy, device=device,
+        )
+    if algorithm == "critic":
+        return critic_sampling(
+            game, traverser, num_traversals, traverser_policy, opponent_policy, iteration, generator,
+            epsilon=epsilon, record_strategy=record_strategy, device=device,
         )
     if algorithm == "probe":
         return probe_sampling(

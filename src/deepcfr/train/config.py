@@ -51,11 +51,13 @@ class NetworkConfig(_Section):
 class TraversalConfig(_Section):
     # external: every traverser action explored at every node (kuhn/leduc only); outcome: one
     # sampled trajectory with importance weights; probe: sampled trajectories whose traverser
-    # nodes are kept with probability probe_rate and valued by one rollout per legal action
-    algorithm: Literal["external", "outcome", "probe"] = "outcome"
+    # nodes are kept with probability probe_rate and valued by one rollout per legal action;
+    # critic: outcome-sampling trajectories whose regret targets come from a learned Q network
+    # (section `critic`) for every legal action, with no importance weights (ESCHER)
+    algorithm: Literal["external", "outcome", "probe", "critic"] = "outcome"
     traversals_per_player: int = Field(1000, ge=1)  # traversals per player per iteration
     batch_size: int = Field(1024, ge=1)  # traversals run in lockstep per batch
-    epsilon: float = Field(0.6, ge=0.0, le=1.0)  # outcome/probe sampling: exploration at traverser nodes
+    epsilon: float = Field(0.6, ge=0.0, le=1.0)  # outcome/probe/critic sampling: exploration at traverser nodes
     probe_rate: float = Field(0.05, gt=0.0, le=1.0)  # probe sampling: share of traverser nodes probed
     importance_clip: float | None = Field(None, gt=0)  # clip importance-corrected values to +-this
     unsampled_target: Literal["zero", "mean"] = "zero"  # outcome sampling: value of unsampled actions
@@ -87,6 +89,25 @@ class MemoryConfig(_Section):
     # range and clamps counted in memory/target_overflow), bfloat16 (wider range, less precision)
     # or float32. Only the legal actions' values are stored (sparse), so a sample costs bytes.
     target_dtype: Literal["float16", "bfloat16", "float32"] = "float16"
+
+
+class CriticConfig(_Section):
+    """traversal.algorithm=critic: one Q network per player (same shape as the advantage
+    networks), fitted each iteration to the traverser's final utility after the action it took."""
+
+    # the most recent samples kept (a window, not a reservoir: Q values belong to sigma_t, and a
+    # sample of a long-gone sigma is wrong rather than merely old)
+    capacity: int = Field(1_000_000, ge=1)
+    train_steps: int = Field(200, ge=0)  # SGD steps per player per iteration (warm-started)
+    batch_size: int = Field(1024, ge=1)
+    lr: float = Field(1e-3, gt=0)
+    grad_clip: float | None = Field(1.0, gt=0)
+    # utilities are divided by this before the loss; None = the RMS of the first utilities
+    value_scale: float | None = Field(None, gt=0)
+    # the critic also reads the opponent's observation (its private cards), so it values the
+    # history rather than the information set (as ESCHER's history value function): its
+    # regression target is far less noisy; the advantage networks still see only their own player's
+    sees_opponent: bool = True
 
 
 class AdvantageTrainConfig(_Section):
@@ -184,6 +205,7 @@ class TrainConfig(_Section):
     regret_matching: RegretMatchingConfig = Field(default_factory=RegretMatchingConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
     advantage: AdvantageTrainConfig = Field(default_factory=AdvantageTrainConfig)
+    critic: CriticConfig = Field(default_factory=CriticConfig)
     strategy: StrategyTrainConfig = Field(default_factory=StrategyTrainConfig)
     league: LeagueConfig = Field(default_factory=LeagueConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)

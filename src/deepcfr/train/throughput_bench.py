@@ -165,6 +165,10 @@ def bench_traversal(
         }
 
         if train:
+            if trainer.critic_nets:  # traversal.algorithm=critic: the critic fills in the targets
+                t0 = time.perf_counter()
+                produced = [(player, trainer.critic_phase(player, chunks)[0]) for player, chunks in produced]
+                out["critic_seconds"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             for player, chunks in produced:
                 for samples in chunks:

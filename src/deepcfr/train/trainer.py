@@ -44,7 +44,7 @@ import numpy as np
 import torch
 
 from deepcfr.cfr.league import League
-from deepcfr.cfr.memory import ReservoirMemory
+from deepcfr.cfr.memory import ReservoirMemory, WindowMemory
 from deepcfr.cfr.networks import DeepCFRMLP, build_network, masked_log_softmax
 from deepcfr.cfr.policies import (
     ExactAveragePolicy,
@@ -69,6 +69,7 @@ TRAINER_STATE_VERSION = 1
 GENERATORS = ("init", "traversal", "memory", "sample", "league", "eval")
 POLICY_KINDS = ("average", "current", "mixture")
 DRAW_ROWS = 16384  # training samples drawn and encoded per memory call (several steps' batches)
+CRITIC_ROWS = 65536  # rows per critic forward when filling in regret targets
 
 
 # ------------------------------------------------------------------------------------------------
@@ -288,6 +289,21 @@ class Trainer:
             device=memory_device, pin_memory=pin,
         )
 
+        # traversal.algorithm=critic: a Q network and a window of recent (obs, action, utility) per player
+        self.critic_nets: list[DeepCFRMLP] = []
+        self.critic_optimizers: list[torch.optim.Optimizer] = []
+        self.critic_memories: list[WindowMemory] = []
+        self.critic_scale: float | None = config.critic.value_scale
+        if config.traversal.algorithm == "critic":
+            inputs = self.feature_size * (2 if config.critic.sees_opponent else 1)
+            self.critic_nets = [self._new_network(inputs) for _ in range(2)]
+            self.critic_optimizers = [self._new_optimizer(net, config.critic.lr) for net in self.critic_nets]
+            fields = {"obs": obs_spec, "action": ((), torch.int16), "utility": ((), torch.float32)}
+            if config.critic.sees_opponent:
+                fields["opponent_obs"] = obs_spec
+            self.critic_memories = [WindowMemory(config.critic.capacity, fields, device=memory_device, pin_memory=pin)
+                                    for _ in range(2)]
+
         self.league = League(config.league, seed=derive_seed(seed, "league-pool"))
         self._snapshot_nets: dict[str, DeepCFRMLP] = {}  # league snapshots in use, by network name
         self._executor: TraversalExecutor | None = None
@@ -318,11 +334,11 @@ class Trainer:
     def _init_seed(self) -> int:
         return int(torch.randint(0, 2**62, (1,), generator=self.generators["init"]))
 
-    def _new_network(self) -> DeepCFRMLP:
+    def _new_network(self, input_size: int | None = None) -> DeepCFRMLP:
         # Parameter init draws from torch's global generator: fork it, seeded from our own stream.
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self._init_seed())
-            net = build_network(self.config.network, self.feature_size, self.num_actions)
+            net = build_network(self.config.network, input_size or self.feature_size, self.num_actions)
         return net.to(self.device)
 
     def _reinit_network(self, net: torch.nn.Module) -> None:
@@ -574,6 +590,89 @@ class Trainer:
         self.advantage_trained[player] = True
         return losses
 
+    def add_critic_samples(self, player: int, samples: Mapping[str, torch.Tensor]) -> None:
+        """The traverser nodes of a critic traversal that played sigma after them: (obs, action
+        taken, final utility)."""
+        keep = torch.nonzero(samples["on_policy_tail"]).squeeze(1)
+        utility = samples["utility"][keep].float()
+        if self.critic_scale is None and utility.numel():
+            rms = float(utility.pow(2).mean())
+            self.critic_scale = max(math.sqrt(rms), 1e-6) if math.isfinite(rms) else 1.0
+            self._log(f"critic value scale set to {self.critic_scale:.4g} (RMS of the first utilities)")
+        extra = {"opponent_obs": samples["opponent_obs"][keep]} if self.config.critic.sees_opponent else {}
+        self.critic_memories[player].add(obs=samples["obs"][keep], action=samples["action"][keep].to(torch.int16),
+                                         utility=utility, **extra)
+
+    def critic_phase(self, player: int, advantage: list) -> tuple[list, float]:
+        """traversal.algorithm=critic, after ``player``'s traversals: add their on-policy nodes
+        to the critic's window, train the critic, and return the traversals' samples with their
+        regret targets filled in (and the critic's loss)."""
+        advantage = [samples for samples in advantage if samples["obs"].shape[0]]
+        for samples in advantage:
+            self.add_critic_samples(player, samples)
+        loss = self.train_critic(player)
+        return [self.critic_targets(player, samples) for samples in advantage], loss
+
+    def train_critic(self, player: int) -> float:
+        """Fit ``player``'s critic ``Q(I, a)`` to the final utilities in its window (MSE at the
+        action taken); returns the mean loss of the last quarter of the steps (in value_scale units)."""
+        cfg = self.config.critic
+        memory = self.critic_memories[player]
+        if len(memory) == 0 or cfg.train_steps == 0:
+            return math.nan
+        net, optimizer = self.critic_nets[player], self.critic_optimizers[player]
+        steps, batch_size = cfg.train_steps, cfg.batch_size
+        steps_per_draw = max(1, DRAW_ROWS // batch_size)
+        keep_from = steps - max(1, steps // 4)
+        tail = []
+        net.train()
+        progress = self.run.progress(f"iter {self.iteration} critic p{player}", steps) if self._show_progress() else nullcontext()
+        with progress as bar:
+            for step in range(steps):
+                j = step % steps_per_draw
+                if j == 0:
+                    t0 = time.perf_counter()
+                    batch = memory.sample(min(steps_per_draw, steps - step) * batch_size,
+                                          generator=self.generators["sample"], device=self.device)
+                    features = self._critic_features(batch["obs"], batch.get("opponent_obs"))
+                    actions = batch["action"].long()
+                    values = batch["utility"] / self.critic_scale
+                    self._batch_seconds += time.perf_counter() - t0
+                part = slice(j * batch_size, (j + 1) * batch_size)
+                with self._autocast():
+                    outputs = net(features[part])
+                q = outputs.float().gather(1, actions[part, None]).squeeze(1)
+                loss = (q - values[part]).square().mean()
+                if self._optimise(net, optimizer, loss, cfg.grad_clip) and step >= keep_from:
+                    tail.append(float(loss.detach()))
+                if bar is not None:
+                    bar.advance(1)
+        net.eval()
+        return sum(tail) / len(tail) if tail else math.nan
+
+    def _critic_features(self, obs: torch.Tensor, opponent_obs: torch.Tensor | None) -> torch.Tensor:
+        features = self.game.encode(obs)
+        if opponent_obs is None:
+            return features
+        return torch.cat([features, self.game.encode(opponent_obs)], dim=1)
+
+    @torch.no_grad()
+    def critic_targets(self, player: int, samples: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        """``samples`` with ``target = Q(I, .) - sum_a sigma(a) Q(I, a)`` on legal actions
+        (zero elsewhere), ``Q`` being ``player``'s critic in utility units."""
+        net = self.critic_nets[player]
+        target = torch.zeros_like(samples["target"])
+        for start in range(0, target.shape[0], CRITIC_ROWS):
+            rows = slice(start, start + CRITIC_ROWS)
+            mask = samples["mask"][rows].to(self.device)
+            opponent_obs = samples["opponent_obs"][rows].to(self.device) if self.config.critic.sees_opponent else None
+            with self._autocast():
+                q = net(self._critic_features(samples["obs"][rows].to(self.device), opponent_obs))
+            q = torch.where(mask, q.float() * self.critic_scale, 0.0)
+            value = (samples["sigma"][rows].to(self.device) * q).sum(dim=1, keepdim=True)
+            target[rows] = ((q - value) * mask).to(target.device)
+        return {**samples, "target": target}
+
     def train_strategy(self) -> float:
         cfg = self.config.strategy
         if len(self.strategy_memory) == 0 or cfg.train_steps == 0:
@@ -686,7 +785,8 @@ class Trainer:
         t_start = time.perf_counter()
         self._batch_seconds = 0.0
         self._opponent_counts = {}
-        timing = dict.fromkeys(("traversal", "memory_add", "advantage_train", "strategy_train", "eval", "checkpoint"), 0.0)
+        timing = dict.fromkeys(("traversal", "critic_train", "memory_add", "advantage_train", "strategy_train", "eval",
+                                "checkpoint"), 0.0)
         metrics: dict[str, Any] = {}
         stats = TraversalStats()
         for player in range(2):
@@ -696,6 +796,11 @@ class Trainer:
             t0 = time.perf_counter()
             advantage, strategy = self.traverse_player(player, stats)
             timing["traversal"] += time.perf_counter() - t0
+
+            if self.critic_nets:
+                t0 = time.perf_counter()
+                advantage, metrics[f"loss/critic_p{player}"] = self.critic_phase(player, advantage)
+                timing["critic_train"] += time.perf_counter() - t0
 
             t0 = time.perf_counter()
             for samples in advantage:
@@ -767,6 +872,8 @@ class Trainer:
         for p, memory in enumerate(self.advantage_memories):
             out[f"memory/advantage_p{p}_size"] = len(memory)
             out[f"memory/advantage_p{p}_seen"] = memory.seen
+        for p, memory in enumerate(self.critic_memories):
+            out[f"memory/critic_p{p}_size"] = len(memory)
         out["memory/strategy_size"] = len(self.strategy_memory)
         out["memory/strategy_seen"] = self.strategy_memory.seen
         out["memory/advantage_bytes_per_sample"] = self.advantage_memories[0].nbytes_per_sample
@@ -839,6 +946,12 @@ class Trainer:
             },
             "target_scale": self.target_scale,
             "amp": self.amp.state_dict(),
+            "critic": {
+                "nets": [_cpu_state(net.state_dict()) for net in self.critic_nets],
+                "optimizers": [copy.deepcopy(opt.state_dict()) for opt in self.critic_optimizers],
+                "memories": [m.state_dict() for m in self.critic_memories] if with_memories else None,
+                "scale": self.critic_scale,
+            } if self.critic_nets else None,
         }
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
@@ -883,7 +996,18 @@ class Trainer:
         self.elapsed_seconds = float(counters.get("elapsed_seconds", 0.0))
         self.target_scale = state.get("target_scale", self.target_scale)
         self.amp.load_state_dict(state.get("amp"))
-        for net in [*self.advantage_nets, self.strategy_net]:
+        if self.critic_nets:
+            critic = state.get("critic")
+            if critic is None:
+                raise ValueError("checkpoint has no critic networks, but traversal.algorithm is 'critic'")
+            for net, opt, net_sd, opt_sd in zip(self.critic_nets, self.critic_optimizers, critic["nets"], critic["optimizers"]):
+                net.load_state_dict(net_sd)
+                opt.load_state_dict(opt_sd)
+            if critic.get("memories") is not None:
+                for memory, sd in zip(self.critic_memories, critic["memories"]):
+                    memory.load_state_dict(sd)
+            self.critic_scale = critic.get("scale", self.critic_scale)
+        for net in [*self.advantage_nets, self.strategy_net, *self.critic_nets]:
             net.eval()
 
 
