@@ -284,7 +284,9 @@ def _trainer_config(*extra):
     ])
 
 
-def test_trainer_with_worker_processes_matches_inline_exactly():
+@pytest.mark.parametrize("extra", [[], ["traversal.algorithm=critic", "traversal.epsilon=0.3", "critic.train_steps=3",
+                                        "critic.batch_size=16", "advantage.reinit=false"]])
+def test_trainer_with_worker_processes_matches_inline_exactly(extra):
     from deepcfr.train.trainer import Trainer
 
     def state(trainer):
@@ -294,7 +296,7 @@ def test_trainer_with_worker_processes_matches_inline_exactly():
 
     results = {}
     for executor in ("inline", "processes"):
-        with Trainer(_trainer_config(f"traversal.executor={executor}", "traversal.num_workers=2")) as trainer:
+        with Trainer(_trainer_config(f"traversal.executor={executor}", "traversal.num_workers=2", *extra)) as trainer:
             for _ in range(2):
                 metrics = trainer.run_iteration()
             results[executor] = (state(trainer), metrics, trainer._executor.worker_pids if executor == "processes" else [])
