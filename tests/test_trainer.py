@@ -215,6 +215,19 @@ def test_resume_run_continues_from_latest_checkpoint(tmp_path):
     assert same(weights(straight), weights(resumed))
 
 
+def test_latest_checkpoint_every_k_iterations_and_at_the_end(tmp_path):
+    config = tiny("kuhn", "run.iterations=5", "checkpoint.latest_every=3", "checkpoint.every=0")
+    with Run(tmp_path / "run", config, console=False) as run:
+        trainer = Trainer(config, run)
+        for _ in range(4):
+            trainer.run_iteration()
+        run.flush_checkpoint()
+        assert run.load_latest()["iteration"] == 3  # iteration 4 was not written
+        trainer.train()  # iteration 5, then the final checkpoint
+        run.flush_checkpoint()
+        assert run.load_latest()["iteration"] == 5
+
+
 def test_time_budget_stops_training():
     trainer = Trainer(tiny("kuhn", "run.iterations=1000", "run.time_budget_seconds=0.001"))
     trainer.train()

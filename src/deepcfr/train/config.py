@@ -180,6 +180,10 @@ class EvalConfig(_Section):
 
 class CheckpointConfig(_Section):
     every: int = Field(10, ge=0)  # keep a numbered checkpoint every k iterations (0 = only latest)
+    # write latest.pt (what --resume continues from) every k iterations, and always at the end of
+    # the run: with memories of millions of samples a write takes seconds, and a kill redoes at
+    # most k - 1 iterations
+    latest_every: int = Field(1, ge=1)
     save_memories: bool = True  # include replay memories (needed for exact resume)
     # numbered checkpoints (iter_*.pt) keep the replay memories too; off by default since memories
     # dominate the size (latest.pt, the one resumed from, always has them when save_memories)

@@ -839,7 +839,8 @@ class Trainer:
         metrics["amp/nonfinite_loss_count"] = self.nonfinite_loss_count
         metrics["amp/grad_scale"] = self.amp.grad_scale
 
-        if self.run is not None:
+        ckpt = self.config.checkpoint
+        if self.run is not None and (t % ckpt.latest_every == 0 or (ckpt.every > 0 and t % ckpt.every == 0)):
             t0 = time.perf_counter()
             self.save_checkpoint()
             timing["checkpoint"] += time.perf_counter() - t0
