@@ -34,7 +34,7 @@ def test_shipped_config_profiles():
     smoke = load_config(shipped_config_path("lost_cities/smoke.yaml"))
     assert smoke.game.variant == "mini" and smoke.run.device == "cpu"
     cpu = load_config(shipped_config_path("lost_cities/cpu.yaml"))
-    assert cpu.game.variant == "classic" and cpu.traversal.algorithm == "outcome" and cpu.run.device == "cpu"
+    assert cpu.game.variant == "classic" and cpu.traversal.algorithm == "critic" and cpu.run.device == "cpu"
     assert {"random", "discard_only", "heuristic_careful"} <= set(cpu.eval.opponents)
     default = load_config(shipped_config_path("lost_cities/default.yaml"))
     assert (default.network.hidden_size, default.network.num_layers) == (512, 3)
@@ -42,6 +42,7 @@ def test_shipped_config_profiles():
     server = load_config(shipped_config_path("lost_cities/default_server.yaml"))
     assert server.traversal.executor == "processes" and server.traversal.inference_backend == "server"
     assert server.network == default.network and server.advantage == default.advantage
+    assert server.critic == default.critic and default.traversal.algorithm == "critic"
 
 
 def test_missing_shipped_config():
