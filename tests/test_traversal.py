@@ -23,9 +23,9 @@ def fixed_policy(game, seed: int, pure_player: int | None = None) -> TabularPoli
     return TabularPolicy(table.obs, probs.float())
 
 
-def exact_regrets(game, deals: torch.Tensor, traverser: int, policy) -> dict:
-    """``{(deal index, obs tuple): r(h, .)}`` for every traverser history of every deal, with
-    r(h,a) = v(ha) - v(h) under ``policy`` for both players (recursion over 1-row states)."""
+def exact_action_values(game, deals: torch.Tensor, traverser: int, policy) -> dict:
+    """``{(deal index, obs tuple): (v(h a) for every action, sigma(h), legal mask)}`` for every
+    traverser history of every deal, both players playing ``policy`` (recursion over 1-row states)."""
     table: dict = {}
 
     def value(state, deal_index):
@@ -39,14 +39,20 @@ def exact_regrets(game, deals: torch.Tensor, traverser: int, policy) -> dict:
         for a in mask[0].nonzero().squeeze(1).tolist():
             child = game.step(clone_state(state), torch.tensor([a]))
             child_values[a] = value(child, deal_index)
-        v = float((probs * child_values).sum())
         if player == traverser:
-            table[(deal_index, tuple(obs[0].tolist()))] = (child_values - v) * mask[0]
-        return v
+            table[(deal_index, tuple(obs[0].tolist()))] = (child_values, probs, mask[0])
+        return float((probs * child_values).sum())
 
     for d in range(deals.shape[0]):
         value(game.init_from_deal(deals[d : d + 1]), d)
     return table
+
+
+def exact_regrets(game, deals: torch.Tensor, traverser: int, policy) -> dict:
+    """``{(deal index, obs tuple): r(h, .)}`` for every traverser history of every deal, with
+    r(h,a) = v(ha) - v(h) under ``policy`` for both players."""
+    return {key: (values - (probs * values).sum()) * mask
+            for key, (values, probs, mask) in exact_action_values(game, deals, traverser, policy).items()}
 
 
 def repeated_roots(game, deals: torch.Tensor, repeats: int):
