@@ -144,7 +144,10 @@ def _call_policy(policy: Policy, obs: torch.Tensor, mask: torch.Tensor, stats: T
     return probs.float() * mask
 
 
-def _check_common(game, traverser: int, num_traversals: int) -> None:
+def _check_common(game, traverser: int, num_traversals: int, epsilon: float | None = None) -> None:
+    """The arguments every traversal shares (``epsilon`` for the sampled ones)."""
+    if epsilon is not None and not 0.0 <= epsilon <= 1.0:
+        raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
     if traverser not in (0, 1):
         raise ValueError(f"traverser must be 0 or 1, got {traverser!r}")
     if num_traversals < 1:
@@ -439,9 +442,7 @@ def outcome_sampling(
     weights that compound over long games (Lost Cities: ~70 own decisions, weights of 1e4-1e5).
     ``root_state`` (optional, ``num_traversals`` rows) replaces the random deals of ``game.init``.
     """
-    _check_common(game, traverser, num_traversals)
-    if not 0.0 <= epsilon <= 1.0:
-        raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+    _check_common(game, traverser, num_traversals, epsilon)
     if unsampled_target not in UNSAMPLED_TARGETS:
         raise ValueError(f"unsampled_target must be one of {UNSAMPLED_TARGETS}, got {unsampled_target!r}")
     if importance_clip is not None and importance_clip <= 0:
@@ -528,17 +529,15 @@ def critic_sampling(
     traverser node is returned with what the critic needs instead of a sampled regret: its
     ``sigma`` [m, A], the ``action`` taken [m], the traverser's final ``utility`` [m], the
     opponent's observation at that node ``opponent_obs`` [m, K] (its private cards: a critic may
-    value the history rather than the information set) and ``on_policy_tail`` [m] (the game's one exploration is at or before this node, so its utility
-    samples ``Q(I, a)`` of sigma: whether a node qualifies is decided by its past alone, so the
-    kept samples are unbiased, where "no exploration after it" would favour short games;
-    ``target`` is zero). The trainer fits ``Q(I, a)`` to (obs, action, utility) and fills in
+    value the history rather than the information set) and ``on_policy_tail`` [m] (the game's
+    one exploration is at or before this node, so its utility samples ``Q(I, a)`` of sigma:
+    whether a node qualifies is decided by its past alone, so the kept samples are unbiased,
+    where "no exploration after it" would favour short games; ``target`` is zero). The trainer fits ``Q(I, a)`` to (obs, action, utility) and fills in
     ``target = Q(I, .) - sum_a sigma(a) Q(I, a)`` on legal actions: no importance weight, so the
     target's noise is the critic's error rather than the game's outcome noise times ``1/q``.
     Every visited node gets a target for every legal action, so exploration only has to reach
     information sets off sigma's path and teach the critic the actions sigma rarely takes."""
-    _check_common(game, traverser, num_traversals)
-    if not 0.0 <= epsilon <= 1.0:
-        raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+    _check_common(game, traverser, num_traversals, epsilon)
     step_cap = int(max_steps if max_steps is not None else game.max_game_length)
     stats = TraversalStats(traversals=num_traversals)
     it32 = int(iteration)
@@ -603,9 +602,7 @@ def probe_sampling(
     variance does not grow with game length; the price is ``|A| x`` (remaining length) decisions
     per sample. Roots are expanded in chunks of at most ``probe_batch_size`` children.
     """
-    _check_common(game, traverser, num_traversals)
-    if not 0.0 <= epsilon <= 1.0:
-        raise ValueError(f"epsilon must be in [0, 1], got {epsilon!r}")
+    _check_common(game, traverser, num_traversals, epsilon)
     if not 0.0 < probe_rate <= 1.0:
         raise ValueError(f"probe_rate must be in (0, 1], got {probe_rate!r}")
     if probe_batch_size < 1:
