@@ -304,6 +304,27 @@ def plain_features(rules, row):
     f += [deck / max(1, D - 2 * rules.hand_size)] + [float(deck <= t) for t in (1, 2, 4, 8)]
     f += [float(phase == 0), float(phase == 1)] + [float(discarded == c) for c in range(C + 1)]
     f += [float(seat), float(seat == to_move)]
+    color_total = sum(rules.kind_value(rules.card_kind(j)) for j in range(P))
+    playable = [kind[c] > top[0][color[c]] or (kind[c] == 0 and top[0][color[c]] == 0) for c in range(D)]
+    outlook = [[] for _ in range(7)]
+    for col in range(C):
+        hand = [c for c in range(D) if color[c] == col and codes[c] == 1]
+        fits = [c for c in hand if playable[c]]
+        unseen = [c for c in range(D) if color[c] == col and codes[c] == 0 and playable[c]]
+        mine = exp[0][col]
+        n_after = len(mine) + len(fits)
+        wagers_after = sum(1 for c in mine + fits if kind[c] == 0)
+        total_after = sum(rules.kind_value(kind[c]) for c in mine + fits)
+        projected = ((total_after + rules.expedition_cost) * (1 + wagers_after)
+                     + rules.bonus * (n_after >= rules.bonus_threshold)) if n_after else 0
+        values = [len(hand) / P, sum(1 for c in hand if kind[c] == 0) / max(W, 1),
+                  sum(rules.kind_value(kind[c]) for c in hand) / color_total,
+                  len(fits) / P, sum(rules.kind_value(kind[c]) for c in fits) / color_total,
+                  sum(rules.kind_value(kind[c]) for c in unseen) / color_total, projected / scale]
+        for k, v in enumerate(values):
+            outlook[k].append(v)
+    for group in outlook:
+        f += group
     return f
 
 

@@ -15,6 +15,9 @@ Conventions (all games):
   ``obs_dtype`` (small ints). It contains everything that player may know, and the observer's
   seat, so that ``obs_player(obs)`` recovers it: a policy needs nothing but obs and mask.
 - ``encode(obs)`` is a pure batched function ``[n, obs_size] -> [n, feature_size]`` float32.
+- Optional ``symmetry``: a relabelling of information states that the rules cannot tell apart
+  (Lost Cities: its colours; see lost_cities/symmetry.py), with ``sample(n, generator, device)``,
+  ``obs(obs, r)``, ``action_columns(r)`` and ``actions(actions, r)``; ``memory.augment`` uses it.
 - A *policy* is a callable ``policy(obs, mask) -> probs [n, A]`` (rows sum to 1, zero on
   illegal actions). A *bot* is an object with ``act(obs, mask, generator) -> actions [n]``.
 """

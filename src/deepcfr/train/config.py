@@ -89,6 +89,9 @@ class MemoryConfig(_Section):
     # range and clamps counted in memory/target_overflow), bfloat16 (wider range, less precision)
     # or float32. Only the legal actions' values are stored (sparse), so a sample costs bytes.
     target_dtype: Literal["float16", "bfloat16", "float32"] = "float16"
+    # Relabel every drawn training sample (advantage, strategy, critic) by a random symmetry of
+    # the game: Lost Cities' colour permutations (games without one reject it)
+    augment: bool = False
 
 
 class CriticConfig(_Section):
@@ -224,6 +227,12 @@ class TrainConfig(_Section):
         if (self.traversal.warm_start_bot is None) != (self.traversal.warm_start_iterations == 0):
             raise ValueError("traversal.warm_start_bot and traversal.warm_start_iterations go together: "
                              "set both (a bot and at least 1 iteration) or neither")
+        if self.memory.augment and self.game.name != "lost_cities":
+            raise ValueError(f"memory.augment: {self.game.name} has no symmetry to relabel samples with "
+                             "(only lost_cities: its colours)")
+        if self.memory.augment and (self.advantage.aggregate or self.strategy.aggregate):
+            raise ValueError("memory.augment does not combine with advantage.aggregate or strategy.aggregate "
+                             "(aggregated tables are encoded once, not drawn per batch)")
         if self.traversal.opponent == "league" and self.league.anchor_bot is None and self.league.weight_anchor > 0:
             raise ValueError("league.weight_anchor > 0 needs league.anchor_bot")
         return self

@@ -502,12 +502,23 @@ class Trainer:
             policy=policy, iteration=samples["iteration"].to(torch.int32),
         )
 
+    def _relabelling(self, n: int) -> torch.Tensor | None:
+        """A random symmetry per training row (memory.augment), else None."""
+        if not self.config.memory.augment:
+            return None
+        return self.game.symmetry.sample(n, generator=self.generators["sample"], device=self.device)
+
     def _draw_batch(self, memory: ReservoirMemory, batch_size: int, value_name: str):
         batch = memory.sample(batch_size, generator=self.generators["sample"], device=self.device)
+        obs = batch["obs"]
         mask = self.codec.unpack_mask(batch["mask"])
-        features = self.game.encode(batch["obs"])
         values = self.codec.unpack_values(batch[value_name], mask)
-        return features, mask, values, batch["iteration"]
+        relabel = self._relabelling(obs.shape[0])
+        if relabel is not None:
+            obs = self.game.symmetry.obs(obs, relabel)
+            columns = self.game.symmetry.action_columns(relabel)
+            mask, values = mask.gather(1, columns), values.gather(1, columns)
+        return self.game.encode(obs), mask, values, batch["iteration"]
 
     def _aggregate_memory(self, memory: ReservoirMemory, value_name: str, weights_of) -> dict[str, torch.Tensor]:
         """The memory with identical observations merged: features, mask, weighted mean value and
@@ -634,8 +645,13 @@ class Trainer:
                     t0 = time.perf_counter()
                     batch = memory.sample(min(steps_per_draw, steps - step) * batch_size,
                                           generator=self.generators["sample"], device=self.device)
-                    features = self._critic_features(batch["obs"], batch.get("opponent_obs"))
-                    actions = batch["action"].long()
+                    obs, opponent_obs, actions = batch["obs"], batch.get("opponent_obs"), batch["action"].long()
+                    relabel = self._relabelling(obs.shape[0])
+                    if relabel is not None:
+                        symmetry = self.game.symmetry
+                        obs, actions = symmetry.obs(obs, relabel), symmetry.actions(actions, relabel)
+                        opponent_obs = None if opponent_obs is None else symmetry.obs(opponent_obs, relabel)
+                    features = self._critic_features(obs, opponent_obs)
                     values = batch["utility"] / self.critic_scale
                     self._batch_seconds += time.perf_counter() - t0
                 part = slice(j * batch_size, (j + 1) * batch_size)

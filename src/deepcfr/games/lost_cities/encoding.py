@@ -16,7 +16,12 @@ R1 = n_ranks + 1 kinds per colour, W wagers per colour):
 - totals (3): my score, the opponent's, the difference, each / (C x score scale);
 - deck (5): cards left / initial deck size, and flags deck <= 1, 2, 4, 8;
 - turn (C + 5): phase one-hot (2), colour discarded this turn one-hot (C + 1, last = none),
-  my seat, whether I am to move.
+  my seat, whether I am to move;
+- hand outlook, seven groups of C: my hand's cards / P, wagers / W, sum of values / the
+  colour's total; of those still playable on my expedition, cards / P and sum of values /
+  total; the unseen cards still playable there, sum of values / total; and the projected score
+  of the expedition with all its playable hand cards added / score scale (how good opening or
+  extending it looks: the sums an MLP would otherwise have to learn from the per-card groups).
 
 Written for speed on a CPU (DESIGN.md: encoding must stay near a microsecond per state): the
 per-card block is computed in uint8 with same-shape ops and lookup tables and converted once,
@@ -32,13 +37,14 @@ from .rules import LostCitiesRules
 
 DECK_FLAGS = (1, 2, 4, 8)
 CARD_GROUPS = 9
+HAND_GROUPS = 7
 
 
 class LostCitiesEncoder:
     def __init__(self, rules: LostCitiesRules):
         self.rules = r = rules
         D, C, R1 = r.deck_size, r.n_colors, r.n_ranks + 1
-        self.feature_size = CARD_GROUPS * D + 12 * C + C * (R1 + 2) + 3 + 1 + len(DECK_FLAGS) + C + 5
+        self.feature_size = CARD_GROUPS * D + 12 * C + C * (R1 + 2) + 3 + 1 + len(DECK_FLAGS) + C + 5 + HAND_GROUPS * C
         self.score_scale = float(max(1, abs(r.expedition_cost)) * (1 + r.n_wagers))
         self._tables: dict[torch.device, dict[str, torch.Tensor]] = {}
 
@@ -145,4 +151,25 @@ class LostCitiesEncoder:
         out[:, at + 2:at + 3 + C] = t["one_hot_color"].index_select(0, scalars[:, 1].clamp(0, C))
         out[:, at + 3 + C] = scalars[:, 2].to(f32)
         out[:, at + 4 + C] = (scalars[:, 3] == scalars[:, 2]).to(f32)
+        at += C + 5
+
+        # Hand outlook: sums per colour of my hand, its cards playable on my expedition, and the
+        # unseen cards playable there (cards of a colour along the first dimension, as above).
+        in_hand, playable = card_out[:, 0], card_out[:, 7]
+        unseen = codes.clamp_max(1).bitwise_xor_(1).to(f32)
+        outlook = torch.stack((in_hand, in_hand * playable, unseen * playable))  # [3, n, D]
+        outlook = outlook.view(3, n, C, P).permute(3, 0, 1, 2).reshape(P, -1)
+        hand_sums = torch.mm(t["colour_sums"][:3], outlook).view(3, 3, n, C)  # [sum, group, n, C]
+        hand_cards, hand_wagers, hand_total = hand_sums[:, 0]
+        play_cards, play_wagers, play_total = hand_sums[:, 1]
+        unseen_total = hand_sums[2, 2]
+        mine = 0  # my side of the expedition sums
+        cards_after = n_cards[mine] + play_cards
+        projected = ((total[mine] + play_total + r.expedition_cost) * (1 + wagers[mine] + play_wagers)
+                     + r.bonus * (cards_after >= r.bonus_threshold)) * cards_after.clamp(max=1)
+        inv_total = 1.0 / t["color_total"]
+        for f, value in enumerate((hand_cards * (1.0 / P), hand_wagers * (1.0 / max(W, 1)), hand_total * inv_total,
+                                   play_cards * (1.0 / P), play_total * inv_total, unseen_total * inv_total,
+                                   projected * (1.0 / self.score_scale))):
+            out[:, at + f * C:at + (f + 1) * C] = value
         return out

@@ -39,6 +39,7 @@ from ..base import IllegalActionError
 from .encoding import LostCitiesEncoder
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, OBS_DTYPE, obs_size
 from .rules import LostCitiesRules, make_rules
+from .symmetry import ColourRelabelling
 
 _ROW_CACHE_LIMIT = 16
 
@@ -370,6 +371,7 @@ class LostCitiesGame:
         self.max_game_length = r.ply_cap
         self.encoder = LostCitiesEncoder(r)
         self.feature_size = self.encoder.feature_size
+        self.symmetry = ColourRelabelling(r)
         self._tables: dict[torch.device, _Tables] = {}
 
     @classmethod
