@@ -20,6 +20,8 @@ import traceback
 from contextlib import contextmanager
 from multiprocessing.connection import Connection
 
+from ..host_memory import keep_freed_memory
+
 _env_lock = threading.Lock()
 _THREAD_VARS = ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS")
 
@@ -52,6 +54,7 @@ def configure_process(threads: int = 1) -> None:
     except ValueError:  # not the main thread (never the case in a spawned process)
         pass
     torch.set_num_threads(max(1, int(threads)))
+    keep_freed_memory()
     try:
         torch.set_num_interop_threads(1)
     except RuntimeError:  # already set, or parallel work already started

@@ -56,6 +56,7 @@ from deepcfr.cfr.policies import (
 from deepcfr.cfr.traversal import TraversalStats
 from deepcfr.games.base import Policy
 from deepcfr.games.bots import make_bot
+from deepcfr.host_memory import keep_freed_memory
 from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, TraversalSettings, chunk_seed, chunk_sizes
 from deepcfr.parallel.executors import TraversalExecutor, make_executor
 
@@ -242,6 +243,7 @@ class Trainer:
         self.device = resolve_device(config.run.device)
         if config.run.threads > 0:
             torch.set_num_threads(config.run.threads)
+        keep_freed_memory()
         self.game = make_game_from_config(config)
         self.num_actions = int(self.game.num_actions)
         self.feature_size = int(self.game.feature_size)
