@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from deepcfr.cfr.memory import WindowMemory
-from deepcfr.cfr.traversal import critic_sampling, traverse
+from deepcfr.cfr.traversal import critic_sampling, lambda_returns, traverse
 from deepcfr.games.registry import make_game
 from deepcfr.train.config import load_config
 from deepcfr.train.trainer import Trainer
@@ -100,6 +100,67 @@ def test_on_policy_tail_utilities_are_unbiased_action_values(traverser):
     assert checked >= 10
 
 
+def plain_lambda_returns(game, value, utility, lam):
+    """Reference: walk each game's nodes backwards from its final utility."""
+    out = [0.0] * len(game)
+    nodes = defaultdict(list)
+    for i, g in enumerate(game):
+        nodes[g].append(i)
+    for rows in nodes.values():
+        ret = utility[rows[-1]]
+        out[rows[-1]] = ret
+        for j in range(len(rows) - 2, -1, -1):
+            ret = (1 - lam) * value[rows[j + 1]] + lam * ret
+            out[rows[j]] = ret
+    return out
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.3, 0.9, 1.0])
+def test_lambda_returns_match_a_plain_backward_walk(lam):
+    g = torch.Generator().manual_seed(int(lam * 10))
+    game = torch.randint(0, 9, (120,), generator=g)  # games interleaved, as lockstep steps emit them
+    value = torch.randn(120, generator=g)
+    utility = torch.randn(9, generator=g)[game]
+    got = lambda_returns(game, value, utility, lam)
+    assert torch.allclose(got, torch.tensor(plain_lambda_returns(game.tolist(), value.tolist(), utility.tolist(), lam)),
+                          atol=1e-6)
+    if lam == 1.0:
+        assert torch.equal(got, utility)
+    assert lambda_returns(game[:0], value[:0], utility[:0], lam).shape == (0,)
+    with pytest.raises(ValueError, match="lambda"):
+        lambda_returns(game, value, utility, 1.5)
+
+
+def test_lambda_returns_with_exact_values_are_unbiased_action_values():
+    """Bootstrapping from the true ``V`` of the next node keeps the on-policy-tail samples
+    unbiased estimates of ``v(h a)``, with less variance than the final utility."""
+    game = make_game("leduc")
+    policy = fixed_policy(game, seed=1)
+    deals = game.chance_deals()[0][:6]
+    deal_index = torch.arange(deals.shape[0]).repeat(3000)
+    result = critic_sampling(game, 0, deal_index.shape[0], policy, policy, 1, torch.Generator().manual_seed(5),
+                             epsilon=0.5, root_state=game.init_from_deal(deals[deal_index]))
+    adv = result.advantage
+    assert torch.equal(adv["game"], result.advantage_root)
+    exact = exact_action_values(game, deals, 0, policy)
+    keys = [(int(deal_index[adv["game"][i]]), tuple(adv["obs"][i].tolist())) for i in range(adv["obs"].shape[0])]
+    value = torch.tensor([float((exact[k][1] * exact[k][0]).sum()) for k in keys])
+    returns = lambda_returns(adv["game"], value, adv["utility"], 0.5)
+    groups = defaultdict(list)
+    for i in torch.nonzero(adv["on_policy_tail"]).squeeze(1).tolist():
+        groups[(keys[i], int(adv["action"][i]))].append((float(returns[i]), float(adv["utility"][i])))
+    checked = less_noisy = 0
+    for (key, action), pairs in groups.items():
+        if len(pairs) < 200:
+            continue
+        samples = torch.tensor(pairs, dtype=torch.float64)
+        stderr = float(samples[:, 0].std()) / len(pairs) ** 0.5 + 1e-9
+        assert abs(float(samples[:, 0].mean()) - float(exact[key][0][action])) < 5 * stderr + 1e-6
+        less_noisy += int(samples[:, 0].var() <= samples[:, 1].var() + 1e-9)
+        checked += 1
+    assert checked >= 10 and less_noisy == checked
+
+
 def test_critic_sampling_is_deterministic_and_dispatched_by_name():
     game = make_game("lost_cities", variant="mini")
     from deepcfr.cfr.policies import UniformPolicy
@@ -108,7 +169,7 @@ def test_critic_sampling_is_deterministic_and_dispatched_by_name():
     a = traverse("critic", game, 1, 64, u, u, 2, torch.Generator().manual_seed(9), epsilon=0.2)
     b = critic_sampling(game, 1, 64, u, u, 2, torch.Generator().manual_seed(9), epsilon=0.2)
     assert set(a.advantage) >= {"obs", "mask", "target", "iteration", "sigma", "action", "utility", "on_policy_tail",
-                                "opponent_obs"}
+                                "opponent_obs", "game"}
     for k in a.advantage:
         assert torch.equal(a.advantage[k], b.advantage[k]), k
     assert a.strategy["obs"].shape[0] > 0
@@ -165,6 +226,37 @@ def test_iteration_trains_the_critic_on_on_policy_samples_only():
     assert trainer.critic_scale is not None and trainer.critic_scale > 0
     # the advantage memory holds Q-based targets, not zeros
     assert trainer.advantage_memories[0].data("target").float().abs().sum() > 0
+
+
+def test_td_lambda_stores_bootstrapped_returns_after_the_first_iteration():
+    trainer = Trainer(critic_config("critic.capacity=100000", "critic.td_lambda=0.5"))
+    filled_log, added_log = [], []
+    real_add, real_targets = trainer.add_critic_samples, trainer.critic_targets
+
+    def spy_targets(player, samples):
+        filled_log.append((player, real_targets(player, samples)))
+        return filled_log[-1][1]
+
+    def spy_add(player, samples):
+        added_log.append((player, samples["utility"].clone(), samples.get("value")))
+        real_add(player, samples)
+
+    trainer.critic_targets, trainer.add_critic_samples = spy_targets, spy_add
+    trainer.run_iteration()
+    # nothing to bootstrap from yet: the final utilities, stored before the critic trains
+    assert [p for p, _, _ in added_log] == [p for p, _ in filled_log] == [0, 0, 1, 1]  # two chunks each
+    assert all(value is None for _, _, value in added_log)
+    for (_, utility, _), (_, filled) in zip(added_log, filled_log):
+        assert torch.equal(utility, filled["utility"])
+    filled_log.clear(), added_log.clear()
+    trainer.run_iteration()
+    assert [p for p, _, _ in added_log] == [p for p, _ in filled_log] == [0, 0, 1, 1]
+    for (_, utility, _), (_, filled) in zip(added_log, filled_log):
+        # valued by the critic that filled in this iteration's targets, after its training
+        assert torch.allclose(utility, lambda_returns(filled["game"], filled["value"], filled["utility"], 0.5))
+        assert not torch.allclose(utility, filled["utility"])
+    with pytest.raises(ValueError, match="td_lambda"):
+        critic_config("critic.td_lambda=1.5")
 
 
 def test_critic_without_the_opponents_observation():

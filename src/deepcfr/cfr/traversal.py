@@ -532,7 +532,8 @@ def critic_sampling(
     value the history rather than the information set) and ``on_policy_tail`` [m] (the game's
     one exploration is at or before this node, so its utility samples ``Q(I, a)`` of sigma:
     whether a node qualifies is decided by its past alone, so the kept samples are unbiased,
-    where "no exploration after it" would favour short games; ``target`` is zero). The trainer fits ``Q(I, a)`` to (obs, action, utility) and fills in
+    where "no exploration after it" would favour short games), and ``game`` [m] (the traversal
+    it belongs to; a game's nodes come in play order, for ``lambda_returns``); ``target`` is zero. The trainer fits ``Q(I, a)`` to (obs, action, utility) and fills in
     ``target = Q(I, .) - sum_a sigma(a) Q(I, a)`` on legal actions: no importance weight, so the
     target's noise is the critic's error rather than the game's outcome noise times ``1/q``.
     Every visited node gets a target for every legal action, so exploration only has to reach
@@ -558,9 +559,38 @@ def critic_sampling(
         "obs": obs, "mask": mask, "target": torch.zeros(mask.shape, dtype=torch.float32, device=mask.device),
         "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=obs.device),
         "sigma": sigma.float(), "action": a, "utility": utility[gid], "on_policy_tail": deviated,
-        "opponent_obs": opponent_obs,
+        "opponent_obs": opponent_obs, "game": gid,
     } for gid, obs, opponent_obs, mask, sigma, a, deviated in records]
     return _result(game, device, stats, adv_parts, strategy_parts, [r[0] for r in records], strategy_roots)
+
+
+def lambda_returns(game: torch.Tensor, value: torch.Tensor, utility: torch.Tensor, lam: float) -> torch.Tensor:
+    """TD(lambda) returns of the traverser nodes of critic trajectories: ``game`` [m] says which
+    game each node belongs to (a game's nodes in play order), ``value`` [m] is the critic's
+    ``V(I) = sum_a sigma(a) Q(I, a)`` at each node and ``utility`` [m] the game's final utility.
+    The return of a game's last node is its utility; of an earlier node,
+    ``(1 - lam) * V(next node) + lam * (return of the next node)``: ``lam = 1`` gives the final
+    utility (Monte Carlo), ``lam = 0`` the critic's value of the next node (TD(0)). The
+    bootstrapped returns carry less of the deck's and the players' future randomness."""
+    if not 0.0 <= lam <= 1.0:
+        raise ValueError(f"lambda must be in [0, 1], got {lam!r}")
+    m = game.shape[0]
+    returns = utility.float().clone()
+    if m == 0 or lam == 1.0:
+        return returns
+    order = torch.sort(game, stable=True).indices  # each game's nodes together, in play order
+    sorted_game = game[order]
+    # position counted from the game's last node (0 for the last)
+    ends = torch.ones(m, dtype=torch.bool, device=game.device)
+    ends[:-1] = sorted_game[1:] != sorted_game[:-1]
+    last_index = torch.flip(torch.cummin(torch.flip(torch.where(ends, torch.arange(m, device=game.device), m), [0]), 0).values, [0])
+    from_end = last_index - torch.arange(m, device=game.device)
+    value = value.float()
+    for k in range(1, int(from_end.max()) + 1):
+        rows = order[from_end == k]
+        nxt = order[torch.nonzero(from_end == k).squeeze(1) + 1]
+        returns[rows] = (1.0 - lam) * value[nxt] + lam * returns[nxt]
+    return returns
 
 
 # ------------------------------------------------------------------------------------------------

@@ -111,6 +111,9 @@ class CriticConfig(_Section):
     # history rather than the information set (as ESCHER's history value function): its
     # regression target is far less noisy; the advantage networks still see only their own player's
     sees_opponent: bool = True
+    # regression target of each node: the TD(lambda) return over the traverser's later nodes, valued
+    # by the critic (trained the iteration before it is stored); 1 = the final utility (Monte Carlo)
+    td_lambda: float = Field(1.0, ge=0.0, le=1.0)
 
 
 class AdvantageTrainConfig(_Section):

@@ -53,7 +53,7 @@ from deepcfr.cfr.policies import (
     StrategyNetPolicy,
     UniformPolicy,
 )
-from deepcfr.cfr.traversal import TraversalStats
+from deepcfr.cfr.traversal import TraversalStats, lambda_returns
 from deepcfr.games.base import Policy
 from deepcfr.games.bots import make_bot
 from deepcfr.host_memory import keep_freed_memory
@@ -621,10 +621,20 @@ class Trainer:
         to the critic's window, train the critic, and return the traversals' samples with their
         regret targets filled in (and the critic's loss)."""
         advantage = [samples for samples in advantage if samples["obs"].shape[0]]
-        for samples in advantage:
-            self.add_critic_samples(player, samples)
+        lam = self.config.critic.td_lambda
+        # TD(lambda) needs a critic to bootstrap from: the very first samples keep their utilities
+        bootstrap = lam < 1.0 and len(self.critic_memories[player]) > 0
+        if not bootstrap:
+            for samples in advantage:
+                self.add_critic_samples(player, samples)
         loss = self.train_critic(player)
-        return [self.critic_targets(player, samples) for samples in advantage], loss
+        filled = [self.critic_targets(player, samples) for samples in advantage]
+        if bootstrap:
+            # valued by the critic just trained (on the iterations before), stored for the next ones
+            for samples in filled:
+                returns = lambda_returns(samples["game"], samples["value"], samples["utility"], lam)
+                self.add_critic_samples(player, {**samples, "utility": returns})
+        return filled, loss
 
     def train_critic(self, player: int) -> float:
         """Fit ``player``'s critic ``Q(I, a)`` to the final utilities in its window (MSE at the
@@ -677,9 +687,11 @@ class Trainer:
     @torch.no_grad()
     def critic_targets(self, player: int, samples: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:
         """``samples`` with ``target = Q(I, .) - sum_a sigma(a) Q(I, a)`` on legal actions
-        (zero elsewhere), ``Q`` being ``player``'s critic in utility units."""
+        (zero elsewhere), ``Q`` being ``player``'s critic in utility units, and ``value`` [m] =
+        ``sum_a sigma(a) Q(I, a)``."""
         net = self.critic_nets[player]
         target = torch.zeros_like(samples["target"])
+        values = torch.zeros(target.shape[0], dtype=torch.float32, device=target.device)
         for start in range(0, target.shape[0], CRITIC_ROWS):
             rows = slice(start, start + CRITIC_ROWS)
             mask = samples["mask"][rows].to(self.device)
@@ -689,7 +701,8 @@ class Trainer:
             q = torch.where(mask, q.float() * self.critic_scale, 0.0)
             value = (samples["sigma"][rows].to(self.device) * q).sum(dim=1, keepdim=True)
             target[rows] = ((q - value) * mask).to(target.device)
-        return {**samples, "target": target}
+            values[rows] = value.squeeze(1).to(values.device)
+        return {**samples, "target": target, "value": values}
 
     def train_strategy(self) -> float:
         cfg = self.config.strategy
