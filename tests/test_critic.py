@@ -237,9 +237,9 @@ def test_td_lambda_stores_bootstrapped_returns_after_the_first_iteration():
         filled_log.append((player, real_targets(player, samples)))
         return filled_log[-1][1]
 
-    def spy_add(player, samples):
+    def spy_add(player, samples, **options):
         added_log.append((player, samples["utility"].clone(), samples.get("value")))
-        real_add(player, samples)
+        real_add(player, samples, **options)
 
     trainer.critic_targets, trainer.add_critic_samples = spy_targets, spy_add
     trainer.run_iteration()
@@ -248,13 +248,18 @@ def test_td_lambda_stores_bootstrapped_returns_after_the_first_iteration():
     assert all(value is None for _, _, value in added_log)
     for (_, utility, _), (_, filled) in zip(added_log, filled_log):
         assert torch.equal(utility, filled["utility"])
+    assert trainer.critic_memories[1].seen < sum(f["obs"].shape[0] for p, f in filled_log if p == 1)
+    first_seen = trainer.critic_memories[1].seen
     filled_log.clear(), added_log.clear()
     trainer.run_iteration()
     assert [p for p, _, _ in added_log] == [p for p, _ in filled_log] == [0, 0, 1, 1]
     for (_, utility, _), (_, filled) in zip(added_log, filled_log):
         # valued by the critic that filled in this iteration's targets, after its training
-        assert torch.allclose(utility, lambda_returns(filled["game"], filled["value"], filled["utility"], 0.5))
+        expected = lambda_returns(filled["game"], filled["value"], filled["utility"], 0.5, cut=filled["explored"])
+        assert torch.allclose(utility, expected)
         assert not torch.allclose(utility, filled["utility"])
+    # every node is stored once bootstrapped, the nodes before the exploration too
+    assert trainer.critic_memories[1].seen == first_seen + sum(f["obs"].shape[0] for p, f in filled_log if p == 1)
     with pytest.raises(ValueError, match="td_lambda"):
         critic_config("critic.td_lambda=1.5")
 

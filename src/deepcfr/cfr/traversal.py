@@ -32,6 +32,7 @@ Policy = Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 UNSAMPLED_TARGETS = ("zero", "mean")
 ALGORITHMS = ("external", "outcome", "probe", "critic")
+EXPLORE_MODES = ("once", "every")  # critic sampling: the traverser explores once per game, or at any node
 
 
 @dataclass
@@ -305,6 +306,7 @@ OpponentHook = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]
 def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponent_policy: Policy, generator,
                   stats: TraversalStats, step_cap: int, *, epsilon: float = 0.0,
                   group: torch.Tensor | None = None, num_groups: int = 0, explore_once: bool = False,
+                  mark_explorations: bool = False,
                   on_traverser: TraverserHook | None = None, on_opponent: OpponentHook | None = None) -> torch.Tensor:
     """Play every row of ``state`` to its end, all rows in lockstep, and return the traverser's
     utility per row (games stopped by ``step_cap`` are scored as they stand and counted).
@@ -318,7 +320,10 @@ def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponen
     ``explore_once``: the traverser explores (uniform over legal actions) with probability
     ``epsilon`` at each node until it first does, and plays sigma exactly from then on;
     ``on_traverser`` then also gets ``deviated`` [m] bool (the game's exploration happened at or
-    before this node: everything after it is sigma) as a keyword.
+    before this node: everything after it is sigma) and ``explored`` [m] bool (this node's action
+    was the exploration) as keywords. ``mark_explorations``: the same behaviour as the plain
+    ``q`` mixture (a uniform action with probability ``epsilon`` at every node), but which branch
+    drew each action is passed on as ``explored`` (and ``deviated``: any exploration so far).
     Finished rows are dropped once they are half the batch, so later steps do no work for them."""
     n = batch_size(state)
     device = game.is_terminal(state).device
@@ -367,12 +372,15 @@ def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponen
                 legal = t_mask.float()
                 uniform_legal = legal / legal.sum(dim=1, keepdim=True)
                 q = epsilon * uniform_legal + (1.0 - epsilon) * sigma
-            if explore_once:
+            if explore_once or mark_explorations:
                 before = deviated[game_id[trav]]
-                explored = (torch.rand(trav.shape[0], generator=generator, device=device) < epsilon) & ~before
+                explored = torch.rand(trav.shape[0], generator=generator, device=device) < epsilon
+                if explore_once:
+                    explored &= ~before
                 behaviour = torch.where(explored[:, None], uniform_legal, sigma) if epsilon > 0.0 else sigma
                 deviated[game_id[trav]] = before | explored
                 extra["deviated"] = before | explored
+                extra["explored"] = explored
             else:
                 behaviour = q
             a = sample_from_probs(behaviour, generator, uniform=None if uniform is None else uniform[trav])
@@ -518,6 +526,7 @@ def critic_sampling(
     generator: torch.Generator | None = None,
     *,
     epsilon: float = 0.1,
+    explore: str = "once",
     record_strategy: bool = True,
     device: str | torch.device = "cpu",
     max_steps: int | None = None,
@@ -537,8 +546,17 @@ def critic_sampling(
     ``target = Q(I, .) - sum_a sigma(a) Q(I, a)`` on legal actions: no importance weight, so the
     target's noise is the critic's error rather than the game's outcome noise times ``1/q``.
     Every visited node gets a target for every legal action, so exploration only has to reach
-    information sets off sigma's path and teach the critic the actions sigma rarely takes."""
+    information sets off sigma's path and teach the critic the actions sigma rarely takes.
+
+    ``explore="every"``: the traverser explores with probability ``epsilon`` at every node, so
+    the critic sees off-sigma actions late in the game too, not only near its start; each node's
+    ``explored`` [m] says whether its action was an exploration, and ``on_policy_tail`` means no
+    exploration after the node (slightly favours short games: only a critic with nothing to
+    bootstrap from uses it). A bootstrapping critic (``lambda_returns`` with ``cut=explored``)
+    learns from every node."""
     _check_common(game, traverser, num_traversals, epsilon)
+    if explore not in EXPLORE_MODES:
+        raise ValueError(f"explore must be one of {EXPLORE_MODES}, got {explore!r}")
     step_cap = int(max_steps if max_steps is not None else game.max_game_length)
     stats = TraversalStats(traversals=num_traversals)
     it32 = int(iteration)
@@ -547,36 +565,47 @@ def critic_sampling(
     strategy_parts: list[dict[str, torch.Tensor]] = []
     strategy_roots: list[torch.Tensor] = []
 
-    def record_traverser(state, rows, game_ids, obs, mask, sigma, actions, q, deviated):
+    def record_traverser(state, rows, game_ids, obs, mask, sigma, actions, q, deviated, explored):
         opponent = torch.full((batch_size(state),), 1 - traverser, dtype=torch.long, device=obs.device)
         opponent_obs = game.observe(state, opponent)[rows]
-        records.append((game_ids, obs, opponent_obs, mask, sigma, actions, deviated))
+        records.append((game_ids, obs, opponent_obs, mask, sigma, actions, deviated, explored))
 
+    once = explore == "once"
     utility = _play_sampled(game, state, traverser, traverser_policy, opponent_policy, generator, stats, step_cap,
-                            epsilon=epsilon, explore_once=True, on_traverser=record_traverser,
+                            epsilon=epsilon, explore_once=once, mark_explorations=not once,
+                            on_traverser=record_traverser,
                             on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None)
+    if not once:  # on_policy_tail: no exploration after the node (a game's explorations so far vs all of them)
+        explored_any = torch.zeros(num_traversals, dtype=torch.bool, device=utility.device)
+        for record in records:
+            explored_any[record[0]] |= record[7]
+        records = [(*r[:6], r[6] == explored_any[r[0]], r[7]) for r in records]
     adv_parts = [{
         "obs": obs, "mask": mask, "target": torch.zeros(mask.shape, dtype=torch.float32, device=mask.device),
         "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=obs.device),
-        "sigma": sigma.float(), "action": a, "utility": utility[gid], "on_policy_tail": deviated,
-        "opponent_obs": opponent_obs, "game": gid,
-    } for gid, obs, opponent_obs, mask, sigma, a, deviated in records]
+        "sigma": sigma.float(), "action": a, "utility": utility[gid], "on_policy_tail": tail,
+        "explored": explored, "opponent_obs": opponent_obs, "game": gid,
+    } for gid, obs, opponent_obs, mask, sigma, a, tail, explored in records]
     return _result(game, device, stats, adv_parts, strategy_parts, [r[0] for r in records], strategy_roots)
 
 
-def lambda_returns(game: torch.Tensor, value: torch.Tensor, utility: torch.Tensor, lam: float) -> torch.Tensor:
+def lambda_returns(game: torch.Tensor, value: torch.Tensor, utility: torch.Tensor, lam: float,
+                   cut: torch.Tensor | None = None) -> torch.Tensor:
     """TD(lambda) returns of the traverser nodes of critic trajectories: ``game`` [m] says which
     game each node belongs to (a game's nodes in play order), ``value`` [m] is the critic's
     ``V(I) = sum_a sigma(a) Q(I, a)`` at each node and ``utility`` [m] the game's final utility.
     The return of a game's last node is its utility; of an earlier node,
     ``(1 - lam) * V(next node) + lam * (return of the next node)``: ``lam = 1`` gives the final
     utility (Monte Carlo), ``lam = 0`` the critic's value of the next node (TD(0)). The
-    bootstrapped returns carry less of the deck's and the players' future randomness."""
+    bootstrapped returns carry less of the deck's and the players' future randomness.
+    ``cut`` [m] bool marks nodes whose action did not follow sigma (explorations): the trace
+    stops there, so the node before returns that node's ``V`` alone, and the returns stay
+    returns of sigma whatever was explored later."""
     if not 0.0 <= lam <= 1.0:
         raise ValueError(f"lambda must be in [0, 1], got {lam!r}")
     m = game.shape[0]
     returns = utility.float().clone()
-    if m == 0 or lam == 1.0:
+    if m == 0 or (lam == 1.0 and (cut is None or not bool(cut.any()))):
         return returns
     order = torch.sort(game, stable=True).indices  # each game's nodes together, in play order
     sorted_game = game[order]
@@ -589,7 +618,8 @@ def lambda_returns(game: torch.Tensor, value: torch.Tensor, utility: torch.Tenso
     for k in range(1, int(from_end.max()) + 1):
         rows = order[from_end == k]
         nxt = order[torch.nonzero(from_end == k).squeeze(1) + 1]
-        returns[rows] = (1.0 - lam) * value[nxt] + lam * returns[nxt]
+        trace = lam if cut is None else torch.where(cut[nxt], 0.0, lam)
+        returns[rows] = (1.0 - trace) * value[nxt] + trace * returns[nxt]
     return returns
 
 
@@ -698,6 +728,7 @@ def traverse(
     unsampled_target: str = "zero",
     tail_correction: bool = True,
     probe_rate: float = 0.05,
+    explore: str = "once",
     record_strategy: bool = True,
     device: str | torch.device = "cpu",
 ) -> TraversalResult:
@@ -717,7 +748,7 @@ def traverse(
     if algorithm == "critic":
         return critic_sampling(
             game, traverser, num_traversals, traverser_policy, opponent_policy, iteration, generator,
-            epsilon=epsilon, record_strategy=record_strategy, device=device,
+            epsilon=epsilon, explore=explore, record_strategy=record_strategy, device=device,
         )
     if algorithm == "probe":
         return probe_sampling(

@@ -79,6 +79,7 @@ class TraversalSettings:
     fallback: str = "argmax"
     tail_correction: bool = True
     probe_rate: float = 0.05
+    explore: str = "once"
 
 
 @dataclass(frozen=True)
@@ -179,6 +180,7 @@ class ChunkRunner:
             s.algorithm, self.game, spec.traverser, spec.num_traversals, traverser_policy, opponent_policy,
             spec.iteration, generator, epsilon=s.epsilon, importance_clip=s.importance_clip,
             unsampled_target=s.unsampled_target, tail_correction=s.tail_correction, probe_rate=s.probe_rate,
+            explore=s.explore,
             record_strategy=spec.record_strategy, device=self.device,
         )
         return ChunkResult(spec.index, result.advantage, result.strategy, result.stats, time.perf_counter() - start)

@@ -58,6 +58,10 @@ class TraversalConfig(_Section):
     traversals_per_player: int = Field(1000, ge=1)  # traversals per player per iteration
     batch_size: int = Field(1024, ge=1)  # traversals run in lockstep per batch
     epsilon: float = Field(0.6, ge=0.0, le=1.0)  # outcome/probe/critic sampling: exploration at traverser nodes
+    # critic sampling: the traverser explores once per game (probability epsilon per node until it
+    # does: the explorations cluster early) or at every node with probability epsilon (off-sigma
+    # actions late in the game too; the critic's returns are cut at explorations and bootstrapped)
+    explore: Literal["once", "every"] = "once"
     probe_rate: float = Field(0.05, gt=0.0, le=1.0)  # probe sampling: share of traverser nodes probed
     importance_clip: float | None = Field(None, gt=0)  # clip importance-corrected values to +-this
     unsampled_target: Literal["zero", "mean"] = "zero"  # outcome sampling: value of unsampled actions
@@ -230,6 +234,9 @@ class TrainConfig(_Section):
         if (self.traversal.warm_start_bot is None) != (self.traversal.warm_start_iterations == 0):
             raise ValueError("traversal.warm_start_bot and traversal.warm_start_iterations go together: "
                              "set both (a bot and at least 1 iteration) or neither")
+        if self.traversal.explore != "once" and self.traversal.algorithm != "critic":
+            raise ValueError(f"traversal.explore={self.traversal.explore!r} applies to traversal.algorithm=critic only, "
+                             f"not {self.traversal.algorithm!r}")
         if self.memory.augment and self.game.name != "lost_cities":
             raise ValueError(f"memory.augment: {self.game.name} has no symmetry to relabel samples with "
                              "(only lost_cities: its colours)")

@@ -453,7 +453,7 @@ class Trainer:
         size = cfg.batch_size if cfg.executor == "inline" else cfg.worker_batch_size
         settings = TraversalSettings(cfg.algorithm, cfg.epsilon, cfg.importance_clip, cfg.unsampled_target,
                                      self.config.regret_matching.fallback, tail_correction=cfg.tail_correction,
-                                     probe_rate=cfg.probe_rate)
+                                     probe_rate=cfg.probe_rate, explore=cfg.explore)
         networks: dict[str, torch.nn.Module] = {}
         traverser_policy = self._sigma_spec(player, networks)
         # One draw per phase from the trainer's (checkpointed) traversal stream seeds every chunk.
@@ -603,10 +603,12 @@ class Trainer:
         self.advantage_trained[player] = True
         return losses
 
-    def add_critic_samples(self, player: int, samples: Mapping[str, torch.Tensor]) -> None:
-        """The traverser nodes of a critic traversal that played sigma after them: (obs, action
-        taken, final utility)."""
-        keep = torch.nonzero(samples["on_policy_tail"]).squeeze(1)
+    def add_critic_samples(self, player: int, samples: Mapping[str, torch.Tensor], every_node: bool = False) -> None:
+        """The traverser nodes of a critic traversal that played sigma after them (or, with
+        ``every_node``, all of them, their ``utility`` being returns of sigma): (obs, action
+        taken, utility)."""
+        keep = (torch.arange(samples["obs"].shape[0], device=samples["obs"].device) if every_node
+                else torch.nonzero(samples["on_policy_tail"]).squeeze(1))
         utility = samples["utility"][keep].float()
         if self.critic_scale is None and utility.numel():
             rms = float(utility.pow(2).mean())
@@ -622,18 +624,22 @@ class Trainer:
         regret targets filled in (and the critic's loss)."""
         advantage = [samples for samples in advantage if samples["obs"].shape[0]]
         lam = self.config.critic.td_lambda
-        # TD(lambda) needs a critic to bootstrap from: the very first samples keep their utilities
-        bootstrap = lam < 1.0 and len(self.critic_memories[player]) > 0
+        # TD(lambda), or exploration at every node (whose traces must be cut and bootstrapped),
+        # needs a critic to bootstrap from: the very first samples keep their final utilities
+        bootstrap = ((lam < 1.0 or self.config.traversal.explore == "every")
+                     and len(self.critic_memories[player]) > 0)
         if not bootstrap:
             for samples in advantage:
                 self.add_critic_samples(player, samples)
         loss = self.train_critic(player)
         filled = [self.critic_targets(player, samples) for samples in advantage]
         if bootstrap:
-            # valued by the critic just trained (on the iterations before), stored for the next ones
+            # valued by the critic just trained (on the iterations before), stored for the next
+            # ones; every node qualifies, its trace cut at the next exploration
             for samples in filled:
-                returns = lambda_returns(samples["game"], samples["value"], samples["utility"], lam)
-                self.add_critic_samples(player, {**samples, "utility": returns})
+                returns = lambda_returns(samples["game"], samples["value"], samples["utility"], lam,
+                                         cut=samples["explored"])
+                self.add_critic_samples(player, {**samples, "utility": returns}, every_node=True)
         return filled, loss
 
     def train_critic(self, player: int) -> float:
