@@ -576,10 +576,12 @@ def critic_sampling(
                             on_traverser=record_traverser,
                             on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None)
     if not once:  # on_policy_tail: no exploration after the node (a game's explorations so far vs all of them)
-        explored_any = torch.zeros(num_traversals, dtype=torch.bool, device=utility.device)
+        count = torch.zeros(num_traversals, dtype=torch.long, device=utility.device)
+        so_far = []
         for record in records:
-            explored_any[record[0]] |= record[7]
-        records = [(*r[:6], r[6] == explored_any[r[0]], r[7]) for r in records]
+            count[record[0]] += record[7].long()
+            so_far.append(count[record[0]])
+        records = [(*r[:6], n == count[r[0]], r[7]) for r, n in zip(records, so_far)]
     adv_parts = [{
         "obs": obs, "mask": mask, "target": torch.zeros(mask.shape, dtype=torch.float32, device=mask.device),
         "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=obs.device),
