@@ -245,6 +245,44 @@ def test_strategy_every_zero_trains_only_at_the_end():
     assert not same(before, [p.detach() for p in trainer.strategy_net.parameters()])
 
 
+def test_final_strategy_training_retrains_from_scratch_once(tmp_path):
+    config = tiny("kuhn", "run.iterations=2", "strategy.final_train_steps=300")
+    with Run(tmp_path / "run", config, console=False) as run:
+        trainer = Trainer(config, run)
+        fits, reinits = [], []
+        real_fit, real_reinit = trainer._fit, trainer._reinit_network
+        trainer._fit = lambda net, forward, opt, memory, name, cfg, *a: fits.append(
+            (name, cfg.train_steps, cfg.lr_schedule)) or real_fit(net, forward, opt, memory, name, cfg, *a)
+        trainer._reinit_network = lambda net: reinits.append(net) or real_reinit(net)
+        trainer.train()
+        metrics = run.read_metrics()
+    # per iteration: 4 steps (advantage of each player, strategy); at the end 300 from scratch, decayed
+    assert [f for f in fits if f[0] == "policy"] == [("policy", 4, "constant")] * 2 + [("policy", 300, "cosine")]
+    assert reinits[-1] is trainer.strategy_net
+    assert trainer.strategy_final_iteration == 2
+    assert metrics[-1]["iteration"] == 2 and math.isfinite(metrics[-1]["loss/strategy_final"])
+    # the checkpoint holds the retrained net, and resuming a finished run does not retrain it
+    agent = load_agent(tmp_path / "run" / "checkpoints" / "latest.pt")
+    assert same([p.detach() for p in trainer.strategy_net.parameters()], list(agent.strategy_net.parameters()))
+    with Run.open(tmp_path / "run", [], console=False) as run:
+        resumed = Trainer(run.config, run)
+        fits.clear()
+        resumed._fit = lambda *a: fits.append(a) or 0.0
+        resumed.train()
+    assert resumed.strategy_final_iteration == 2 and fits == []
+
+
+def test_time_budget_keeps_room_for_the_final_strategy_training():
+    trainer = Trainer(tiny("kuhn", "run.iterations=50", "run.time_budget_seconds=100",
+                           "strategy.final_train_steps=10"))
+    assert trainer._final_strategy_reserve() == 0.0  # nothing timed yet
+    trainer.run_iteration()
+    assert trainer._strategy_step_seconds is not None and trainer._strategy_step_seconds > 0
+    trainer._strategy_step_seconds = 11.0  # 10 final steps would need 110 s of the 100
+    trainer.train()
+    assert trainer.iteration == 1 and trainer.strategy_final_iteration == 1
+
+
 def test_load_state_dict_refuses_another_game():
     state = Trainer(tiny("kuhn")).state_dict()
     with pytest.raises(ValueError, match="game"):

@@ -154,6 +154,11 @@ class AdvantageTrainConfig(_Section):
 class StrategyTrainConfig(_Section):
     every: int = Field(1, ge=0)  # train the strategy net every k iterations (0 = only at the end)
     train_steps: int = Field(200, ge=0)
+    # when the run ends (last iteration or time budget), retrain the strategy net from scratch on
+    # the whole strategy memory for this many steps, its learning rate cosine-decayed to 5%, as
+    # Deep CFR does; the time budget keeps room for it. The per-iteration training (every,
+    # train_steps) keeps a usable average during the run. 0 = off
+    final_train_steps: int = Field(0, ge=0)
     batch_size: int = Field(1024, ge=1)
     lr: float = Field(1e-3, gt=0)
     grad_clip: float | None = Field(1.0, gt=0)

@@ -268,6 +268,8 @@ class Trainer:
         self._train_forward = self._compiled_forwards()
         self.advantage_trained = [False, False]
         self.strategy_trained = False
+        self.strategy_final_iteration = 0  # the iteration whose end the final strategy training followed
+        self._strategy_step_seconds: float | None = None  # measured, to keep room for the final training
 
         # Autocast + GradScaler (fp16) on CUDA; elsewhere one logged notice and plain float32.
         self.amp = MixedPrecision(config.run.amp, self.device, log=self._log)
@@ -726,6 +728,34 @@ class Trainer:
         self.strategy_trained = True
         return losses
 
+    def train_final_strategy(self) -> float:
+        """The end of a run: the strategy net retrained from scratch on the whole strategy memory
+        (``strategy.final_train_steps`` steps, cosine-decayed learning rate), or, with
+        ``strategy.every: 0`` and no final steps, its one training with ``train_steps``."""
+        cfg = self.config.strategy
+        if cfg.final_train_steps == 0:
+            loss = self.train_strategy()
+        else:
+            final = cfg.model_copy(update={"train_steps": cfg.final_train_steps, "lr_schedule": "cosine",
+                                           "lr_final_fraction": 0.05, "lr_iteration_decay": 0.0,
+                                           "weight_averaging": 0.0})
+            self._reinit_network(self.strategy_net)
+            optimizer = self._new_optimizer(self.strategy_net, cfg.lr)
+            loss = self._fit(
+                self.strategy_net, self._train_forward["strategy"], optimizer, self.strategy_memory, "policy",
+                final, cfg.grad_clip, lambda it: sample_weights(it, cfg.weighting, cfg.discount_gamma, "strategy"),
+                self.strategy_loss, f"final strategy ({cfg.final_train_steps} steps)",
+            )
+            self.strategy_optimizer = optimizer
+            self.strategy_trained = True
+        self.strategy_final_iteration = self.iteration
+        return loss
+
+    def _final_strategy_reserve(self) -> float:
+        """Seconds to keep for the final strategy training (0 until a strategy step was timed)."""
+        steps = self.config.strategy.final_train_steps
+        return steps * self._strategy_step_seconds if steps and self._strategy_step_seconds else 0.0
+
     def _fit(self, net, forward, optimizer, memory, value_name, cfg, grad_clip, weights_of, loss_fn, label) -> float:
         steps, batch_size = cfg.train_steps, cfg.batch_size
         peak_lr = cfg.lr * max(self.iteration, 1) ** -cfg.lr_iteration_decay
@@ -855,6 +885,8 @@ class Trainer:
             t0 = time.perf_counter()
             metrics["loss/strategy"] = self.train_strategy()
             timing["strategy_train"] += time.perf_counter() - t0
+            if self.config.strategy.train_steps:
+                self._strategy_step_seconds = timing["strategy_train"] / self.config.strategy.train_steps
 
         if self.config.traversal.opponent == "league":
             self.league.maybe_add(t, [net.state_dict() for net in self.advantage_nets])
@@ -935,16 +967,23 @@ class Trainer:
         last: dict[str, Any] = self.history[-1] if self.history else {}
         try:
             while self.iteration < self.config.run.iterations:
-                if budget is not None and time.perf_counter() - start >= budget:
-                    self._log(f"time budget of {budget:g}s reached after iteration {self.iteration}")
+                reserve = self._final_strategy_reserve()
+                if budget is not None and time.perf_counter() - start + reserve >= budget:
+                    kept = f" (keeping {reserve:.0f}s for the final strategy training)" if reserve else ""
+                    self._log(f"time budget of {budget:g}s reached after iteration {self.iteration}{kept}")
                     break
                 last = self.run_iteration()
         finally:
             self.close()  # worker processes / inference server / Ray actors
-        if self.config.strategy.every == 0 and self.iteration > 0 and not self.strategy_trained:
-            loss = self.train_strategy()
-            self._log(f"final strategy training: loss={loss:.4g}")
+        strategy = self.config.strategy
+        final_due = strategy.final_train_steps > 0 or (strategy.every == 0 and not self.strategy_trained)
+        if final_due and self.iteration > 0 and self.strategy_final_iteration != self.iteration:
+            t0 = time.perf_counter()
+            loss = self.train_final_strategy()
+            self._log(f"final strategy training: loss={loss:.4g}, {time.perf_counter() - t0:.1f}s")
             if self.run is not None:
+                self.run.log_metrics(self.iteration, {"loss/strategy_final": loss,
+                                                      "time/strategy_final_seconds": time.perf_counter() - t0})
                 self.save_checkpoint()
         elif self.run is not None and self.iteration > 0:
             self.save_checkpoint()
@@ -970,6 +1009,7 @@ class Trainer:
             "strategy_optimizer": copy.deepcopy(self.strategy_optimizer.state_dict()),
             "advantage_trained": list(self.advantage_trained),
             "strategy_trained": self.strategy_trained,
+            "strategy_final_iteration": self.strategy_final_iteration,
             "memories": {
                 "advantage": [m.state_dict() for m in self.advantage_memories],
                 "strategy": self.strategy_memory.state_dict(),
@@ -1014,6 +1054,7 @@ class Trainer:
         self.strategy_optimizer.load_state_dict(state["strategy_optimizer"])
         self.advantage_trained = [bool(x) for x in state["advantage_trained"]]
         self.strategy_trained = bool(state["strategy_trained"])
+        self.strategy_final_iteration = int(state.get("strategy_final_iteration", 0))
         memories = state.get("memories")
         if memories is not None:
             for memory, sd in zip(self.advantage_memories, memories["advantage"]):
