@@ -80,6 +80,7 @@ def test_train_without_config_uses_shipped_cpu_config(tmp_path, monkeypatch, cap
         "--set", "traversal.traversals_per_player=4", "--set", "traversal.batch_size=4",
         "--set", "advantage.train_steps=2", "--set", "strategy.train_steps=2", "--set", "eval.every=0",
         "--set", "memory.advantage_capacity=5000", "--set", "memory.strategy_capacity=5000",
+        "--set", "strategy.final_train_steps=3", "--set", "critic.train_steps=2",
     ])
     captured = capsys.readouterr()
     assert code == 0, captured.err[-2000:]
@@ -90,6 +91,7 @@ def test_train_without_config_uses_shipped_cpu_config(tmp_path, monkeypatch, cap
     saved = (tmp_path / run_dir / "config.yaml").read_text()
     assert "variant: classic" in saved and "hidden_size: 256" in saved
     assert "run directory:" in captured.err  # with --json, human lines go to stderr
+    assert "final strategy training" in (tmp_path / run_dir / "train.log").read_text()
 
 
 def test_killed_run_resumes_and_finishes(tmp_path):
