@@ -618,8 +618,8 @@ def lambda_returns(game: torch.Tensor, value: torch.Tensor, utility: torch.Tenso
     from_end = last_index - torch.arange(m, device=game.device)
     value = value.float()
     for k in range(1, int(from_end.max()) + 1):
-        rows = order[from_end == k]
-        nxt = order[torch.nonzero(from_end == k).squeeze(1) + 1]
+        at = torch.nonzero(from_end == k).squeeze(1)  # in sorted order: the next node is the next position
+        rows, nxt = order[at], order[at + 1]
         trace = lam if cut is None else torch.where(cut[nxt], 0.0, lam)
         returns[rows] = (1.0 - trace) * value[nxt] + trace * returns[nxt]
     return returns
