@@ -610,11 +610,9 @@ def lambda_returns(game: torch.Tensor, value: torch.Tensor, utility: torch.Tenso
     if m == 0 or (lam == 1.0 and (cut is None or not bool(cut.any()))):
         return returns
     order = torch.sort(game, stable=True).indices  # each game's nodes together, in play order
-    sorted_game = game[order]
-    # position counted from the game's last node (0 for the last)
-    ends = torch.ones(m, dtype=torch.bool, device=game.device)
-    ends[:-1] = sorted_game[1:] != sorted_game[:-1]
-    last_index = torch.flip(torch.cummin(torch.flip(torch.where(ends, torch.arange(m, device=game.device), m), [0]), 0).values, [0])
+    # each sorted position counted from its game's last node (0 for the last)
+    counts = torch.unique_consecutive(game[order], return_counts=True)[1]
+    last_index = torch.repeat_interleave(torch.cumsum(counts, 0) - 1, counts)
     from_end = last_index - torch.arange(m, device=game.device)
     value = value.float()
     for k in range(1, int(from_end.max()) + 1):

@@ -980,10 +980,10 @@ class Trainer:
         if final_due and self.iteration > 0 and self.strategy_final_iteration != self.iteration:
             t0 = time.perf_counter()
             loss = self.train_final_strategy()
-            self._log(f"final strategy training: loss={loss:.4g}, {time.perf_counter() - t0:.1f}s")
+            seconds = time.perf_counter() - t0
+            self._log(f"final strategy training: loss={loss:.4g}, {seconds:.1f}s")
             if self.run is not None:
-                self.run.log_metrics(self.iteration, {"loss/strategy_final": loss,
-                                                      "time/strategy_final_seconds": time.perf_counter() - t0})
+                self.run.log_metrics(self.iteration, {"loss/strategy_final": loss, "time/strategy_final_seconds": seconds})
                 self.save_checkpoint()
         elif self.run is not None and self.iteration > 0:
             self.save_checkpoint()
