@@ -1,0 +1,7 @@
+"""Play-time search over a base policy (network or bot): determinized rollouts with common
+random numbers (rollout.py), settings in a ``search`` section (config.py)."""
+
+from .config import SearchConfig, SearchConfigError, search_config
+from .rollout import RolloutSearch, SearchDecision, SearchStats
+
+__all__ = ["RolloutSearch", "SearchConfig", "SearchConfigError", "SearchDecision", "SearchStats", "search_config"]

@@ -1,0 +1,273 @@
+"""Determinized rollout search: a policy-improvement operator over any base policy.
+
+For each decision: the base policy's top-k legal actions are the candidates; D determinizations
+of the decider's observation (the hidden cards dealt uniformly) are shared by every candidate,
+and so are the random numbers of the rollouts (common random numbers: deck luck and rollout luck
+cancel between candidates); each candidate is rolled out to the end of the game by the rollout
+policy playing both seats; the choice is the candidate with the best mean utility plus
+``prior_weight * log pi(a)`` (plus ``base_bonus`` for the base's own move), among the moves
+allowed by the paired test (``min_z``: a move other than the base's greedy move must beat it by
+``min_z`` standard errors of the paired difference).
+
+Shape: all deciding games x k x (a round of) determinizations are one lockstep batch; every
+rollout step is one engine step and one forward per network over the games still running (the
+finished ones are compacted away). Rounds of determinizations fit the batch into ``max_batch``
+rollouts and let ``time_limit_s`` stop early.
+
+A base is duck-typed (this layer knows no players): an object with ``policy(obs, mask) ->
+probs`` (a network: ranking, prior and rollouts from its probabilities), or a bot with
+``act(obs, mask, generator)`` (ranking: its own move first, then ``action_scores`` where the bot
+has them; no prior term).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field
+
+import torch
+
+from ..games.base import index_state, sample_from_probs
+from .config import SearchConfig
+
+_LOG_FLOOR = 1e-6  # log pi of a candidate with (almost) no base probability
+
+
+@dataclass
+class SearchDecision:
+    """What the search found for a batch of n decisions (k candidates each; unused candidate
+    slots, where fewer than k actions are legal, hold action -1 and NaN values)."""
+
+    candidates: torch.Tensor  # [n, k] actions, the base's ranking (column 0 = its greedy move)
+    mean: torch.Tensor  # [n, k] mean rollout utility for the decider
+    ci95: torch.Tensor  # [n, k] half-width of the 95% CI of the mean
+    diff_vs_base: torch.Tensor  # [n, k] mean paired difference to the base move
+    diff_ci95: torch.Tensor  # [n, k] half-width of its 95% CI
+    prior: torch.Tensor  # [n, k] base probability (1 for a bot's own move, 0 for the others)
+    score: torch.Tensor  # [n, k] the choice criterion (-inf: not allowed)
+    chosen: torch.Tensor  # [n] the actions played
+    determinizations: int  # per decision (fewer than configured when the time limit stopped it)
+    seconds: float
+
+    def rows(self, i: int, action_name=str) -> list[dict]:
+        """The candidates of decision ``i`` as dicts, best score first (for display)."""
+        out = []
+        for j in range(self.candidates.shape[1]):
+            a = int(self.candidates[i, j])
+            if a < 0:
+                continue
+            out.append({
+                "action": a, "name": action_name(a), "mean": float(self.mean[i, j]),
+                "ci95": float(self.ci95[i, j]), "diff_vs_base": float(self.diff_vs_base[i, j]),
+                "diff_ci95": float(self.diff_ci95[i, j]), "prior": float(self.prior[i, j]),
+                "score": float(self.score[i, j]), "chosen": a == int(self.chosen[i]), "base": j == 0,
+            })
+        return sorted(out, key=lambda r: -r["score"] if math.isfinite(r["score"]) else math.inf)
+
+
+@dataclass
+class SearchStats:
+    """Running totals over the decisions searched (reset with ``reset``)."""
+
+    decisions: int = 0  # decisions searched
+    calls: int = 0  # batches of decisions (one per act call)
+    rollouts: int = 0
+    rollout_decisions: int = 0  # engine decisions made inside rollouts
+    capped_rollouts: int = 0  # rollouts ended by the ply cap with cards left in the deck
+    seconds: float = 0.0
+    calls_seconds: list = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.__init__()
+
+    def to_dict(self) -> dict:
+        return {
+            "searched_decisions": self.decisions, "rollouts": self.rollouts,
+            "rollout_decisions": self.rollout_decisions, "capped_rollouts": self.capped_rollouts,
+            "search_seconds": self.seconds,
+            "rollout_decisions_per_second": self.rollout_decisions / self.seconds if self.seconds else float("nan"),
+            "seconds_per_move": self.seconds / self.decisions if self.decisions else float("nan"),
+            "seconds_per_call": self.seconds / self.calls if self.calls else float("nan"),
+        }
+
+
+class _Rollout:
+    """How the rollout policy picks actions for a batch of rollout rows."""
+
+    def __init__(self, base, sampled: bool):
+        self.base = base
+        self.sampled = sampled
+        self.has_policy = hasattr(base, "policy")
+
+    def act(self, obs: torch.Tensor, mask: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
+        if not self.has_policy:
+            return self.base.act(obs, mask, None).long()
+        probs = self.base.policy(obs, mask).float() * mask
+        if self.sampled:
+            return sample_from_probs(probs, uniform=uniform)
+        return probs.masked_fill(~mask, -1.0).argmax(dim=1)
+
+
+class RolloutSearch:
+    """Determinized rollout search over ``base`` (see the module docstring) for a game with a
+    ``determinize(obs, d, generator)`` (Lost Cities). ``rollout_policy`` is the object that plays
+    the rollouts when it is not the base (a bot, or None for the base itself)."""
+
+    def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
+                 device: str | torch.device = "cpu"):
+        if getattr(game, "name", None) != "lost_cities":
+            raise ValueError(f"search needs a game with determinization (lost_cities), not {getattr(game, 'name', game)!r}")
+        from ..games.lost_cities.determinize import determinize
+
+        self._determinize = determinize
+        self.game = game
+        self.base = base
+        self.config = config or SearchConfig()
+        self.device = torch.device(device)
+        self.rollout = _Rollout(rollout_policy if rollout_policy is not None else base,
+                                self.config.rollout == "sampled")
+        self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
+        self.stats = SearchStats()
+        self.last: SearchDecision | None = None
+
+    # Candidates ------------------------------------------------------------------------------
+    def rank(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(ranking scores [n, A], -inf on illegal actions; base probabilities [n, A] or None)."""
+        if hasattr(self.base, "policy"):
+            probs = self.base.policy(obs, mask).float() * mask
+            # Ties broken towards the lower index, as the greedy policies do.
+            return probs.masked_fill(~mask, -torch.inf), probs
+        chosen = self.base.act(obs, mask, None).long()
+        if hasattr(self.base, "action_scores"):
+            scores = self.base.action_scores(obs).float()
+            scores = (scores - scores.masked_fill(~mask, torch.inf).amin(dim=1, keepdim=True)).masked_fill(~mask, 0)
+        else:
+            scores = torch.zeros(mask.shape, device=mask.device)
+        scores = scores / (1 + scores.amax(dim=1, keepdim=True))  # in [0, 1): below the bot's own move
+        scores = scores.scatter(1, chosen[:, None], 2.0)
+        return scores.masked_fill(~mask, -torch.inf), None
+
+    # The search ------------------------------------------------------------------------------
+    def decide(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """The searched actions ``[n]`` for decisions ``obs [n, obs_size]`` (each row the observation
+        of the player to move) with legal masks ``mask [n, A]``; ``self.last`` holds the details."""
+        cfg = self.config
+        start = time.perf_counter()
+        obs, mask = obs.to(self.device), mask.to(self.device).bool()
+        n = obs.shape[0]
+        k = min(cfg.candidates, mask.shape[1])
+        ranking, probs = self.rank(obs, mask)
+        top = ranking.topk(k, dim=1)
+        valid = torch.isfinite(top.values)
+        candidates = torch.where(valid, top.indices, -1)
+        if probs is not None:
+            prior = probs.gather(1, top.indices)
+        else:
+            prior = torch.zeros(n, k, device=self.device)
+            prior[:, 0] = 1.0
+        single = valid.sum(dim=1) == 1  # nothing to compare: play the only move without rollouts
+        todo = (~single).nonzero().squeeze(1)
+
+        sums = torch.zeros(n, k, dtype=torch.float64, device=self.device)
+        squares = torch.zeros_like(sums)
+        diff_sums = torch.zeros_like(sums)
+        diff_squares = torch.zeros_like(sums)
+        done_d = 0
+        if todo.numel():
+            per_round = max(1, min(cfg.determinizations, cfg.max_batch // k))
+            chunk = max(1, cfg.max_batch // (k * per_round))
+            while done_d < cfg.determinizations:
+                d = min(per_round, cfg.determinizations - done_d)
+                for c0 in range(0, todo.numel(), chunk):
+                    rows = todo[c0:c0 + chunk]
+                    values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d)  # [m, k, d]
+                    base_v = values[:, :1]
+                    sums[rows] += values.sum(dim=2)
+                    squares[rows] += (values ** 2).sum(dim=2)
+                    diff_sums[rows] += (values - base_v).sum(dim=2)
+                    diff_squares[rows] += ((values - base_v) ** 2).sum(dim=2)
+                done_d += d
+                if cfg.time_limit_s is not None and time.perf_counter() - start > cfg.time_limit_s:
+                    break
+        D = max(done_d, 1)
+        mean = sums / D
+        var = (squares / D - mean ** 2).clamp(min=0) * D / max(D - 1, 1)
+        ci95 = 1.96 * (var / D).sqrt()
+        diff = diff_sums / D
+        diff_var = (diff_squares / D - diff ** 2).clamp(min=0) * D / max(D - 1, 1)
+        diff_se = (diff_var / D).sqrt()
+
+        log_prior = prior.clamp(min=_LOG_FLOOR).log() if probs is not None else torch.zeros(n, k, device=self.device)
+        score = mean.float() + cfg.prior_weight * log_prior
+        score[:, 0] += cfg.base_bonus
+        allowed = valid.clone()
+        allowed[:, 1:] &= diff[:, 1:] > cfg.min_z * diff_se[:, 1:]
+        score = score.masked_fill(~allowed, -torch.inf)
+        pick = score.argmax(dim=1)
+        pick = torch.where(single, 0, pick)
+        chosen = candidates.gather(1, pick[:, None]).squeeze(1)
+
+        nan = torch.tensor(float("nan"), dtype=torch.float64, device=self.device)
+        seconds = time.perf_counter() - start
+        self.last = SearchDecision(
+            candidates=candidates, mean=torch.where(valid, mean, nan), ci95=torch.where(valid, ci95, nan),
+            diff_vs_base=torch.where(valid, diff, nan), diff_ci95=torch.where(valid, 1.96 * diff_se, nan),
+            prior=prior, score=score, chosen=chosen, determinizations=done_d, seconds=seconds,
+        )
+        self.stats.decisions += n
+        self.stats.calls += 1
+        self.stats.seconds += seconds
+        return chosen
+
+    def candidate_values(self, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int) -> torch.Tensor:
+        """Rollout utilities ``[m, k, d]`` for the decider of each of ``m`` observations: every
+        candidate on the same d determinizations with the same random streams (invalid
+        candidates are rolled out as the base move and get the base's values)."""
+        game = self.game
+        m, k = candidates.shape
+        states = self._determinize(game, obs, d, self.generator)  # [m * d], row i * d + j
+        # [m, k, d] layout: candidate-major inside a decision, determinizations innermost.
+        order = torch.arange(m * d, device=self.device).view(m, 1, d).expand(m, k, d).reshape(-1)
+        states = index_state(states, order)
+        actions = torch.where(valid, candidates, candidates[:, :1]).view(m, k, 1).expand(m, k, d).reshape(-1)
+        stream = torch.arange(m * d, device=self.device).view(m, 1, d).expand(m, k, d).reshape(-1)
+        seat = game.obs_player(obs).view(m, 1, 1).expand(m, k, d).reshape(-1)
+        states = game.step(states, actions)
+        utility = self._rollout(states, stream, seat, m * d)
+        return utility.view(m, k, d)
+
+    def _rollout(self, states, stream: torch.Tensor, seat: torch.Tensor, n_streams: int) -> torch.Tensor:
+        """Play ``states`` to the end with the rollout policy; utility [M] for ``seat``. Rows
+        sharing a ``stream`` get the same random numbers at each step."""
+        game = self.game
+        M = stream.shape[0]
+        utility = torch.zeros(M, dtype=torch.float64, device=self.device)
+        rows = torch.arange(M, device=self.device)  # original index of each row still running
+        start = game.num_decisions(states)
+        decisions = torch.zeros((), dtype=torch.long, device=self.device)
+        capped = torch.zeros((), dtype=torch.long, device=self.device)
+        for _ in range(game.max_game_length + 2):
+            done = game.is_terminal(states)
+            if bool(done.any()):  # compact: finished rollouts leave the batch
+                finished = done.nonzero().squeeze(1)
+                fin = index_state(states, finished)
+                where = rows[finished]
+                utility[where] = game.returns(fin).gather(1, seat[where][:, None]).squeeze(1).double()
+                decisions += (game.num_decisions(fin) - start[where]).sum()
+                capped += game.cut_off(fin).sum()
+                keep = (~done).nonzero().squeeze(1)
+                states, rows = index_state(states, keep), rows[keep]
+                if rows.numel() == 0:
+                    break
+            player = game.current_player(states)
+            mask = game.legal_mask(states)
+            obs = game.observe(states, player)
+            uniform = torch.rand(n_streams, generator=self.generator, device=self.device)[stream[rows]]
+            states = game.step(states, self.rollout.act(obs, mask, uniform))
+        else:
+            raise RuntimeError(f"rollouts still running after {game.max_game_length} decisions")
+        self.stats.rollouts += M
+        self.stats.capped_rollouts += int(capped)
+        self.stats.rollout_decisions += int(decisions)
+        return utility

@@ -1,0 +1,43 @@
+"""Shared by the search, player and CLI tests: tiny untrained checkpoints and constructed positions."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+
+def tiny_checkpoint(path: Path, variant: str = "mini", hidden: int = 8, ply_cap: int = 400) -> Path:
+    """An untrained Lost Cities checkpoint (random-ish networks are enough to play and search)."""
+    from deepcfr.train.checkpoint import make_meta, save_checkpoint
+    from deepcfr.train.config import TrainConfig
+    from deepcfr.train.trainer import Trainer
+
+    config = TrainConfig.model_validate({
+        "game": {"name": "lost_cities", "variant": variant, "rules": {"ply_cap": ply_cap}},
+        "traversal": {"algorithm": "outcome", "traversals_per_player": 4, "batch_size": 4},
+        "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
+        "network": {"hidden_size": hidden},
+    })
+    trainer = Trainer(config)
+    save_checkpoint(path, {**trainer.state_dict(), "meta": make_meta(config, 0, trainer.game)})
+    trainer.close()
+    return path
+
+
+def winning_endgame_obs(game) -> tuple[torch.Tensor, int]:
+    """(observation of seat 0, the one winning action) in a mini-variant end-game: one card left in
+    the deck, no discard piles, so the card decision and the forced draw from the deck end the game.
+    Seat 0 has red 2-5 out (+4) against the opponent's blue 4-6 (+5) and holds red 6: playing it
+    makes red a five-card expedition (20 - 10 + bonus 10 = +20) and wins; every other move loses."""
+    r = game.rules
+    assert (r.n_colors, r.n_ranks, r.n_wagers, r.hand_size) == (3, 5, 1, 5), "mini rules expected"
+    D = r.deck_size
+    obs = torch.zeros(1, game.obs_size, dtype=torch.uint8)
+    obs[0, [1, 2, 3, 4]] = 2  # my expedition: red 2, 3, 4, 5
+    obs[0, [5, 6, 7, 8, 9]] = 1  # my hand: red 6, green wager, green 2, 3, 4
+    obs[0, [15, 16, 17]] = 3  # the opponent's expedition: blue 4, 5, 6
+    obs[0, D] = 1  # one card left in the deck
+    obs[0, D + 2] = r.n_colors  # nothing discarded this turn
+    win = 0 * (r.n_ranks + 1) + 5  # play (red, kind 5 = the 6)
+    return obs, win

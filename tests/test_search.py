@@ -1,0 +1,124 @@
+"""Rollout search: common random numbers, finding a winning move, k = 1, legality, seeds."""
+
+import pytest
+import torch
+
+from deepcfr.games.base import sample_from_probs
+from deepcfr.games.bots import make_bot
+from deepcfr.games.lost_cities.engine import LostCitiesGame
+from deepcfr.players import BotPlayer, load_player
+from deepcfr.search import RolloutSearch, SearchConfig, SearchConfigError, search_config
+
+from search_helpers import tiny_checkpoint, winning_endgame_obs
+
+
+@pytest.fixture(scope="module")
+def mini_checkpoint(tmp_path_factory):
+    return tiny_checkpoint(tmp_path_factory.mktemp("search") / "mini.pt")
+
+
+def decision_batch(game, n=48, seed=0, plies=12):
+    """Observations and masks of the players to move after some random plies."""
+    gen = torch.Generator().manual_seed(seed)
+    s = game.init(n, gen)
+    for _ in range(plies):
+        s = game.step(s, sample_from_probs(game.legal_mask(s).float(), gen))
+    live = ~game.is_terminal(s)
+    obs = game.observe(s, game.current_player(s).clamp(min=0))[live]
+    return obs, game.legal_mask(s)[live]
+
+
+def test_candidates_share_determinizations_and_random_streams(mini_checkpoint):
+    # The same action in every candidate slot: with common random numbers every slot must get
+    # exactly the same rollout values, even with sampled rollouts.
+    base = load_player(str(mini_checkpoint))
+    game = base.game
+    search = RolloutSearch(game, base, SearchConfig(determinizations=8, rollout="sampled"))
+    obs, mask = decision_batch(game)
+    first = mask.float().argmax(dim=1)
+    values = search.candidate_values(obs, first[:, None].expand(-1, 3), torch.ones(obs.shape[0], 3, dtype=torch.bool), 8)
+    assert values.shape == (obs.shape[0], 3, 8)
+    assert torch.equal(values[:, 0], values[:, 1]) and torch.equal(values[:, 0], values[:, 2])
+    # ...while the determinizations themselves differ (the streams are not all one).
+    assert bool((values[:, 0].std(dim=1) > 0).any())
+
+
+def test_a_winning_move_in_a_constructed_endgame_is_found():
+    game = LostCitiesGame.from_params("mini")
+    obs, win = winning_endgame_obs(game)
+    from deepcfr.games.lost_cities.layout import legal_mask_from_obs
+
+    mask = legal_mask_from_obs(game.rules, obs)
+    for name in ("random", "discard_only"):
+        base = BotPlayer(make_bot(game, name), game)
+        search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=game.num_actions))
+        assert int(search.decide(obs, mask)[0]) == win
+        best = search.last.rows(0, game.action_name)[0]
+        assert best["action"] == win and best["mean"] > 0 and best["chosen"]
+        others = [r for r in search.last.rows(0) if r["action"] != win]
+        assert others and all(r["mean"] < 0 for r in others)
+
+
+def test_one_candidate_plays_the_base_greedy_action(mini_checkpoint):
+    base = load_player(str(mini_checkpoint))
+    game = base.game
+    search = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=1))
+    obs, mask = decision_batch(game, seed=3)
+    greedy = base.policy(obs, mask).masked_fill(~mask, -1).argmax(dim=1)
+    assert torch.equal(search.decide(obs, mask), greedy)
+    assert search.stats.rollouts == 0  # nothing to compare, nothing rolled out
+
+
+@pytest.mark.parametrize("settings", [dict(), dict(rollout="sampled", min_z=1.0), dict(rollout_policy="heuristic_balanced")])
+def test_search_never_chooses_an_illegal_action_and_a_seed_repeats_its_moves(mini_checkpoint, settings):
+    spec = f"search:{mini_checkpoint}"
+    a = load_player(spec, search_settings=dict(determinizations=4, candidates=3, **settings))
+    b = load_player(spec, search_settings=dict(determinizations=4, candidates=3, **settings))
+    game = a.game
+    for seed in range(3):
+        obs, mask = decision_batch(game, seed=seed, plies=2 + 7 * seed)
+        actions = a.act(obs, mask)
+        assert bool(mask.gather(1, actions[:, None]).all())
+        assert torch.equal(actions, b.act(obs, mask))
+    assert a.stats.capped_rollouts >= 0 and a.stats.rollout_decisions > 0
+
+
+def test_search_over_a_bot_plays_whole_games_legally():
+    game = LostCitiesGame.from_params("mini")
+    base = BotPlayer(make_bot(game, "heuristic_balanced"), game)
+    search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=3, min_z=1.0))
+    gen = torch.Generator().manual_seed(0)
+    s = game.init(16, gen)
+    while not bool(game.is_terminal(s).all()):
+        player = game.current_player(s).clamp(min=0)
+        mask = game.legal_mask(s)
+        actions = search.decide(game.observe(s, player), mask)
+        s = game.step(s, actions, check=True)  # raises on an illegal action in a live row
+    assert search.stats.decisions > 100
+
+
+def test_memory_budget_and_rounds_give_the_same_choice_shape(mini_checkpoint):
+    base = load_player(str(mini_checkpoint))
+    game = base.game
+    obs, mask = decision_batch(game, seed=5)
+    small = RolloutSearch(game, base, SearchConfig(determinizations=6, candidates=2, max_batch=5))
+    actions = small.decide(obs, mask)
+    assert small.last.determinizations == 6
+    assert bool(mask.gather(1, actions[:, None]).all())
+    assert small.stats.rollouts <= obs.shape[0] * 2 * 6
+
+
+def test_bad_search_settings_name_the_key_and_the_valid_ones():
+    with pytest.raises(SearchConfigError, match="determinizations.*valid settings: determinizations"):
+        search_config({"determinizations": 0})
+    with pytest.raises(SearchConfigError, match="valid settings"):
+        search_config({"bogus": 1})
+    assert search_config({"candidates": 2}, {"candidates": 3}).candidates == 3
+
+
+def test_search_refuses_a_game_without_determinization():
+    from deepcfr.games.registry import make_game
+
+    game = make_game("kuhn")
+    with pytest.raises(ValueError, match="determinization"):
+        RolloutSearch(game, BotPlayer(make_bot(game, "random"), game))
