@@ -18,6 +18,7 @@ COMMANDS = {
     "play": "play_cmd",
     "replay": "replay_cmd",
     "report": "report_cmd",
+    "serve": "serve_cmd",
 }
 
 

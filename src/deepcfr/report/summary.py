@@ -112,23 +112,40 @@ def best_checkpoint(log: MetricsLog, checkpoints: dict[int, Path], run_dir: Path
     return lines
 
 
-def latest_evaluation(log: MetricsLog) -> list[str]:
+EVAL_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95")
+
+
+def evaluation_table(log: MetricsLog) -> dict | None:
+    """The latest evaluation as data: ``{"iteration", "exploitability": {policy: value},
+    "matches": [{"opponent", "policy", "win_rate", "mean_score_diff", "score_diff_ci95"}]}``
+    (a figure not logged is None), or None when nothing was evaluated yet."""
     row = log.last_with(("eval/", "exploitability/"))
     if row is None:
+        return None
+    expl = {k.removeprefix("exploitability/"): v for k, v in row.items() if k.startswith("exploitability/")}
+    matches = []
+    for (opponent, policy), figures in sorted(eval_groups(log).items()):
+        if any(k in row for k in figures.values()):
+            matches.append({"opponent": opponent, "policy": policy,
+                            **{name: row.get(figures[name]) if name in figures else None for name in EVAL_FIGURES}})
+    return {"iteration": row["iteration"], "exploitability": expl, "matches": matches}
+
+
+def latest_evaluation(log: MetricsLog) -> list[str]:
+    table = evaluation_table(log)
+    if table is None:
         return ["No evaluation logged yet."]
-    lines = [f"Iteration {row['iteration']}.", ""]
-    expl = {k: v for k, v in row.items() if k.startswith("exploitability/")}
-    if expl:
+    lines = [f"Iteration {table['iteration']}.", ""]
+    if table["exploitability"]:
         lines += ["| policy | exploitability |", "| --- | ---: |"]
-        lines += [f"| {k.removeprefix('exploitability/')} | {_fmt(v)} |" for k, v in expl.items()]
+        lines += [f"| {k} | {_fmt(v)} |" for k, v in table["exploitability"].items()]
         lines.append("")
-    groups = {g: f for g, f in eval_groups(log).items() if any(k in row for k in f.values())}
-    if groups:
+    if table["matches"]:
         lines += ["| opponent | policy | win rate | mean score diff | 95% CI |", "| --- | --- | ---: | ---: | ---: |"]
-        for (opponent, policy), f in sorted(groups.items()):
-            get = lambda name: _fmt(row[f[name]]) if name in f and f[name] in row else "-"  # noqa: E731
-            ci = f"±{get('score_diff_ci95')}" if "score_diff_ci95" in f and f["score_diff_ci95"] in row else "-"
-            lines.append(f"| {opponent} | {policy} | {get('win_rate')} | {get('mean_score_diff')} | {ci} |")
+        for m in table["matches"]:
+            get = lambda name: "-" if m[name] is None else _fmt(m[name])  # noqa: E731
+            ci = "-" if m["score_diff_ci95"] is None else f"±{get('score_diff_ci95')}"
+            lines.append(f"| {m['opponent']} | {m['policy']} | {get('win_rate')} | {get('mean_score_diff')} | {ci} |")
     return lines
 
 

@@ -1,0 +1,164 @@
+"""What the server reads from disk: recorded games (``--replays``) and run directories (``--runs``).
+
+Every path a request names is taken relative to the served directory and confined to it
+(``paths.resolve_under``). Record files are validated by ``evaluate.replay.read_records``;
+run reports are drawn by the ``report`` package into the server's own cache directory (the
+run directories are only read), again whenever ``metrics.jsonl`` changed, so a run that is still
+going shows its latest figures.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from pathlib import Path
+
+from ..evaluate.replay import GameRecord, new_reference, read_records
+from ..report import read_metrics, write_report
+from ..report.plots import PLOTS
+from ..report.summary import evaluation_table, find_checkpoints, read_run_config
+from .paths import PathError, is_under, resolve_under
+from .present import describe_action, table_json
+
+RECORD_SUFFIX = ".jsonl"
+RUN_MARKERS = ("metrics.jsonl", "config.yaml")
+MAX_DEPTH = 3  # run directories and record files are looked for this deep under the served directory
+ACTIVE_SECONDS = 300  # a run whose metrics changed this recently is shown as running
+
+
+def _walk(root: Path, depth: int = 0):
+    """Entries under ``root`` (hidden ones skipped), never following a link out of it."""
+    try:
+        entries = sorted(root.iterdir())
+    except OSError:
+        return
+    for entry in entries:
+        if entry.name.startswith(".") or not is_under(root, entry):
+            continue
+        yield entry
+        if entry.is_dir() and depth + 1 < MAX_DEPTH:
+            yield from _walk(entry, depth + 1)
+
+
+class ReplayLibrary:
+    """Record files under ``root``; the games of a file are read (and validated) once per version."""
+
+    def __init__(self, root: str | Path):
+        self.root = Path(root)
+        self._cache: dict[tuple[str, int, int], list[GameRecord]] = {}
+        self._lock = threading.Lock()
+
+    def files(self) -> list[dict]:
+        if not self.root.is_dir():
+            return []
+        out = []
+        for path in _walk(self.root):
+            if path.is_file() and path.name.endswith(RECORD_SUFFIX) and is_under(self.root, path):
+                stat = path.stat()
+                out.append({"file": path.relative_to(self.root).as_posix(), "bytes": stat.st_size,
+                            "modified": stat.st_mtime})
+        return out
+
+    def records(self, file: str) -> list[GameRecord]:
+        path = resolve_under(self.root, file, "record file")
+        if not path.is_file() or not path.name.endswith(RECORD_SUFFIX):
+            raise PathError(f"record file {file!r} is not a {RECORD_SUFFIX} file")
+        stat = path.stat()
+        key = (str(path), stat.st_mtime_ns, stat.st_size)
+        with self._lock:
+            if key not in self._cache:
+                self._cache = {k: v for k, v in self._cache.items() if k[0] != key[0]}
+                self._cache[key] = read_records(path, game="lost_cities")
+            return self._cache[key]
+
+    def games(self, file: str) -> list[dict]:
+        return [{"game": i, "players": r.players, "seed": r.seed, "decisions": len(r.actions), "result": r.result}
+                for i, r in enumerate(self.records(file))]
+
+    def state(self, file: str, game: int, step: int) -> dict:
+        """The table after ``step`` decisions of game number ``game`` (from 0) of the file, both hands open."""
+        records = self.records(file)
+        if not 0 <= game < len(records):
+            raise ValueError(f"game {game} is not in {file}: it holds games 0..{len(records) - 1}")
+        record = records[game]
+        total = len(record.actions)
+        if not 0 <= step <= total:
+            raise ValueError(f"step {step} is out of range: game {game} has steps 0..{total}")
+        ref = new_reference(record.game, record.game_config, record.deal)
+        for action in record.actions[:step]:
+            ref.apply(action)
+        rules = ref.rules
+        out = {"file": file, "game": game, "step": step, "steps": total, "seed": record.seed,
+               "players": [{"seat": s, "name": record.players[s], "human": False} for s in range(2)],
+               **table_json(ref, None)}
+        out["previous_move"] = ({"n": step, "seat": None, **describe_action(rules, record.actions[step - 1])}
+                                if step > 0 else None)
+        out["next_move"] = ({"n": step + 1, "seat": ref.current_player(), **describe_action(rules, record.actions[step])}
+                            if step < total else None)
+        return out
+
+
+class RunLibrary:
+    """Run directories under ``root``; reports drawn into ``cache`` (one folder per run)."""
+
+    def __init__(self, root: str | Path, cache: str | Path):
+        self.root = Path(root)
+        self.cache = Path(cache)
+        self._drawn: dict[str, int] = {}  # report folder -> metrics.jsonl mtime it was drawn from
+        self._lock = threading.Lock()
+
+    def runs(self) -> list[dict]:
+        if not self.root.is_dir():
+            return []
+        out = []
+        now = time.time()
+        for path in _walk(self.root):
+            if not path.is_dir() or not any((path / m).is_file() for m in RUN_MARKERS):
+                continue
+            metrics = path / "metrics.jsonl"
+            modified = metrics.stat().st_mtime if metrics.is_file() else None
+            config = read_run_config(path) or {}
+            game = config.get("game") if isinstance(config.get("game"), dict) else {}
+            out.append({"run": path.relative_to(self.root).as_posix(), "game": game.get("name"),
+                        "variant": game.get("variant"), "modified": modified,
+                        "running": modified is not None and now - modified < ACTIVE_SECONDS,
+                        "checkpoints": self._checkpoints(path)})
+        return out
+
+    def _checkpoints(self, run_dir: Path) -> list[str]:
+        found = sorted(find_checkpoints(run_dir).items())
+        latest = run_dir / "checkpoints" / "latest.pt"
+        paths = ([latest] if latest.is_file() else []) + [p for _, p in found if p != latest]
+        return [p.relative_to(self.root).as_posix() for p in paths if is_under(self.root, p)]
+
+    def _report_dir(self, run_dir: Path) -> Path:
+        return self.cache / hashlib.sha256(str(run_dir).encode()).hexdigest()[:16]
+
+    def report(self, run: str) -> dict:
+        run_dir = resolve_under(self.root, run, "run")
+        metrics = run_dir / "metrics.jsonl"
+        if not run_dir.is_dir() or not metrics.is_file():
+            raise FileNotFoundError(f"run {run!r} has no metrics.jsonl yet (not a run directory, or not started)")
+        out_dir = self._report_dir(run_dir)
+        with self._lock:
+            stamp = metrics.stat().st_mtime_ns
+            if self._drawn.get(str(out_dir)) != stamp:
+                write_report(run_dir, out_dir)
+                self._drawn[str(out_dir)] = stamp
+        log = read_metrics(metrics)
+        plots = [name for name in PLOTS if (out_dir / name).is_file()]
+        summary = (out_dir / "summary.md").read_text(encoding="utf-8")
+        return {"run": run, "iterations": len(log.rows), "last_iteration": log.iterations[-1] if log.rows else None,
+                "still_writing": log.partial_last_line, "plots": plots, "evaluation": evaluation_table(log),
+                "summary_markdown": summary, "checkpoints": self._checkpoints(run_dir), "drawn_from": stamp}
+
+    def plot(self, run: str, name: str) -> Path:
+        if name not in PLOTS:
+            raise ValueError(f"unknown plot {name!r}; valid plots: {', '.join(PLOTS)}")
+        run_dir = resolve_under(self.root, run, "run")
+        path = self._report_dir(run_dir) / name
+        if not path.is_file():
+            raise FileNotFoundError(f"plot {name} of run {run!r} is not drawn (open the run's report first, or the "
+                                    "run has no such figures yet)")
+        return path

@@ -1,0 +1,172 @@
+"""Players for the web page: a spec string -> a player that acts on batched observations.
+
+``resolve_player`` is the one place that turns a spec into a player. Until the shared
+``deepcfr.players`` API is on main it understands the forms ``arena``/``eval``/``play`` take
+today: a bot name (``heuristic_careful``) and a checkpoint path (``runs/x/checkpoints/latest.pt``,
+its average policy; ``PATH:current`` or ``PATH:average`` for an explicit one). A player has
+``name``, ``act(obs, mask, generator) -> actions [n]`` and, for networks, ``policy(obs, mask)
+-> probs [n, A]``.
+
+The server loads only checkpoints it was told about: the files given with ``--checkpoint`` and
+files under ``--runs`` (``CheckpointPolicy``), so a page cannot make the server unpickle an
+arbitrary file.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from ..games.base import sample_from_probs
+from .paths import PathError, is_under
+
+CHECKPOINT_POLICIES = ("average", "current")
+TOP_PROBS = 8  # actions shown with the agent's probabilities
+SPEC_FORMS = ("a bot name (e.g. heuristic_careful)", "a checkpoint path (its average policy)",
+              "PATH:average or PATH:current (that policy of the checkpoint)")
+
+
+def valid_forms() -> str:
+    return "valid forms: " + "; ".join(SPEC_FORMS)
+
+
+class PlayerError(ValueError):
+    """A player spec that cannot be used; the message lists the valid forms or choices."""
+
+
+@dataclass
+class Decision:
+    action: int
+    probs: torch.Tensor | None  # [A] the policy the action was drawn from, if the player has one
+    values: list[dict] | None = None  # a search player's candidate values, if it reports them
+
+
+class _PolicyPlayer:
+    """A network policy as a player: samples its action from ``policy(obs, mask)``."""
+
+    def __init__(self, policy: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], name: str):
+        self._policy = policy
+        self.name = name
+
+    def policy(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        with torch.no_grad():
+            probs = self._policy(obs, mask).float().cpu() * mask.cpu()
+        # Never an illegal action, whatever the network says; an all-zero row plays uniformly.
+        probs = torch.where(probs.sum(dim=1, keepdim=True) > 0, probs, mask.cpu().float())
+        return probs / probs.sum(dim=1, keepdim=True)
+
+    def act(self, obs, mask, generator=None) -> torch.Tensor:
+        return sample_from_probs(self.policy(obs, mask), generator)
+
+
+def split_checkpoint_spec(spec: str) -> tuple[str, str]:
+    """``PATH[:average|:current]`` -> (path, policy)."""
+    head, sep, tail = spec.rpartition(":")
+    if sep and tail in CHECKPOINT_POLICIES:
+        return head, tail
+    return spec, "average"
+
+
+def looks_like_checkpoint(spec: str) -> bool:
+    path, _ = split_checkpoint_spec(spec)
+    return "/" in path or path.endswith((".pt", ".pth", ".ckpt"))
+
+
+class CheckpointPolicy:
+    """Which checkpoint files the server may load: the listed ones and files under ``runs``."""
+
+    def __init__(self, checkpoints: Sequence[str | Path] = (), runs: str | Path | None = None):
+        self.checkpoints = [Path(c) for c in checkpoints]
+        self.runs = Path(runs) if runs is not None else None
+
+    def check(self, path: str) -> Path:
+        """The resolved file of an allowed checkpoint ``path`` (as given, or relative to ``runs``)."""
+        given = Path(path)
+        candidates = [given] + ([self.runs / given] if self.runs is not None and not given.is_absolute() else [])
+        listed = {c.resolve() for c in self.checkpoints}
+        for candidate in candidates:
+            file = candidate.resolve()
+            if file.is_file() and (file in listed or (self.runs is not None and is_under(self.runs, file))):
+                return file
+        served = ", ".join(str(c) for c in self.checkpoints) or "none"
+        where = f" or a file under {self.runs}" if self.runs is not None else ""
+        raise PathError(f"checkpoint {path!r} is not one this server serves: use one given with --checkpoint "
+                        f"({served}){where}")
+
+
+class PlayerCache:
+    """Loaded players by spec (a checkpoint is loaded once per file version); thread-safe."""
+
+    def __init__(self, checkpoint_policy: CheckpointPolicy, device: str = "cpu"):
+        self.checkpoint_policy = checkpoint_policy
+        self.device = device
+        self._agents: dict[tuple[str, int], Any] = {}
+        self._lock = threading.Lock()
+
+    def agent(self, path: str):
+        from ..train.trainer import load_agent
+
+        file = self.checkpoint_policy.check(path)
+        key = (str(file), file.stat().st_mtime_ns)
+        with self._lock:
+            if key not in self._agents:
+                try:
+                    self._agents[key] = load_agent(file, device=self.device)
+                except (ValueError, OSError) as e:
+                    raise PlayerError(f"cannot load checkpoint {path!r}: {e}") from None
+            return self._agents[key]
+
+    def game_of(self, spec: str):
+        """The game a checkpoint spec was trained on, or None for a bot."""
+        if not looks_like_checkpoint(spec):
+            return None
+        return self.agent(split_checkpoint_spec(spec)[0]).game
+
+    def resolve_player(self, spec: str, game):
+        """The player named by ``spec`` for ``game``; PlayerError / PathError when it cannot be."""
+        from ..games.bots import bot_names, make_bot
+
+        spec = spec.strip()
+        if not spec:
+            raise PlayerError(f"empty player spec; {valid_forms()}")
+        if spec.startswith("search:"):
+            raise PlayerError(f"search players are not available in this build; {valid_forms()}")
+        if looks_like_checkpoint(spec):
+            path, kind = split_checkpoint_spec(spec)
+            agent = self.agent(path)
+            if agent.game.config_dict() != game.config_dict():
+                raise PlayerError(f"checkpoint {path!r} plays {agent.game.name} with rules {agent.game.config_dict()}, "
+                                  f"not this table's {game.config_dict()}")
+            return _PolicyPlayer(agent.policy(kind=kind), f"{Path(path).name}:{kind}@{agent.iteration}")
+        if spec not in bot_names(game):
+            raise PlayerError(f"unknown player {spec!r}; {valid_forms()}. Bots: {', '.join(bot_names(game))}")
+        bot = make_bot(game, spec)
+        if not getattr(bot, "name", None):
+            bot.name = spec
+        return bot
+
+
+def decide(player, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> Decision:
+    """One decision of ``player`` on a batch of one (``obs [1, K]``, ``mask [1, A]``)."""
+    probs = None
+    if callable(getattr(player, "policy", None)):
+        probs = player.policy(obs, mask)[0].float().cpu()
+        action = int(sample_from_probs(probs[None], generator)[0])
+    else:
+        action = int(player.act(obs, mask, generator)[0])
+    if not bool(mask[0, action]):
+        raise RuntimeError(f"player {player.name} chose the illegal action {action}")
+    values = getattr(player, "last_candidate_values", None)
+    return Decision(action, probs, values() if callable(values) else None)
+
+
+def top_probabilities(probs: torch.Tensor, label: Callable[[int], str], chosen: int) -> list[dict]:
+    """The most probable actions (and the chosen one) as ``{action, label, p}``."""
+    order = [a for a in torch.argsort(probs, descending=True).tolist() if probs[a] > 0][:TOP_PROBS]
+    if chosen not in order:
+        order.append(chosen)
+    return [{"action": a, "label": label(a), "p": round(float(probs[a]), 4), "chosen": a == chosen} for a in order]

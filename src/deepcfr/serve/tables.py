@@ -1,0 +1,186 @@
+"""Games held in server memory: one ``Table`` per game, found by an unguessable id.
+
+A table keeps the game twice, in lockstep: the reference engine, which re-checks every move
+before anything changes and presents the state, and the batched engine (a batch of one), whose
+``observe`` and ``legal_mask`` the computer players act on, exactly as in training and
+evaluation. Each table has its own lock, so many games run at once and two requests on one game
+are serialised; a refused move leaves both engines untouched.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+from collections import OrderedDict
+from typing import Sequence
+
+import torch
+
+from ..evaluate.replay import GameRecord, make_record, reference_deal
+from ..games.base import IllegalActionError
+from ..games.lost_cities.reference import PHASE_CARD, LostCitiesReference
+from ..play.session import why_illegal
+from .players import decide, top_probabilities
+from .present import describe_action, legal_json, table_json
+
+HUMAN = "human"
+MAX_TABLES = 1000  # games kept in memory; the least recently used one goes first
+
+
+class TableError(Exception):
+    """A request this game cannot take; ``status`` is the HTTP answer (404, 409, ...)."""
+
+    def __init__(self, status: int, message: str):
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+class Table:
+    """One game. ``players[seat]`` is a player object, or None for the person at this table."""
+
+    def __init__(self, game, players: Sequence, names: Sequence[str], seed: int, mode: str):
+        if game.name != "lost_cities":
+            raise ValueError(f"the web table plays lost_cities, not {game.name!r}")
+        self.id = secrets.token_urlsafe(18)
+        self.game = game
+        self.rules = game.rules
+        self.players = list(players)
+        self.names = list(names)
+        self.mode = mode
+        self.seed = seed
+        self.human_seat = next((s for s, p in enumerate(self.players) if p is None), None)
+        self.ref = LostCitiesReference.new(self.rules, seed)
+        self.deal = reference_deal("lost_cities", self.ref)
+        self.state = game.init_from_deal(torch.tensor([self.deal]))
+        self.generator = torch.Generator().manual_seed(seed + 1)
+        self.moves: list[dict] = []
+        self.lock = threading.Lock()
+        self.saved_to: str | None = None
+
+    # Moves -------------------------------------------------------------------------------
+    def _apply(self, action: int, seat: int, probs=None, values=None) -> None:
+        before = self.ref.num_decisions
+        self.ref.apply(action)  # raises before changing anything when the move is illegal
+        self.state = self.game.step(self.state, torch.tensor([action]))
+        entry = {"n": before + 1, "seat": seat, **describe_action(self.rules, action)}
+        if probs is not None:
+            entry["probs"] = top_probabilities(probs, self.rules.action_name, action)
+        if values is not None:
+            entry["values"] = values
+        self.moves.append(entry)
+
+    def _computer_move(self) -> None:
+        seat = self.ref.current_player()
+        player = self.players[seat]
+        obs = self.game.observe(self.state, seat)
+        mask = self.game.legal_mask(self.state)
+        decision = decide(player, obs, mask, self.generator)
+        self._apply(decision.action, seat, decision.probs, decision.values)
+
+    def _run_computers(self) -> None:
+        while not self.ref.is_terminal() and self.players[self.ref.current_player()] is not None:
+            self._computer_move()
+
+    def start(self) -> None:
+        """Let the computer move first when it has seat 0 (play), nothing for watch games."""
+        with self.lock:
+            if self.mode == "play":
+                self._run_computers()
+
+    def human_move(self, action: int, decision: int | None = None) -> None:
+        with self.lock:
+            if self.ref.is_terminal():
+                raise TableError(409, "the game is over: no more moves")
+            if self.human_seat is None:
+                raise TableError(409, "this is a watched game: nobody moves by hand (step it instead)")
+            if decision is not None and decision != self.ref.num_decisions:
+                raise TableError(409, f"out of turn: the move was meant for decision {decision + 1}, but the game "
+                                      f"is at decision {self.ref.num_decisions + 1} (reload the game)")
+            if self.ref.current_player() != self.human_seat:
+                raise TableError(409, f"out of turn: seat {self.ref.current_player()} is to move, you play seat "
+                                      f"{self.human_seat}")
+            try:
+                self._apply(action, self.human_seat)
+            except IllegalActionError as e:
+                raise TableError(400, f"illegal move: {e}") from None
+            self._run_computers()
+
+    def step(self) -> None:
+        """One decision of a watched game."""
+        with self.lock:
+            if self.ref.is_terminal():
+                raise TableError(409, "the game is over: no more moves")
+            if self.players[self.ref.current_player()] is None:
+                raise TableError(409, "it is your move: a played game is not stepped")
+            self._computer_move()
+
+    # Views -------------------------------------------------------------------------------
+    def view(self) -> dict:
+        with self.lock:
+            out = {"id": self.id, "mode": self.mode, "seed": self.seed, "human_seat": self.human_seat,
+                   "players": [{"seat": s, "name": self.names[s], "human": self.players[s] is None} for s in range(2)],
+                   **table_json(self.ref, self.human_seat)}
+            your_turn = not self.ref.is_terminal() and self.ref.current_player() == self.human_seat
+            out["legal"] = legal_json(self.ref) if your_turn else []
+            out["refusals"] = self._refusals() if your_turn else {}
+            # The opponent's moves since the person's last one (all moves for watched games: the last few).
+            recent = []
+            for move in reversed(self.moves):
+                if self.human_seat is not None and move["seat"] == self.human_seat:
+                    break
+                recent.append(move)
+                if self.human_seat is None and len(recent) >= 4:
+                    break
+            out["last_moves"] = recent[::-1]
+            out["move_count"] = len(self.moves)
+            out["saved_to"] = self.saved_to
+            return out
+
+    def _refusals(self) -> dict[str, str]:
+        """Why each card of the person's hand that cannot be played now cannot (``"colour:value"``)."""
+        if self.ref.phase != PHASE_CARD:
+            return {}
+        rules, legal = self.rules, set(self.ref.legal_actions())
+        out = {}
+        for kind in sorted({rules.card_kind_index(c) for c in self.ref.hands[self.human_seat]}):
+            if kind not in legal:
+                color, k = divmod(kind, rules.n_ranks + 1)
+                reason = why_illegal(self.ref, kind)
+                out[f"{color}:{rules.kind_value(k)}"] = reason.split(": ", 1)[-1]
+        return out
+
+    def record(self) -> GameRecord:
+        with self.lock:
+            names = [HUMAN if p is None else n for p, n in zip(self.players, self.names)]
+            actions = [m["action"] for m in self.moves]
+            return make_record("lost_cities", self.game.config_dict(), self.deal, actions, names, self.seed,
+                               ref=self.ref)
+
+
+class TableStore:
+    """Tables by id; thread-safe. Beyond ``capacity`` the least recently used table is dropped."""
+
+    def __init__(self, capacity: int = MAX_TABLES):
+        self.capacity = capacity
+        self._tables: OrderedDict[str, Table] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def add(self, table: Table) -> Table:
+        with self._lock:
+            self._tables[table.id] = table
+            while len(self._tables) > self.capacity:
+                self._tables.popitem(last=False)
+        return table
+
+    def get(self, table_id: str) -> Table:
+        with self._lock:
+            table = self._tables.get(table_id)
+            if table is None:
+                raise TableError(404, f"no game with id {table_id!r} (unknown, or dropped after a server restart)")
+            self._tables.move_to_end(table_id)
+            return table
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._tables)
