@@ -145,11 +145,10 @@ function expeditionsHTML(seat, top) {
 function seatHTML(seat, top) {
   const active = !view.finished && view.to_move === seat;
   const interactive = yourTurn() && seat === view.human_seat && view.phase === "card";
-  const p = view.players[seat];
   const knownNote = view.hands[seat].cards === null && view.hands[seat].known.length
     ? `<span class="known-note">${view.hands[seat].known.length} card(s) known in this hand</span>` : "";
   const head = `<div class="seat-head"><span class="seat-name">${esc(seatName(seat))}</span>
-    <span class="hint">seat ${seat}${p.human ? "" : " \u00b7 " + (p.name === seatName(seat) ? "computer" : esc(p.name))}</span>
+    <span class="hint">seat ${seat}</span>
     <span class="seat-score">score <b>${view.scores[seat]}</b></span>
     ${active ? `<span class="to-move">\u25B6 to ${view.phase === "draw" ? "draw" : "play"}</span>` : ""} ${knownNote}</div>`;
   const hand = handHTML(seat, interactive);
@@ -238,7 +237,7 @@ function probsHTML(m) {
 function renderMoves() {
   const ol = $("#last-moves");
   let moves = view.last_moves || [];
-  if (mode === "replays") moves = [view.previous_move && { ...view.previous_move, seat: null, prefix: "last" },
+  if (mode === "replays") moves = [view.previous_move && { ...view.previous_move, prefix: "last" },
     view.next_move && { ...view.next_move, prefix: "next" }].filter(Boolean);
   ol.innerHTML = moves.map((m) => `<li><span class="who">${m.prefix ? m.prefix + ": " : ""}${m.seat === null ? "" : esc(seatName(m.seat)) + ":"}</span>
     ${moveText(m)}${probsHTML(m)}</li>`).join("") || `<li class="hint">no moves yet</li>`;
@@ -375,7 +374,7 @@ async function loadReplayGames() {
   try {
     const data = await api("GET", `/api/replays/games?file=${encodeURIComponent(replay.file)}`);
     $("#replay-game").innerHTML = data.games.map((g) => {
-      const r = g.result, s = r.scores ? ` ${r.scores[0]}:${r.scores[1]}` : "";
+      const r = g.result, s = r.scores ? ` (${r.scores[0]} : ${r.scores[1]})` : "";
       return `<option value="${g.game}">#${g.game} ${esc(g.players[0])} v ${esc(g.players[1])}${s}</option>`;
     }).join("");
     showMessage("");
