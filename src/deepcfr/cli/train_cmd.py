@@ -54,6 +54,91 @@ def _summary_metrics(metrics: dict) -> dict:
     return keep
 
 
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    h, rest = divmod(seconds, 3600)
+    m, s = divmod(rest, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s" if m else f"{s}s"
+
+
+class TrainingProgress:
+    """The lines that make a long run feel alive, printed as each metrics record is written:
+    after every iteration the elapsed time, iterations done and the ETA (the time budget or the
+    iteration target, whichever ends the run first), and each evaluation's figures with 95% CIs."""
+
+    BAR = 24
+
+    def __init__(self, config, out, clock=time.perf_counter):
+        self.budget = config.run.time_budget_seconds
+        self.target = config.run.iterations
+        self.eval_games = config.eval.games
+        self.out = out
+        self.clock = clock
+        self.started = clock()
+        self.first: int | None = None  # the first iteration of this invocation (a resumed run starts later)
+
+    def __call__(self, record: dict) -> None:
+        iteration = int(record["iteration"])
+        if "time/iteration_seconds" in record:
+            print(self.progress_line(iteration), file=self.out, flush=True)
+        for line in self.evaluation_lines(record):
+            print(line, file=self.out, flush=True)
+
+    def progress_line(self, iteration: int) -> str:
+        if self.first is None:
+            self.first = iteration
+        elapsed = self.clock() - self.started
+        per_iteration = elapsed / (iteration - self.first + 1)
+        eta, by = (self.target - iteration) * per_iteration, "iterations"
+        fraction = iteration / self.target
+        if self.budget is not None:
+            fraction = max(fraction, elapsed / self.budget)
+            if self.budget - elapsed < eta:
+                eta, by = max(self.budget - elapsed, 0.0), "time budget"
+        filled = min(self.BAR, int(round(self.BAR * min(fraction, 1.0))))
+        budget = f" of {_duration(self.budget)}" if self.budget is not None else ""
+        return (f"progress [{'#' * filled}{'.' * (self.BAR - filled)}] {_duration(elapsed)}{budget}, iteration "
+                f"{iteration}/{self.target}, {per_iteration:.1f}s per iteration, ETA {_duration(eta)} ({by})")
+
+    def evaluation_lines(self, record: dict) -> list[str]:
+        from ..report.metrics import MetricsLog
+        from ..report.summary import evaluation_table
+
+        table = evaluation_table(MetricsLog(Path("metrics.jsonl"), [record]))
+        if table is None:
+            return []
+        lines = [f"evaluation at iteration {table['iteration']}:"]
+        if table["exploitability"]:
+            lines.append("  exploitability: " + ", ".join(f"{k} {v:.4g}" for k, v in table["exploitability"].items()))
+        for m in table["matches"]:
+            parts = [f"  vs {m['opponent']:<18} {m['policy']:<8}"]
+            if m["win_rate"] is not None:
+                p = m["win_rate"]
+                n, z = self.eval_games, 1.959964  # Wilson score interval: sensible at 0% and 100% too
+                half = z * (p * (1 - p) / n + z * z / (4 * n * n)) ** 0.5 / (1 + z * z / n)
+                parts.append(f"win rate {100 * p:5.1f}% ±{100 * half:.1f}")
+            if m["mean_score_diff"] is not None:
+                ci = f" ±{m['score_diff_ci95']:.1f}" if m["score_diff_ci95"] is not None else ""
+                parts.append(f"score diff {m['mean_score_diff']:+.1f}{ci}")
+            lines.append("  ".join(parts))
+        return lines
+
+
+def next_steps(game: str, checkpoint: str, run_dir: str) -> list[str]:
+    """What to do with a finished run's checkpoint."""
+    lines = [f"checkpoint: {checkpoint}",
+             f"  play it in the terminal: deepcfr play --checkpoint {checkpoint}"]
+    if game == "lost_cities":
+        lines += [f"  play it in a browser:    deepcfr serve --checkpoint {checkpoint}   (then open http://127.0.0.1:8000/)",
+                  f"  evaluate it:             deepcfr eval --checkpoint {checkpoint} "
+                  "--vs heuristic_careful,random,discard_only --games 2000"]
+    else:
+        lines.append(f"  evaluate it:             deepcfr eval --checkpoint {checkpoint}")
+    lines += [f"  report with plots:       deepcfr report {run_dir}",
+              f"  TensorBoard:             tensorboard --logdir {run_dir}"]
+    return lines
+
+
 def run(args) -> int:
     from ..train.config import ConfigError, load_config
     from ..train.run import Run, shipped_config_path
@@ -83,6 +168,7 @@ def run(args) -> int:
     with run_:
         # A resumed Run makes the trainer load checkpoints/latest.pt (and drop later metrics).
         trainer = Trainer(run_.config, run=run_)
+        run_.metrics_listeners.append(TrainingProgress(run_.config, out))
         trainer.train()
         metrics = run_.read_metrics()
     last: dict = {}
@@ -101,9 +187,8 @@ def run(args) -> int:
         emit(summary, True)
     else:
         emit(summary, False, title="training finished")
-        if summary["checkpoint"]:
-            print(f"evaluate with: deepcfr eval --checkpoint {summary['checkpoint']}")
-        print(f"TensorBoard: tensorboard --logdir {run_.dir}")
+    if summary["checkpoint"]:
+        print("\n".join(next_steps(summary["game"], summary["checkpoint"], str(run_.dir))), file=out, flush=True)
     return 0
 
 

@@ -24,7 +24,7 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 from deepcfr.atomic import atomic_path
 
@@ -123,6 +123,8 @@ class Run:
         # (iteration, full file, numbered file without memories, numbered?) waiting for the iteration's metrics
         self._pending: tuple[int, Path, Path | None, bool] | None = None
         self._logged_iteration: int | None = None
+        # Called with each metrics record once it is written (the CLI's progress and evaluation lines).
+        self.metrics_listeners: list[Callable[[dict], None]] = []
         self.logger = logging.getLogger(LOGGER_NAME)
         self._handlers = self._setup_logging(console)
         self.logger.info("%s run in %s", "resuming" if resume else "starting", self.dir)
@@ -207,6 +209,8 @@ class Run:
                 continue
             writer.add_scalar(k, v, global_step=int(iteration))
         writer.flush()
+        for listener in self.metrics_listeners:
+            listener(record)
         self._logged_iteration = int(iteration)
         if self._pending is not None and self._pending[0] <= iteration:
             self._commit_pending()
