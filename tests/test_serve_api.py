@@ -245,7 +245,7 @@ def test_checkpoint_players_with_probabilities_and_confinement(tmp_path):
     client = _client(tmp_path, runs=runs, checkpoints=[str(listed)])
     specs = [c["spec"] for c in client.get("/api/info").json()["checkpoints"]]
     assert str(listed) in specs and "r1/checkpoints/latest.pt" in specs
-    for spec in ("r1/checkpoints/latest.pt", "r1/checkpoints/latest.pt:current", str(listed), str(inside)):
+    for spec in ("r1/checkpoints/latest.pt", "r1/checkpoints/latest.pt@current", "r1/checkpoints/latest.pt@current,greedy", str(listed), str(inside)):
         view = client.post("/api/games", json={"opponent": spec, "seat": 1, "seed": 3}).json()
         assert view["rules"]["n_colors"] == 3, view  # the checkpoint's own rules (mini)
         moves = view["last_moves"]
@@ -254,6 +254,8 @@ def test_checkpoint_players_with_probabilities_and_confinement(tmp_path):
             assert sum(p["chosen"] for p in m["probs"]) == 1
             assert 0 < sum(p["p"] for p in m["probs"]) <= 1.0001
         _play_to_end(client, view, random.Random(2))
+    r = client.post("/api/games", json={"opponent": "r1/checkpoints/latest.pt@best"})
+    assert r.status_code == 400 and "unknown checkpoint option" in r.json()["error"]
     r = client.post("/api/games", json={"opponent": str(unlisted)})
     assert r.status_code == 400 and "not one this server serves" in r.json()["error"]
     r = client.post("/api/games", json={"opponent": "r1/checkpoints/latest.pt", "variant": "classic"})

@@ -3,7 +3,7 @@
 ``resolve_player`` is the one place that turns a spec into a player. Until the shared
 ``deepcfr.players`` API is on main it understands the forms ``arena``/``eval``/``play`` take
 today: a bot name (``heuristic_careful``) and a checkpoint path (``runs/x/checkpoints/latest.pt``,
-its average policy; ``PATH:current`` or ``PATH:average`` for an explicit one). A player has
+its average policy; ``PATH@current``, ``PATH@greedy``, ``PATH@current,greedy`` for the others). A player has
 ``name``, ``act(obs, mask, generator) -> actions [n]`` and, for networks, ``policy(obs, mask)
 -> probs [n, A]``.
 
@@ -24,10 +24,10 @@ import torch
 from ..games.base import sample_from_probs
 from .paths import PathError, is_under
 
-CHECKPOINT_POLICIES = ("average", "current")
+CHECKPOINT_OPTIONS = ("average", "current", "greedy")
 TOP_PROBS = 8  # actions shown with the agent's probabilities
 SPEC_FORMS = ("a bot name (e.g. heuristic_careful)", "a checkpoint path (its average policy)",
-              "PATH:average or PATH:current (that policy of the checkpoint)")
+              "PATH@current (its current policy), PATH@greedy or PATH@current,greedy (its most probable action)")
 
 
 def valid_forms() -> str:
@@ -42,15 +42,17 @@ class PlayerError(ValueError):
 class Decision:
     action: int
     probs: torch.Tensor | None  # [A] the policy the action was drawn from, if the player has one
-    values: list[dict] | None = None  # a search player's candidate values, if it reports them
+    values: list[dict] | None = None  # a search player's candidate values (once search players exist)
 
 
 class _PolicyPlayer:
-    """A network policy as a player: samples its action from ``policy(obs, mask)``."""
+    """A network policy as a player: samples its action from ``policy(obs, mask)`` (or, greedy,
+    takes the most probable one; ``policy`` still gives the probabilities it comes from)."""
 
-    def __init__(self, policy: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], name: str):
+    def __init__(self, policy: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], name: str, greedy: bool):
         self._policy = policy
         self.name = name
+        self.greedy = greedy
 
     def policy(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         with torch.no_grad():
@@ -60,20 +62,26 @@ class _PolicyPlayer:
         return probs / probs.sum(dim=1, keepdim=True)
 
     def act(self, obs, mask, generator=None) -> torch.Tensor:
-        return sample_from_probs(self.policy(obs, mask), generator)
+        probs = self.policy(obs, mask)
+        return probs.argmax(dim=1) if self.greedy else sample_from_probs(probs, generator)
 
 
-def split_checkpoint_spec(spec: str) -> tuple[str, str]:
-    """``PATH[:average|:current]`` -> (path, policy)."""
-    head, sep, tail = spec.rpartition(":")
-    if sep and tail in CHECKPOINT_POLICIES:
-        return head, tail
-    return spec, "average"
+def split_checkpoint_spec(spec: str) -> tuple[str, str, bool]:
+    """``PATH[@option,...]`` -> (path, policy kind, greedy)."""
+    path, sep, tail = spec.rpartition("@")
+    if not sep:
+        return spec, "average", False
+    options = [o.strip() for o in tail.split(",") if o.strip()]
+    unknown = [o for o in options if o not in CHECKPOINT_OPTIONS]
+    if unknown or not path:
+        raise PlayerError(f"player spec {spec!r}: unknown checkpoint option(s) {', '.join(unknown) or '(none)'}; "
+                          f"{valid_forms()}")
+    return path, "current" if "current" in options else "average", "greedy" in options
 
 
 def looks_like_checkpoint(spec: str) -> bool:
-    path, _ = split_checkpoint_spec(spec)
-    return "/" in path or path.endswith((".pt", ".pth", ".ckpt"))
+    path = spec.rpartition("@")[0] or spec
+    return "/" in path or "\\" in path or path.endswith((".pt", ".pth", ".ckpt"))
 
 
 class CheckpointPolicy:
@@ -124,7 +132,7 @@ class PlayerCache:
         """The game a checkpoint spec was trained on, or None for a bot."""
         if not looks_like_checkpoint(spec):
             return None
-        return self.agent(split_checkpoint_spec(spec)[0]).game
+        return self.agent(split_checkpoint_spec(spec.strip())[0]).game
 
     def resolve_player(self, spec: str, game):
         """The player named by ``spec`` for ``game``; PlayerError / PathError when it cannot be."""
@@ -136,12 +144,13 @@ class PlayerCache:
         if spec.startswith("search:"):
             raise PlayerError(f"search players are not available in this build; {valid_forms()}")
         if looks_like_checkpoint(spec):
-            path, kind = split_checkpoint_spec(spec)
+            path, kind, greedy = split_checkpoint_spec(spec)
             agent = self.agent(path)
             if agent.game.config_dict() != game.config_dict():
                 raise PlayerError(f"checkpoint {path!r} plays {agent.game.name} with rules {agent.game.config_dict()}, "
                                   f"not this table's {game.config_dict()}")
-            return _PolicyPlayer(agent.policy(kind=kind), f"{Path(path).name}:{kind}@{agent.iteration}")
+            name = f"{Path(path).parent.parent.name or Path(path).stem}/{Path(path).name}@{kind}{',greedy' * greedy}"
+            return _PolicyPlayer(agent.policy(kind=kind), f"{name} (iteration {agent.iteration})", greedy)
         if spec not in bot_names(game):
             raise PlayerError(f"unknown player {spec!r}; {valid_forms()}. Bots: {', '.join(bot_names(game))}")
         bot = make_bot(game, spec)
@@ -151,17 +160,13 @@ class PlayerCache:
 
 
 def decide(player, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> Decision:
-    """One decision of ``player`` on a batch of one (``obs [1, K]``, ``mask [1, A]``)."""
-    probs = None
-    if callable(getattr(player, "policy", None)):
-        probs = player.policy(obs, mask)[0].float().cpu()
-        action = int(sample_from_probs(probs[None], generator)[0])
-    else:
-        action = int(player.act(obs, mask, generator)[0])
+    """One decision of ``player`` on a batch of one (``obs [1, K]``, ``mask [1, A]``): its own
+    ``act``, and for the page the probabilities of its ``policy`` where it has one."""
+    action = int(player.act(obs, mask, generator)[0])
     if not bool(mask[0, action]):
         raise RuntimeError(f"player {player.name} chose the illegal action {action}")
-    values = getattr(player, "last_candidate_values", None)
-    return Decision(action, probs, values() if callable(values) else None)
+    probs = player.policy(obs, mask)[0].float().cpu() if callable(getattr(player, "policy", None)) else None
+    return Decision(action, probs)
 
 
 def top_probabilities(probs: torch.Tensor, label: Callable[[int], str], chosen: int) -> list[dict]:

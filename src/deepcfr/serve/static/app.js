@@ -312,7 +312,7 @@ function playerOptions(select, preferred) {
   const opts = info.bots.map((b) => `<option value="${esc(b)}">${esc(b)}</option>`);
   for (const c of info.checkpoints) {
     opts.push(`<option value="${esc(c.spec)}">${esc(c.label)} (average)</option>`);
-    opts.push(`<option value="${esc(c.spec)}:current">${esc(c.label)} (current)</option>`);
+    opts.push(`<option value="${esc(c.spec)}@current">${esc(c.label)} (current)</option>`);
   }
   select.innerHTML = opts.join("");
   if (preferred && [...select.options].some((o) => o.value === preferred)) select.value = preferred;
