@@ -21,6 +21,7 @@ with warnings.catch_warnings():
 
 from deepcfr.evaluate.replay import read_records
 from deepcfr.games.lost_cities import LostCitiesReference, LostCitiesRules
+from deepcfr.games.lost_cities.rules import make_rules
 from deepcfr.serve import ServeSettings, create_app
 
 SRC = str(Path(__file__).resolve().parent.parent / "src")
@@ -146,12 +147,15 @@ def test_refused_requests_are_4xx_json_and_change_nothing(tmp_path):
         assert client.get(url).status_code == 404
     assert client.post("/api/games/unknown/move", json={"action": 1}).status_code == 404
     bad_games = [
-        ({"opponent": "no_such_bot"}, 400, "valid forms"), ({"opponent": ""}, 422, "opponent"),
+        ({"opponent": "no_such_bot"}, 400, "valid bots"), ({"opponent": ""}, 422, "opponent"),
         ({"opponent": "random", "seat": 2}, 422, "seat"), ({"opponent": "random", "seed": -1}, 422, "seed"),
         ({"opponent": "random", "variant": "huge"}, 400, "classic, mini"),
         ({"opponent": "/etc/passwd"}, 400, "not one this server serves"),
         ({"opponent": "../outside.pt"}, 400, "not one this server serves"),
-        ({"opponent": "search:random"}, 400, "search"), ({"opponent": "random", "colour": 1}, 422, "colour"),
+        ({"opponent": "search:"}, 400, "valid player specs"), ({"opponent": "x@y z"}, 400, "valid player specs"),
+        ({"opponent": "search[nope=1]:random"}, 400, "valid settings"),
+        ({"opponent": "search:../outside.pt"}, 400, "not one this server serves"),
+        ({"opponent": "random", "colour": 1}, 422, "colour"),
     ]
     for body, status, words in bad_games:
         r = client.post("/api/games", json=body)
@@ -260,11 +264,20 @@ def test_checkpoint_players_with_probabilities_and_confinement(tmp_path):
     assert r.status_code == 400 and "not one this server serves" in r.json()["error"]
     r = client.post("/api/games", json={"opponent": "r1/checkpoints/latest.pt", "variant": "classic"})
     assert r.status_code == 400 and "other rules" in r.json()["error"]
+    # A search over the checkpoint: its moves come with the candidates' values.
+    view = client.post("/api/games", json={"opponent": "search[determinizations=8,candidates=3]:r1/checkpoints/latest.pt",
+                                           "seat": 1, "seed": 4}).json()
+    card_move = view["last_moves"][0]
+    assert card_move["values"] and sum(v["chosen"] for v in card_move["values"]) == 1
+    assert {v["action"] for v in card_move["values"]} <= set(range(make_rules("mini").num_actions))
+    assert all("ci95" in v and "mean" in v for v in card_move["values"])
+    assert view["players"][0]["name"] == "search[determinizations=8,candidates=3]:r1/checkpoints/latest.pt"
+    assert str(tmp_path) not in json.dumps(view)  # the server's paths stay on the server
     r = client.post("/api/watch", json={"players": ["r1/checkpoints/latest.pt", "heuristic_careful"], "seed": 1})
     assert r.status_code == 200 and r.json()["rules"]["n_colors"] == 3
     (runs / "r1" / "checkpoints" / "broken.pt").write_bytes(b"not a checkpoint")
     r = client.post("/api/games", json={"opponent": "r1/checkpoints/broken.pt"})
-    assert r.status_code == 400 and "cannot load checkpoint" in r.json()["error"]
+    assert r.status_code == 400 and "cannot load player" in r.json()["error"]
 
 
 def test_saved_games_replay_step_by_step(tmp_path):

@@ -24,7 +24,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..evaluate.replay import append_records
 from ..games.lost_cities.rules import VARIANTS
 from .library import ReplayLibrary, RunLibrary
-from .players import SPEC_FORMS, CheckpointPolicy, PlayerCache, PlayerError
+from ..players import VALID_FORMS
+from .players import CheckpointPolicy, PlayerCache
 from .tables import Table, TableError, TableStore
 
 SAVED_GAMES = "web_games.jsonl"  # finished games saved from the page, under the replays directory
@@ -87,7 +88,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     async def _not_found(request: Request, e: FileNotFoundError):
         return _error(404, str(e))
 
-    @app.exception_handler(ValueError)  # PlayerError, PathError, ReplayError, bad variants and steps
+    @app.exception_handler(ValueError)  # PlayerSpecError, PathError, ReplayError, bad variants and steps
     async def _bad_request(request: Request, e: ValueError):
         return _error(400, str(e))
 
@@ -110,14 +111,14 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         if games:
             game = games[0]
             if variant is not None and game.config_dict() != make_game("lost_cities", variant=variant).config_dict():
-                raise PlayerError(f"the checkpoint plays other rules than variant {variant!r}; leave the variant "
-                                  "empty to play the checkpoint's own rules")
+                raise ValueError(f"the checkpoint plays other rules than variant {variant!r}; leave the variant "
+                                 "empty to play the checkpoint's own rules")
         else:
             game = make_game("lost_cities", variant=variant or "classic")
         if game.name != "lost_cities":
-            raise PlayerError(f"the web table plays lost_cities; the checkpoint is a {game.name} agent")
-        seated = [None if s is None else players.resolve_player(s, game) for s in specs]
-        names = ["You" if p is None else str(getattr(p, "name", s)) for p, s in zip(seated, specs)]
+            raise ValueError(f"the web table plays lost_cities; the checkpoint is a {game.name} agent")
+        seated = [None if s is None else players.resolve(s, game) for s in specs]
+        names = ["You" if s is None else s.strip() for s in specs]
         table = Table(game, seated, names, secrets.randbelow(MAX_SEED) if seed is None else seed, mode)
         table.start()
         return tables.add(table)
@@ -131,7 +132,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         for run in runs.runs():
             listed += [{"spec": c, "label": c} for c in run["checkpoints"]]
         return {"bots": bot_names(make_game("lost_cities")), "checkpoints": listed, "variants": list(VARIANTS),
-                "spec_forms": list(SPEC_FORMS), "runs": str(runs_root), "replays": str(replays_root),
+                "spec_forms": VALID_FORMS, "runs": str(runs_root), "replays": str(replays_root),
                 "games_in_memory": len(tables)}
 
     @app.post("/api/games")

@@ -1,87 +1,41 @@
-"""Players for the web page: a spec string -> a player that acts on batched observations.
+"""Players for the web page: any spec that ``arena``, ``eval`` and ``play`` accept.
 
-``resolve_player`` is the one place that turns a spec into a player. Until the shared
-``deepcfr.players`` API is on main it understands the forms ``arena``/``eval``/``play`` take
-today: a bot name (``heuristic_careful``) and a checkpoint path (``runs/x/checkpoints/latest.pt``,
-its average policy; ``PATH@current``, ``PATH@greedy``, ``PATH@current,greedy`` for the others). A player has
-``name``, ``act(obs, mask, generator) -> actions [n]`` and, for networks, ``policy(obs, mask)
--> probs [n, A]``.
+Specs are parsed and loaded by ``deepcfr.players`` (``parse_player`` / ``load_player``): a bot
+name, a checkpoint path (its average policy; ``PATH@current``, ``PATH@greedy``), or ``search:``
+around either. This module adds what a server needs on top:
 
-The server loads only checkpoints it was told about: the files given with ``--checkpoint`` and
-files under ``--runs`` (``CheckpointPolicy``), so a page cannot make the server unpickle an
-arbitrary file.
+- the server loads only checkpoints it was told about (``CheckpointPolicy``: the files given with
+  ``--checkpoint`` and files under ``--runs``), so a page cannot make it unpickle an arbitrary file;
+- a loaded player is kept (per spec, checkpoint version and rules), so a new game does not read
+  the checkpoint again;
+- each player decides under its own lock (a search player keeps its last decision's candidate
+  values, which one game must not read from another's move).
 """
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Callable, Sequence
 
 import torch
 
-from ..games.base import sample_from_probs
+from ..players import PlayerSpec, PlayerSpecError, _describe, _same_game, load_player, parse_player
 from .paths import PathError, is_under
 
-CHECKPOINT_OPTIONS = ("average", "current", "greedy")
 TOP_PROBS = 8  # actions shown with the agent's probabilities
-SPEC_FORMS = ("a bot name (e.g. heuristic_careful)", "a checkpoint path (its average policy)",
-              "PATH@current (its current policy), PATH@greedy or PATH@current,greedy (its most probable action)")
 
-
-def valid_forms() -> str:
-    return "valid forms: " + "; ".join(SPEC_FORMS)
-
-
-class PlayerError(ValueError):
-    """A player spec that cannot be used; the message lists the valid forms or choices."""
+__all__ = ["CheckpointPolicy", "Decision", "PlayerCache", "PlayerSpecError", "Seated", "top_probabilities"]
 
 
 @dataclass
 class Decision:
     action: int
-    probs: torch.Tensor | None  # [A] the policy the action was drawn from, if the player has one
-    values: list[dict] | None = None  # a search player's candidate values (once search players exist)
-
-
-class _PolicyPlayer:
-    """A network policy as a player: samples its action from ``policy(obs, mask)`` (or, greedy,
-    takes the most probable one; ``policy`` still gives the probabilities it comes from)."""
-
-    def __init__(self, policy: Callable[[torch.Tensor, torch.Tensor], torch.Tensor], name: str, greedy: bool):
-        self._policy = policy
-        self.name = name
-        self.greedy = greedy
-
-    def policy(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        with torch.no_grad():
-            probs = self._policy(obs, mask).float().cpu() * mask.cpu()
-        # Never an illegal action, whatever the network says; an all-zero row plays uniformly.
-        probs = torch.where(probs.sum(dim=1, keepdim=True) > 0, probs, mask.cpu().float())
-        return probs / probs.sum(dim=1, keepdim=True)
-
-    def act(self, obs, mask, generator=None) -> torch.Tensor:
-        probs = self.policy(obs, mask)
-        return probs.argmax(dim=1) if self.greedy else sample_from_probs(probs, generator)
-
-
-def split_checkpoint_spec(spec: str) -> tuple[str, str, bool]:
-    """``PATH[@option,...]`` -> (path, policy kind, greedy)."""
-    path, sep, tail = spec.rpartition("@")
-    if not sep:
-        return spec, "average", False
-    options = [o.strip() for o in tail.split(",") if o.strip()]
-    unknown = [o for o in options if o not in CHECKPOINT_OPTIONS]
-    if unknown or not path:
-        raise PlayerError(f"player spec {spec!r}: unknown checkpoint option(s) {', '.join(unknown) or '(none)'}; "
-                          f"{valid_forms()}")
-    return path, "current" if "current" in options else "average", "greedy" in options
-
-
-def looks_like_checkpoint(spec: str) -> bool:
-    path = spec.rpartition("@")[0] or spec
-    return "/" in path or "\\" in path or path.endswith((".pt", ".pth", ".ckpt"))
+    probs: torch.Tensor | None  # [A] the player's policy where it has one (the page shows it)
+    values: list[dict] | None = None  # a search player's candidates: value with CI, prior, chosen
 
 
 class CheckpointPolicy:
@@ -106,71 +60,88 @@ class CheckpointPolicy:
                         f"({served}){where}")
 
 
+class Seated:
+    """A loaded player at the table: its decisions, one at a time."""
+
+    def __init__(self, player):
+        self.player = player
+        self.name = str(player.name)
+        self.game = getattr(player, "game", None)
+        self._lock = threading.Lock()
+
+    def decide(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator,
+               action_name: Callable[[int], str] = str) -> Decision:
+        """One decision on a batch of one (``obs [1, K]``, ``mask [1, A]``) by the player's own
+        ``act``; the probabilities of its ``policy`` and a search's candidates come along."""
+        with self._lock:
+            action = int(self.player.act(obs, mask, generator)[0])
+            last = getattr(self.player, "last_decision", None)
+            values = [_finite(row) for row in last.rows(0, action_name)] if last is not None else None
+        if not bool(mask[0, action]):
+            raise RuntimeError(f"player {self.name} chose the illegal action {action}")
+        policy = getattr(self.player, "policy", None)
+        probs = None
+        if callable(policy):
+            with torch.no_grad():
+                probs = policy(obs, mask)[0].float().cpu() * mask[0].cpu()
+            probs = probs / probs.sum() if float(probs.sum()) > 0 else None
+        return Decision(action, probs, values)
+
+
+def _finite(row: dict) -> dict:
+    """JSON has no NaN or infinity: a figure that is not a finite number becomes None."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
+
+
+def _checkpoint_nodes(spec: PlayerSpec) -> list[PlayerSpec]:
+    return [spec] if spec.kind == "checkpoint" else _checkpoint_nodes(spec.base) if spec.kind == "search" else []
+
+
 class PlayerCache:
-    """Loaded players by spec (a checkpoint is loaded once per file version); thread-safe."""
+    """Loaded players by spec; thread-safe. See the module docstring."""
 
     def __init__(self, checkpoint_policy: CheckpointPolicy, device: str = "cpu"):
         self.checkpoint_policy = checkpoint_policy
         self.device = device
-        self._agents: dict[tuple[str, int], Any] = {}
+        self._players: dict[tuple, Seated] = {}
         self._lock = threading.Lock()
 
-    def agent(self, path: str):
-        from ..train.trainer import load_agent
+    def _confined(self, spec: PlayerSpec) -> PlayerSpec:
+        """The spec with every checkpoint path checked and resolved (PathError when not served)."""
+        if spec.kind == "checkpoint":
+            return dataclasses.replace(spec, path=str(self.checkpoint_policy.check(spec.path)))
+        if spec.kind == "search":
+            return dataclasses.replace(spec, base=self._confined(spec.base))
+        return spec
 
-        file = self.checkpoint_policy.check(path)
-        key = (str(file), file.stat().st_mtime_ns)
+    def resolve(self, text: str, game=None) -> Seated:
+        """The player ``text`` names, for ``game`` (None: a checkpoint's own game).
+        PlayerSpecError, PathError or ValueError (all 400s) when it cannot be had."""
+        spec = self._confined(parse_player(text))
+        files = [Path(node.path) for node in _checkpoint_nodes(spec)]
+        # A checkpoint's player is loaded once, for its own game, then checked against the table's.
+        rules = None if files or game is None else (game.name, tuple(sorted(game.config_dict().items())))
+        key = (str(spec), tuple(f.stat().st_mtime_ns for f in files), rules)
         with self._lock:
-            if key not in self._agents:
+            if key not in self._players:
                 try:
-                    self._agents[key] = load_agent(file, device=self.device)
-                except (ValueError, OSError) as e:
-                    raise PlayerError(f"cannot load checkpoint {path!r}: {e}") from None
-            return self._agents[key]
+                    self._players[key] = Seated(load_player(spec, None if files else game, device=self.device))
+                except (ValueError, OSError, RuntimeError, KeyError) as e:
+                    raise ValueError(f"cannot load player {text!r}: {e}") from None
+            seated = self._players[key]
+        if game is not None and seated.game is not None and not _same_game(seated.game, game):
+            raise ValueError(f"player {text!r} plays {_describe(seated.game)}, but this table plays {_describe(game)}")
+        return seated
 
-    def game_of(self, spec: str):
-        """The game a checkpoint spec was trained on, or None for a bot."""
-        if not looks_like_checkpoint(spec):
+    def game_of(self, text: str):
+        """The game of a spec's checkpoint, or None for a bot (and search over a bot)."""
+        if not _checkpoint_nodes(parse_player(text)):
             return None
-        return self.agent(split_checkpoint_spec(spec.strip())[0]).game
-
-    def resolve_player(self, spec: str, game):
-        """The player named by ``spec`` for ``game``; PlayerError / PathError when it cannot be."""
-        from ..games.bots import bot_names, make_bot
-
-        spec = spec.strip()
-        if not spec:
-            raise PlayerError(f"empty player spec; {valid_forms()}")
-        if spec.startswith("search:"):
-            raise PlayerError(f"search players are not available in this build; {valid_forms()}")
-        if looks_like_checkpoint(spec):
-            path, kind, greedy = split_checkpoint_spec(spec)
-            agent = self.agent(path)
-            if agent.game.config_dict() != game.config_dict():
-                raise PlayerError(f"checkpoint {path!r} plays {agent.game.name} with rules {agent.game.config_dict()}, "
-                                  f"not this table's {game.config_dict()}")
-            name = f"{Path(path).parent.parent.name or Path(path).stem}/{Path(path).name}@{kind}{',greedy' * greedy}"
-            return _PolicyPlayer(agent.policy(kind=kind), f"{name} (iteration {agent.iteration})", greedy)
-        if spec not in bot_names(game):
-            raise PlayerError(f"unknown player {spec!r}; {valid_forms()}. Bots: {', '.join(bot_names(game))}")
-        bot = make_bot(game, spec)
-        if not getattr(bot, "name", None):
-            bot.name = spec
-        return bot
-
-
-def decide(player, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> Decision:
-    """One decision of ``player`` on a batch of one (``obs [1, K]``, ``mask [1, A]``): its own
-    ``act``, and for the page the probabilities of its ``policy`` where it has one."""
-    action = int(player.act(obs, mask, generator)[0])
-    if not bool(mask[0, action]):
-        raise RuntimeError(f"player {player.name} chose the illegal action {action}")
-    probs = player.policy(obs, mask)[0].float().cpu() if callable(getattr(player, "policy", None)) else None
-    return Decision(action, probs)
+        return self.resolve(text).game
 
 
 def top_probabilities(probs: torch.Tensor, label: Callable[[int], str], chosen: int) -> list[dict]:
-    """The most probable actions (and the chosen one) as ``{action, label, p}``."""
+    """The most probable actions (and the chosen one) as ``{action, label, p, chosen}``."""
     order = [a for a in torch.argsort(probs, descending=True).tolist() if probs[a] > 0][:TOP_PROBS]
     if chosen not in order:
         order.append(chosen)

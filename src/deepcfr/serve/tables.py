@@ -20,7 +20,7 @@ from ..evaluate.replay import GameRecord, make_record, reference_deal
 from ..games.base import IllegalActionError
 from ..games.lost_cities.reference import PHASE_CARD, LostCitiesReference
 from ..play.session import why_illegal
-from .players import decide, top_probabilities
+from .players import top_probabilities
 from .present import describe_action, legal_json, table_json
 
 HUMAN = "human"
@@ -37,7 +37,7 @@ class TableError(Exception):
 
 
 class Table:
-    """One game. ``players[seat]`` is a player object, or None for the person at this table."""
+    """One game. ``players[seat]`` is a ``players.Seated`` player, or None for the person at this table."""
 
     def __init__(self, game, players: Sequence, names: Sequence[str], seed: int, mode: str):
         if game.name != "lost_cities":
@@ -72,10 +72,9 @@ class Table:
 
     def _computer_move(self) -> None:
         seat = self.ref.current_player()
-        player = self.players[seat]
         obs = self.game.observe(self.state, seat)
         mask = self.game.legal_mask(self.state)
-        decision = decide(player, obs, mask, self.generator)
+        decision = self.players[seat].decide(obs, mask, self.generator, self.rules.action_name)
         self._apply(decision.action, seat, decision.probs, decision.values)
 
     def _run_computers(self) -> None:

@@ -227,11 +227,19 @@ function renderActions() {
 }
 
 function probsHTML(m) {
-  if (!m.probs || !$("#show-probs").checked) return "";
-  let rows = m.probs.map((p) => `<tr class="${p.chosen ? "chosen" : ""}"><td>${(100 * p.p).toFixed(1)}%</td>
+  if ((!m.probs && !m.values) || !$("#show-probs").checked) return "";
+  const rows = (m.probs || []).map((p) => `<tr class="${p.chosen ? "chosen" : ""}"><td>${(100 * p.p).toFixed(1)}%</td>
     <td style="width:70px"><div class="bar" style="width:${Math.max(2, 70 * p.p)}px"></div></td><td>${esc(p.label)}</td></tr>`).join("");
-  if (m.values) rows += m.values.map((v) => `<tr><td colspan="3">${esc(JSON.stringify(v))}</td></tr>`).join("");
-  return `<table class="probs">${rows}</table>`;
+  let html = rows ? `<table class="probs">${rows}</table>` : "";
+  if (m.values && m.values.length) {  // a search's candidates, best first
+    const signed = (x) => (x === null ? "-" : (x > 0 ? "+" : "") + x.toFixed(1));
+    const pm = (x) => (x === null ? "" : " \u00b1" + x.toFixed(1));
+    html += `<table class="probs values"><tr><th>candidate</th><th>value \u00b1 95%</th><th>vs base</th><th>prior</th></tr>` +
+      m.values.map((v) => `<tr class="${v.chosen ? "chosen" : ""}"><td>${esc(v.name)}${v.base ? " (base)" : ""}</td>
+        <td>${signed(v.mean)}${pm(v.ci95)}</td><td>${v.base ? "" : signed(v.diff_vs_base) + pm(v.diff_ci95)}</td>
+        <td>${(100 * v.prior).toFixed(0)}%</td></tr>`).join("") + "</table>";
+  }
+  return html;
 }
 
 function renderMoves() {
@@ -241,7 +249,7 @@ function renderMoves() {
     view.next_move && { ...view.next_move, prefix: "next" }].filter(Boolean);
   ol.innerHTML = moves.map((m) => `<li><span class="who">${m.prefix ? m.prefix + ": " : ""}${m.seat === null ? "" : esc(seatName(m.seat)) + ":"}</span>
     ${moveText(m)}${probsHTML(m)}</li>`).join("") || `<li class="hint">no moves yet</li>`;
-  const hasProbs = (view.last_moves || []).some((m) => m.probs);
+  const hasProbs = (view.last_moves || []).some((m) => m.probs || m.values);
   $("#show-probs").parentElement.classList.toggle("hidden", mode === "replays");
   $("#show-probs").title = hasProbs ? "" : "bots give moves, not probabilities";
 }
@@ -313,6 +321,7 @@ function playerOptions(select, preferred) {
   for (const c of info.checkpoints) {
     opts.push(`<option value="${esc(c.spec)}">${esc(c.label)} (average)</option>`);
     opts.push(`<option value="${esc(c.spec)}@current">${esc(c.label)} (current)</option>`);
+    opts.push(`<option value="search:${esc(c.spec)}">${esc(c.label)} (search over average)</option>`);
   }
   select.innerHTML = opts.join("");
   if (preferred && [...select.options].some((o) => o.value === preferred)) select.value = preferred;
