@@ -295,6 +295,8 @@ async function sendMove(action) {
   if (busy || action === undefined || !yourTurn()) return;
   if (!(view.legal || []).some((a) => a.action === action)) return;  // only the server's legal moves are sent
   busy = true;
+  const status = $("#status");
+  const slow = setTimeout(() => { status.classList.remove("yours"); status.textContent = `${seatName(1 - view.human_seat)} is thinking\u2026`; }, 300);
   try {
     view = await api("POST", `/api/games/${view.id}/move`, { action, decision: view.decisions });
     selected = null;
@@ -303,6 +305,7 @@ async function sendMove(action) {
     showMessage(e.message);
     try { view = await api("GET", `/api/games/${view.id}`); } catch (e2) { /* keep the old view */ }
   } finally {
+    clearTimeout(slow);
     busy = false;
     render();
   }
@@ -333,6 +336,7 @@ async function newGame() {
   stopWatch();
   const spec = $("#play-opponent-spec").value.trim() || $("#play-opponent").value;
   const variant = $("#play-variant").value || null;
+  showMessage(`Starting a game against ${spec}\u2026`, "info");
   try {
     view = await api("POST", "/api/games", { opponent: spec, seat: Number($("#play-seat").value), seed: seedOf($("#play-seed")), variant });
     selected = null;
