@@ -42,13 +42,13 @@ sys.path.insert(0, str(REPO / "src"))
 
 from deepcfr.cfr import forward_bench as fb  # noqa: E402
 from deepcfr.cfr.policies import UniformPolicy  # noqa: E402
-from deepcfr.cfr.traversal import traverse  # noqa: E402
+from deepcfr.cfr.traversal import OutcomeSampling, traverse  # noqa: E402
 from deepcfr.train.amp import MixedPrecision  # noqa: E402
 from deepcfr.train.config import load_config  # noqa: E402
 from deepcfr.train.trainer import Trainer  # noqa: E402
 
-DEFAULT_CONFIG = REPO / "configs/lost_cities/default.yaml"
-CPU_CONFIG = REPO / "configs/lost_cities/cpu.yaml"
+DEFAULT_CONFIG = "lost_cities/default.yaml"  # shipped configs, by their short names
+CPU_CONFIG = "lost_cities/cpu.yaml"
 ALL_MODES = ("fp32", "fp16", "bf16", "compile", "bf16+compile", "fp16+compile", "bf16-cpu")
 MODE_DTYPE = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16", "bf16-cpu": "bfloat16"}
 
@@ -95,8 +95,8 @@ def fill_memories(trainer: Trainer, memory_size: int, games: int, seed: int) -> 
     produced = {"advantage": 0, "strategy": 0}
     parts = []
     for player in range(2):
-        result = traverse("outcome", trainer.game, player, games, UniformPolicy(), UniformPolicy(), 1, generator,
-                          epsilon=0.6, record_strategy=True, device=trainer.device)
+        result = traverse(OutcomeSampling(epsilon=0.6), trainer.game, player, games, UniformPolicy(), UniformPolicy(),
+                          1, generator, record_strategy=True, device=trainer.device)
         parts.append(result)
         produced["advantage"] += result.advantage["obs"].shape[0]
         produced["strategy"] += result.strategy["obs"].shape[0]
@@ -129,12 +129,12 @@ def timed_phase(trainer: Trainer, phase: str, batch_size: int | None = None) -> 
     """(seconds, batch-draw seconds, loss) of one training phase."""
     if batch_size is not None:
         getattr(trainer.config, phase).batch_size = batch_size
-    trainer._batch_seconds = 0.0
+    trainer.fitter.batch_seconds = 0.0
     sync(trainer.device)
     t0 = time.perf_counter()
     loss = trainer.train_advantage(0) if phase == "advantage" else trainer.train_strategy()
     sync(trainer.device)
-    return time.perf_counter() - t0, trainer._batch_seconds, loss
+    return time.perf_counter() - t0, trainer.fitter.batch_seconds, loss
 
 
 def flop_peaks(device: torch.device, modes: list[str], repeats: int) -> dict[str, float | None]:

@@ -12,7 +12,7 @@ workers for cores.
 
     PYTHONPATH=src python scripts/bench_inference_backend.py                 # cpu.yaml, 2 workers
     PYTHONPATH=src python scripts/bench_inference_backend.py --workers 8 --server-device cuda \\
-        --set traversal.worker_batch_size=1024 --set traversal.traversals_per_player=16384
+        --set traversal.chunk_size=1024 --set traversal.traversals_per_player=16384
 """
 
 from __future__ import annotations
@@ -33,8 +33,7 @@ def main() -> int:
     from deepcfr.train.trainer import Trainer
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    here = os.path.dirname(os.path.abspath(__file__))
-    p.add_argument("--config", default=os.path.join(here, "..", "configs", "lost_cities", "cpu.yaml"))
+    p.add_argument("--config", default="lost_cities/cpu.yaml", help="config file or shipped config name")
     p.add_argument("--workers", type=int, default=2)
     p.add_argument("--worker-batch", type=int, default=256)
     p.add_argument("--traversals", type=int, default=512, help="traversals per player per iteration")
@@ -48,7 +47,7 @@ def main() -> int:
 
     base = [
         "traversal.executor=processes", f"traversal.num_workers={args.workers}",
-        f"traversal.worker_batch_size={args.worker_batch}", f"traversal.traversals_per_player={args.traversals}",
+        f"traversal.chunk_size={args.worker_batch}", f"traversal.traversals_per_player={args.traversals}",
         f"run.iterations={args.iterations}", "run.time_budget_seconds=null", "run.progress=false", "eval.every=0",
         f"advantage.train_steps={args.train_steps}", f"strategy.train_steps={args.train_steps}",
         f"inference_server.device={args.server_device}", *args.overrides,

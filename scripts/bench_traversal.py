@@ -1,8 +1,8 @@
 """Traversal and training throughput of a real trainer against the forward-pass bound: the same
 as ``deepcfr bench traversal`` (see deepcfr.train.throughput_bench), runnable without installing.
 
-    PYTHONPATH=src python scripts/bench_traversal.py --config configs/lost_cities/cpu.yaml --repeats 3
-    PYTHONPATH=src python scripts/bench_traversal.py --config configs/lost_cities/default.yaml \
+    PYTHONPATH=src python scripts/bench_traversal.py --config lost_cities/cpu.yaml --repeats 3
+    PYTHONPATH=src python scripts/bench_traversal.py --config lost_cities/default.yaml \
         --set traversal.traversals_per_player=1024 --set advantage.train_steps=20 --json
 """
 

@@ -26,7 +26,8 @@ def main() -> int:
     sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
     from deepcfr.cfr.networks import build_network
     from deepcfr.cfr.traversal import TraversalStats
-    from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, TraversalSettings, chunk_seed, chunk_sizes
+    from deepcfr.cfr.traversal import OutcomeSampling
+    from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_seed, chunk_sizes
     from deepcfr.parallel.executors import InlineExecutor, ProcessExecutor
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -34,7 +35,7 @@ def main() -> int:
     p.add_argument("--hidden", type=int, default=256)
     p.add_argument("--layers", type=int, default=2)
     p.add_argument("--traversals", type=int, default=512, help="traversals per phase")
-    p.add_argument("--worker-batch", type=int, default=128, help="traversals per chunk (traversal.worker_batch_size)")
+    p.add_argument("--worker-batch", type=int, default=128, help="traversals per chunk (traversal.chunk_size)")
     p.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     p.add_argument("--repeats", type=int, default=2)
     p.add_argument("--threads", type=int, default=1, help="torch threads of this process (inline)")
@@ -47,11 +48,11 @@ def main() -> int:
     torch.manual_seed(0)
     networks = {f"advantage_{q}": build_network({"hidden_size": args.hidden, "num_layers": args.layers},
                                                 game.feature_size, game.num_actions).eval() for q in range(2)}
-    settings = TraversalSettings(algorithm="outcome", epsilon=0.6)
+    options = OutcomeSampling(epsilon=0.6)
 
     def chunks(size: int, iteration: int):
         return [ChunkSpec(i, n, chunk_seed(0, iteration, 0, i), 0, iteration, PolicySpec("regret", "advantage_0"),
-                          PolicySpec("regret", "advantage_1"), True, settings)
+                          PolicySpec("regret", "advantage_1"), True, options)
                 for i, n in enumerate(chunk_sizes(args.traversals, size))]
 
     executors = {

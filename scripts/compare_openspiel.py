@@ -24,7 +24,7 @@ policy renormalises its probabilities over the legal actions (unnormalised, Ledu
 Its "current" policy (regret matching on its advantage networks, as its traversal plays) is
 measured too.
 
-Ours (``deepcfr.train.trainer.Trainer``): built from configs/leduc/default.yaml with --set
+Ours (``deepcfr.train.trainer.Trainer``): built from the shipped leduc/default.yaml with --set
 overrides, ``run_iteration`` in a loop; ``eval.every`` is forced to 0 so that no evaluation
 runs inside the timed iterations; at each checkpoint ``deepcfr.evaluate.exploitability`` of the
 average policy (strategy network, as it stands: with ``strategy.every = k`` it can be up to k - 1
@@ -55,7 +55,7 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-DEFAULT_CONFIG = REPO / "configs/leduc/default.yaml"
+DEFAULT_CONFIG = "leduc/default.yaml"  # the shipped config
 
 # DeepCFRSolver keyword arguments. "recommended": the table at the top of OpenSpiel's
 # python/examples/deep_cfr_pytorch.py ("Recommended parameters", from
@@ -265,10 +265,10 @@ class DeepCFRRunner:
 
         tr = self.trainer
         out: dict[str, Any] = {}
-        out["exploitability_average"] = exploitability(tr.game, tr.policy("average"), tr.device).exploitability
-        out["exploitability_current"] = exploitability(tr.game, tr.policy("current"), tr.device).exploitability
+        out["exploitability_average"] = exploitability(tr.game, tr.agent().policy("average"), tr.device).exploitability
+        out["exploitability_current"] = exploitability(tr.game, tr.agent().policy("current"), tr.device).exploitability
         if tr.exact_average is not None:
-            out["exploitability_mixture"] = exploitability(tr.game, tr.policy("mixture")).exploitability
+            out["exploitability_mixture"] = exploitability(tr.game, tr.agent().policy("mixture")).exploitability
         # With strategy.every = k the average net can be up to k - 1 iterations old: say how old.
         trained_at = [h["iteration"] for h in tr.history
                       if isinstance(h.get("loss/strategy"), float) and not math.isnan(h["loss/strategy"])]
@@ -281,7 +281,7 @@ class DeepCFRRunner:
             final = copy.deepcopy(tr)
             final.train_strategy()
             out["strategy_train_seconds"] = time.perf_counter() - t0
-            out["exploitability_average_final"] = exploitability(final.game, final.policy("average"), final.device).exploitability
+            out["exploitability_average_final"] = exploitability(final.game, final.agent().policy("average"), final.device).exploitability
             del final
         elif self.finalize_average:
             out["exploitability_average_final"] = out["exploitability_average"]
@@ -298,9 +298,9 @@ class DeepCFRRunner:
 def run_deepcfr(args) -> dict[str, Any]:
     from deepcfr.train.config import dump_config, load_config
 
-    config_path = Path(args.config)
-    if not config_path.is_file():
-        raise SystemExit(f"--config {config_path}: file not found (our Leduc config)")
+    from deepcfr.train.config import config_path as resolve_config
+
+    config_path = resolve_config(args.config)
     forced = [f"run.threads={args.threads}", "eval.every=0", "run.progress=false", "run.iterations=1000000000",
               f"run.seed={args.seed}"]
     config = load_config(config_path, list(args.set) + forced)

@@ -8,7 +8,7 @@
 # Steps: machine info; the cuda-marked tests; the AMP / compile training-step bench at 512x3 and
 # 1024x6 (with the training-throughput sweep); the inference-server A/B (when
 # scripts/bench_inference_backend.py exists); the forward profile at batch 1..65536; traversal
-# (outcome and probe sampling) against the forward bound at the default config.
+# (critic sampling) against the forward bound at the default config.
 #
 # Python: $PYTHON (default python3, which must hold a CUDA torch). Missing pure-Python
 # dependencies (pydantic 2 is not in the lent machine's image) travel as wheels in ./.whl: on the
@@ -70,13 +70,9 @@ fi
 step forward_profile 80 "$PYTHON" scripts/profile_gpu_forward.py --devices cuda --shapes 512x3,1024x6,256x2 \
   --cuda-dtypes float32,bfloat16 --cuda-latency --repeats 5
 
-# 5. Traversal against the forward bound at the default (GPU) config, networks on CUDA; and the
-#    same with probe sampling, whose rollouts are what a GPU makes affordable (docs/results.md).
-step traversal_bench 60 "$PYTHON" -m deepcfr.cli.main bench traversal --config configs/lost_cities/default.yaml \
+# 5. Traversal against the forward bound at the default (GPU) config, networks on CUDA.
+step traversal_bench 60 "$PYTHON" -m deepcfr.cli.main bench traversal --config lost_cities/default.yaml \
   --set run.device=cuda --set traversal.traversals_per_player=4096 --set advantage.train_steps=100 \
   --set strategy.train_steps=100 --repeats 2 --json
-step probe_bench 60 "$PYTHON" -m deepcfr.cli.main bench traversal --config configs/lost_cities/default.yaml \
-  --set run.device=cuda --set traversal.algorithm=probe --set traversal.traversals_per_player=512 \
-  --set traversal.probe_rate=0.05 --set advantage.train_steps=100 --set strategy.train_steps=100 --repeats 1 --json
 
 echo "done; results in $OUT" | tee -a "$SUMMARY"

@@ -8,7 +8,7 @@ achieved FLOP/s against the device's measured matmul peak, at batch sizes 1 ... 
 
 Input size defaults to the Lost Cities feature size (and output size to its action count);
 give --input-size/--output-size when that engine is absent. Network shapes default to 512x3
-and the CPU config's size (configs/lost_cities/cpu.yaml). The measurement functions live in
+and the CPU config's size (the shipped lost_cities/cpu.yaml). The measurement functions live in
 deepcfr.cfr.forward_bench.
 """
 
@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO / "src"))
 from deepcfr.cfr import forward_bench as fb  # noqa: E402
 from deepcfr.cfr.networks import DeepCFRMLP  # noqa: E402
 
-CPU_CONFIG_CANDIDATES = (REPO / "configs/lost_cities/cpu.yaml", REPO / "src/deepcfr/configs/lost_cities/cpu.yaml")
+CPU_CONFIG_CANDIDATES = (REPO / "src/deepcfr/configs/lost_cities/cpu.yaml",)
 
 
 def lost_cities_sizes() -> tuple[int | None, int | None]:

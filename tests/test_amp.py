@@ -12,6 +12,7 @@ import torch
 
 from deepcfr.train.amp import MixedPrecision, amp_support
 from deepcfr.train.config import load_config
+from deepcfr.train.fit import advantage_loss, strategy_loss
 from deepcfr.train.trainer import Trainer
 
 CUDA = torch.cuda.is_available()
@@ -20,8 +21,8 @@ needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 
 def tiny(game="kuhn", *extra):
     return load_config(None, [
-        f"game.name={game}", "traversal.algorithm=external", "traversal.traversals_per_player=64",
-        "traversal.batch_size=32", "network.hidden_size=16", "advantage.train_steps=4",
+        f"game.name={game}", "memory.augment=false", "traversal.algorithm=external", "traversal.traversals_per_player=64",
+        "traversal.chunk_size=32", "network.hidden_size=16", "advantage.train_steps=4",
         "advantage.batch_size=32", "strategy.train_steps=4", "strategy.batch_size=32", "eval.every=0",
         "memory.advantage_capacity=500", "memory.strategy_capacity=500", "run.progress=false", *extra,
     ])
@@ -95,11 +96,14 @@ def test_guard_skips_a_nonfinite_loss_before_backward(mode):
     assert not torch.equal(before["0.weight"], net.state_dict()["0.weight"])
 
 
-def test_forced_nonfinite_loss_in_training_is_skipped_counted_and_reported():
+def test_forced_nonfinite_loss_in_training_is_skipped_counted_and_reported(monkeypatch):
+    import deepcfr.train.trainer as trainer_module
+
     trainer = Trainer(tiny("kuhn", "advantage.reinit=false"))
     trainer.run_iteration()
-    original = trainer.advantage_loss
-    trainer.advantage_loss = lambda *a: original(*a) * float("inf")  # every advantage step overflows
+    original = trainer_module.advantage_loss
+    # every advantage step overflows
+    monkeypatch.setattr(trainer_module, "advantage_loss", lambda *a: original(*a) * float("inf"))
     before = [p.detach().clone() for p in trainer.advantage_nets[0].parameters()]
     adam_steps = trainer.advantage_optimizers[0].state_dict()["state"][0]["step"].clone()
     assert math.isnan(trainer.train_advantage(0))
@@ -156,18 +160,17 @@ def test_scaler_state_round_trips_through_trainer_state():
 
 # ------------------------------------------------------------------ float32 losses
 def test_losses_are_float32_for_half_precision_outputs():
-    trainer = Trainer(tiny("kuhn"))
     mask = torch.tensor([[True, True, False]])
     weight = torch.ones(1)
     # A regret difference of 1000: 1e6 overflows float16 (max 65504) if squared there.
     outputs = torch.tensor([[1000.0, 0.0, 5.0]], dtype=torch.float16)
     target = torch.zeros(1, 3)
-    loss = trainer.advantage_loss(outputs, mask, target, weight)
+    loss = advantage_loss(outputs, mask, target, weight)
     assert loss.dtype == torch.float32 and loss.item() == pytest.approx(1e6)
     logits = torch.tensor([[30.0, -30.0, 1e4]], dtype=torch.float16)
     policy = torch.tensor([[0.5, 0.5, 0.0]])
-    ce = trainer.strategy_loss(logits, mask, policy, weight)
-    ref = trainer.strategy_loss(logits.float(), mask, policy, weight)
+    ce = strategy_loss(logits, mask, policy, weight)
+    ref = strategy_loss(logits.float(), mask, policy, weight)
     assert ce.dtype == torch.float32 and math.isfinite(ce.item())
     torch.testing.assert_close(ce, ref)
 
@@ -180,14 +183,14 @@ def _parity(device: str, modes: list[str], steps: int, allow_cpu: bool, toleranc
     base_cfg = [f"run.device={device}", "network.hidden_size=64", f"advantage.train_steps={steps}",
                 f"strategy.train_steps={steps}", "advantage.batch_size=256", "strategy.batch_size=256",
                 "memory.advantage_capacity=20000", "memory.strategy_capacity=20000",
-                "traversal.traversals_per_player=512", "traversal.batch_size=512", "advantage.lr=3e-3"]
+                "traversal.traversals_per_player=512", "traversal.chunk_size=512", "advantage.lr=3e-3"]
     source = Trainer(tiny("leduc", *base_cfg, "advantage.train_steps=1", "strategy.train_steps=1"))
     source.run_iteration()
     losses = {}
     for mode in ["off", *modes]:
         trainer = Trainer(tiny("leduc", *base_cfg, f"run.amp={mode}"))
         if allow_cpu:
-            trainer.amp = MixedPrecision(mode, device, allow_cpu=True)
+            trainer.amp = trainer.fitter.amp = MixedPrecision(mode, device, allow_cpu=True)
         assert trainer.amp.enabled == (mode != "off")
         trainer.advantage_memories = source.advantage_memories
         trainer.strategy_memory = source.strategy_memory

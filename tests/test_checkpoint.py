@@ -10,7 +10,7 @@ from deepcfr.train.config import load_config
 
 @pytest.fixture
 def config():
-    return load_config(None, ["game.name=kuhn", "traversal.algorithm=external", "network.hidden_size=16"])
+    return load_config(None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "network.hidden_size=16"])
 
 
 def _payload(config, iteration=3, value=1.0):
@@ -70,12 +70,12 @@ def test_wrong_format(tmp_path, config):
     [
         (["network.hidden_size=32"], "network.hidden_size"),
         (["network.layer_norm=true"], "network.layer_norm"),
-        (["game.name=leduc"], "game"),
+        (["game.name=leduc", "memory.augment=false"], "game"),
     ],
 )
 def test_mismatch_names_key_and_values(tmp_path, config, override, key):
     path = save_checkpoint(tmp_path / "c.pt", _payload(config))
-    other = load_config(None, ["game.name=kuhn", "traversal.algorithm=external", "network.hidden_size=16", *override])
+    other = load_config(None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "network.hidden_size=16", *override])
     with pytest.raises(CheckpointError) as e:
         load_checkpoint(path, expected_meta(other))
     msg = str(e.value)

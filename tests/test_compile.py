@@ -17,8 +17,8 @@ needs_compiler = pytest.mark.skipif(
 
 def tiny(*extra):
     return load_config(None, [
-        "game.name=leduc", "traversal.algorithm=external", "traversal.traversals_per_player=64",
-        "traversal.batch_size=32", "network.hidden_size=32", "advantage.train_steps=20",
+        "game.name=leduc", "memory.augment=false", "traversal.algorithm=external", "traversal.traversals_per_player=64",
+        "traversal.chunk_size=32", "network.hidden_size=32", "advantage.train_steps=20",
         "advantage.batch_size=64", "strategy.train_steps=20", "strategy.batch_size=64", "eval.every=0",
         "memory.advantage_capacity=2000", "memory.strategy_capacity=2000", "run.progress=false", *extra,
     ])

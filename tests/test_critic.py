@@ -7,7 +7,7 @@ import pytest
 import torch
 
 from deepcfr.cfr.memory import WindowMemory
-from deepcfr.cfr.traversal import critic_sampling, lambda_returns, traverse
+from deepcfr.cfr.traversal import CriticSampling, critic_sampling, traverse
 from deepcfr.games.registry import make_game
 from deepcfr.train.config import load_config
 from deepcfr.train.trainer import Trainer
@@ -52,12 +52,12 @@ def test_window_memory_state_resumes_the_write_position():
 def test_nodes_from_the_one_exploration_on_carry_their_game_utility():
     game = make_game("leduc")
     policy = fixed_policy(game, seed=3)
-    result = critic_sampling(game, 0, 400, policy, policy, 7, torch.Generator().manual_seed(0), epsilon=0.0)
+    result = critic_sampling(game, 0, 400, policy, policy, 7, torch.Generator().manual_seed(0), CriticSampling(0.0))
     adv = result.advantage
     m = adv["obs"].shape[0]
     assert m == result.stats.advantage_samples > 400
     assert not adv["on_policy_tail"].any()  # never explored: no node is known to be followed by sigma
-    always = critic_sampling(game, 0, 400, policy, policy, 7, torch.Generator().manual_seed(0), epsilon=1.0).advantage
+    always = critic_sampling(game, 0, 400, policy, policy, 7, torch.Generator().manual_seed(0), CriticSampling(1.0)).advantage
     assert always["on_policy_tail"].all()  # explores at its first node, so every node qualifies
     assert (adv["target"] == 0).all() and (adv["iteration"] == 7).all()
     assert torch.allclose(adv["sigma"], policy(adv["obs"], adv["mask"]).float())
@@ -81,7 +81,7 @@ def test_on_policy_tail_utilities_are_unbiased_action_values(traverser):
     deal_index = torch.arange(deals.shape[0]).repeat(repeats)
     roots = game.init_from_deal(deals[deal_index])
     result = critic_sampling(game, traverser, deal_index.shape[0], policy, policy, 1,
-                             torch.Generator().manual_seed(5), epsilon=0.5, root_state=roots)
+                             torch.Generator().manual_seed(5), CriticSampling(0.5), root_state=roots)
     adv = result.advantage
     exact = exact_action_values(game, deals, traverser, policy)
     assert (~adv["on_policy_tail"]).any() and adv["on_policy_tail"].any()
@@ -100,105 +100,20 @@ def test_on_policy_tail_utilities_are_unbiased_action_values(traverser):
     assert checked >= 10
 
 
-def plain_lambda_returns(game, value, utility, lam):
-    """Reference: walk each game's nodes backwards from its final utility."""
-    out = [0.0] * len(game)
-    nodes = defaultdict(list)
-    for i, g in enumerate(game):
-        nodes[g].append(i)
-    for rows in nodes.values():
-        ret = utility[rows[-1]]
-        out[rows[-1]] = ret
-        for j in range(len(rows) - 2, -1, -1):
-            ret = (1 - lam) * value[rows[j + 1]] + lam * ret
-            out[rows[j]] = ret
-    return out
-
-
-@pytest.mark.parametrize("lam", [0.0, 0.3, 0.9, 1.0])
-def test_lambda_returns_match_a_plain_backward_walk(lam):
-    g = torch.Generator().manual_seed(int(lam * 10))
-    game = torch.randint(0, 9, (120,), generator=g)  # games interleaved, as lockstep steps emit them
-    value = torch.randn(120, generator=g)
-    utility = torch.randn(9, generator=g)[game]
-    got = lambda_returns(game, value, utility, lam)
-    assert torch.allclose(got, torch.tensor(plain_lambda_returns(game.tolist(), value.tolist(), utility.tolist(), lam)),
-                          atol=1e-6)
-    if lam == 1.0:
-        assert torch.equal(got, utility)
-    assert lambda_returns(game[:0], value[:0], utility[:0], lam).shape == (0,)
-    with pytest.raises(ValueError, match="lambda"):
-        lambda_returns(game, value, utility, 1.5)
-
-
-@pytest.mark.parametrize("explore", ["once", "every"])
-def test_lambda_returns_with_exact_values_are_unbiased_action_values(explore):
-    """Bootstrapping from the true ``V`` of the next node, the trace cut at explorations, makes
-    every node's return an unbiased estimate of ``v(h a)`` (once-per-game exploration: the nodes
-    before it too), with less variance than the final utility."""
-    game = make_game("leduc")
-    policy = fixed_policy(game, seed=1)
-    deals = game.chance_deals()[0][:6]
-    deal_index = torch.arange(deals.shape[0]).repeat(3000)
-    result = critic_sampling(game, 0, deal_index.shape[0], policy, policy, 1, torch.Generator().manual_seed(5),
-                             epsilon=0.5, explore=explore, root_state=game.init_from_deal(deals[deal_index]))
-    adv = result.advantage
-    assert torch.equal(adv["game"], result.advantage_root)
-    exact = exact_action_values(game, deals, 0, policy)
-    keys = [(int(deal_index[adv["game"][i]]), tuple(adv["obs"][i].tolist())) for i in range(adv["obs"].shape[0])]
-    value = torch.tensor([float((exact[k][1] * exact[k][0]).sum()) for k in keys])
-    returns = lambda_returns(adv["game"], value, adv["utility"], 0.5, cut=adv["explored"])
-    groups = defaultdict(list)
-    for i in range(adv["obs"].shape[0]):
-        groups[(keys[i], int(adv["action"][i]))].append((float(returns[i]), float(adv["utility"][i])))
-    checked = less_noisy = 0
-    for (key, action), pairs in groups.items():
-        if len(pairs) < 200:
-            continue
-        samples = torch.tensor(pairs, dtype=torch.float64)
-        stderr = float(samples[:, 0].std()) / len(pairs) ** 0.5 + 1e-9
-        assert abs(float(samples[:, 0].mean()) - float(exact[key][0][action])) < 5 * stderr + 1e-6
-        less_noisy += int(samples[:, 0].var() <= samples[:, 1].var() + 1e-9)
-        checked += 1
-    assert checked >= 10 and less_noisy >= 0.9 * checked
-
-
-def test_exploring_at_every_node_marks_each_exploration():
-    game = make_game("lost_cities", variant="mini")
-    from deepcfr.cfr.policies import UniformPolicy
-
-    u = UniformPolicy()
-    adv = critic_sampling(game, 0, 200, u, u, 1, torch.Generator().manual_seed(2), epsilon=0.2, explore="every").advantage
-    explored, game_of = adv["explored"], adv["game"]
-    per_game = torch.zeros(200, dtype=torch.long).index_add_(0, game_of, explored.long())
-    assert (per_game >= 2).sum() > 50  # many games explore more than once
-    rate = float(explored.float().mean())
-    assert 0.15 < rate < 0.25
-    # on_policy_tail: no exploration after the node (nodes come in play order within a game)
-    for g in range(20):
-        rows = torch.nonzero(game_of == g).squeeze(1)
-        later = torch.flip(torch.cumsum(torch.flip(explored[rows].long(), [0]), 0), [0]) - explored[rows].long()
-        assert torch.equal(adv["on_policy_tail"][rows], later == 0)
-    once = critic_sampling(game, 0, 200, u, u, 1, torch.Generator().manual_seed(2), epsilon=0.2).advantage
-    assert int(torch.zeros(200, dtype=torch.long).index_add_(0, once["game"], once["explored"].long()).max()) == 1
-    with pytest.raises(ValueError, match="explore"):
-        critic_sampling(game, 0, 4, u, u, 1, explore="twice")
-
-
 def test_critic_sampling_is_deterministic_and_dispatched_by_name():
     game = make_game("lost_cities", variant="mini")
     from deepcfr.cfr.policies import UniformPolicy
 
     u = UniformPolicy()
-    a = traverse("critic", game, 1, 64, u, u, 2, torch.Generator().manual_seed(9), epsilon=0.2)
-    b = critic_sampling(game, 1, 64, u, u, 2, torch.Generator().manual_seed(9), epsilon=0.2)
+    a = traverse(CriticSampling(0.2), game, 1, 64, u, u, 2, torch.Generator().manual_seed(9))
+    b = critic_sampling(game, 1, 64, u, u, 2, torch.Generator().manual_seed(9), CriticSampling(0.2))
     assert set(a.advantage) >= {"obs", "mask", "target", "iteration", "sigma", "action", "utility", "on_policy_tail",
-                                "opponent_obs", "game"}
+                                "opponent_obs"}
     for k in a.advantage:
         assert torch.equal(a.advantage[k], b.advantage[k]), k
     assert a.strategy["obs"].shape[0] > 0
     with pytest.raises(ValueError, match="epsilon"):
-        critic_sampling(game, 0, 4, u, u, 1, epsilon=1.5)
+        CriticSampling(1.5)
 
 
 # ------------------------------------------------------------------------------------------------
@@ -208,25 +123,25 @@ def test_critic_sampling_is_deterministic_and_dispatched_by_name():
 
 def critic_config(*extra):
     return load_config(None, [
-        "game.name=leduc", "traversal.algorithm=critic", "traversal.epsilon=0.3",
-        "traversal.traversals_per_player=64", "traversal.batch_size=32", "network.hidden_size=16",
+        "game.name=leduc", "memory.augment=false", "traversal.algorithm=critic", "traversal.epsilon=0.3",
+        "traversal.traversals_per_player=64", "traversal.chunk_size=32", "network.hidden_size=16",
         "advantage.train_steps=4", "advantage.batch_size=32", "advantage.reinit=false",
         "strategy.train_steps=4", "strategy.batch_size=32", "critic.train_steps=4", "critic.batch_size=32",
         "critic.capacity=300", "eval.every=0", "memory.advantage_capacity=500", "memory.strategy_capacity=500",
-        "run.progress=false", *extra,
+        "run.progress=false", "strategy.final_train_steps=0", *extra,
     ])
 
 
 def test_critic_targets_are_q_minus_its_sigma_average():
     trainer = Trainer(critic_config())
-    trainer.critic_scale = 2.0
+    trainer.critic.scale = 2.0
     game = trainer.game
     policy = fixed_policy(game, seed=0)
-    samples = critic_sampling(game, 0, 50, policy, policy, 1, torch.Generator().manual_seed(0), epsilon=0.3).advantage
-    filled = trainer.critic_targets(0, samples)
+    samples = critic_sampling(game, 0, 50, policy, policy, 1, torch.Generator().manual_seed(0), CriticSampling(0.3)).advantage
+    filled = trainer.critic.targets(0, samples)
     with torch.no_grad():
         features = torch.cat([game.encode(samples["obs"]), game.encode(samples["opponent_obs"])], dim=1)
-        q = trainer.critic_nets[0](features) * 2.0
+        q = trainer.critic.nets[0](features) * 2.0
     mask = samples["mask"]
     q = torch.where(mask, q, 0.0)
     expected = (q - (samples["sigma"] * q).sum(dim=1, keepdim=True)) * mask
@@ -239,69 +154,31 @@ def test_critic_targets_are_q_minus_its_sigma_average():
 
 def test_iteration_trains_the_critic_on_on_policy_samples_only():
     trainer = Trainer(critic_config("critic.capacity=100000"))
-    before = [p.detach().clone() for p in trainer.critic_nets[0].parameters()]
+    before = [p.detach().clone() for p in trainer.critic.nets[0].parameters()]
     m = trainer.run_iteration()
     assert m["loss/critic_p0"] == m["loss/critic_p0"] and m["time/critic_train_seconds"] > 0
-    assert not all(torch.equal(a, b) for a, b in zip(before, trainer.critic_nets[0].parameters()))
+    assert not all(torch.equal(a, b) for a, b in zip(before, trainer.critic.nets[0].parameters()))
     advantage_seen = trainer.advantage_memories[0].seen
-    critic_seen = trainer.critic_memories[0].seen
+    critic_seen = trainer.critic.memories[0].seen
     assert 0 < critic_seen < advantage_seen  # nodes with exploration after them are left out
     assert m["memory/critic_p0_size"] == critic_seen
-    assert trainer.critic_scale is not None and trainer.critic_scale > 0
+    assert trainer.critic.scale is not None and trainer.critic.scale > 0
     # the advantage memory holds Q-based targets, not zeros
     assert trainer.advantage_memories[0].data("target").float().abs().sum() > 0
 
 
-def test_td_lambda_stores_bootstrapped_returns_after_the_first_iteration():
-    trainer = Trainer(critic_config("critic.capacity=100000", "critic.td_lambda=0.5"))
-    filled_log, added_log = [], []
-    real_add, real_targets = trainer.add_critic_samples, trainer.critic_targets
-
-    def spy_targets(player, samples):
-        filled_log.append((player, real_targets(player, samples)))
-        return filled_log[-1][1]
-
-    def spy_add(player, samples, **options):
-        added_log.append((player, samples["utility"].clone(), samples.get("value")))
-        real_add(player, samples, **options)
-
-    trainer.critic_targets, trainer.add_critic_samples = spy_targets, spy_add
-    trainer.run_iteration()
-    # nothing to bootstrap from yet: the final utilities, stored before the critic trains
-    assert [p for p, _, _ in added_log] == [p for p, _ in filled_log] == [0, 0, 1, 1]  # two chunks each
-    assert all(value is None for _, _, value in added_log)
-    for (_, utility, _), (_, filled) in zip(added_log, filled_log):
-        assert torch.equal(utility, filled["utility"])
-    assert trainer.critic_memories[1].seen < sum(f["obs"].shape[0] for p, f in filled_log if p == 1)
-    first_seen = trainer.critic_memories[1].seen
-    filled_log.clear(), added_log.clear()
-    trainer.run_iteration()
-    assert [p for p, _, _ in added_log] == [p for p, _ in filled_log] == [0, 0, 1, 1]
-    for (_, utility, _), (_, filled) in zip(added_log, filled_log):
-        # valued by the critic that filled in this iteration's targets, after its training
-        expected = lambda_returns(filled["game"], filled["value"], filled["utility"], 0.5, cut=filled["explored"])
-        assert torch.allclose(utility, expected)
-        assert not torch.allclose(utility, filled["utility"])
-    # every node is stored once bootstrapped, the nodes before the exploration too
-    assert trainer.critic_memories[1].seen == first_seen + sum(f["obs"].shape[0] for p, f in filled_log if p == 1)
-    with pytest.raises(ValueError, match="td_lambda"):
-        critic_config("critic.td_lambda=1.5")
-    with pytest.raises(ValueError, match="traversal.explore"):
-        critic_config("traversal.algorithm=outcome", "traversal.explore=every")
-
-
 def test_critic_without_the_opponents_observation():
     trainer = Trainer(critic_config("critic.sees_opponent=false"))
-    assert trainer.critic_nets[0].input_size == trainer.game.feature_size
-    assert "opponent_obs" not in trainer.critic_memories[0].fields
+    assert trainer.critic.nets[0].input_size == trainer.game.feature_size
+    assert "opponent_obs" not in trainer.critic.memories[0].fields
     m = trainer.run_iteration()
     assert m["loss/critic_p1"] == m["loss/critic_p1"]
-    assert Trainer(critic_config()).critic_nets[0].input_size == 2 * trainer.game.feature_size
+    assert Trainer(critic_config()).critic.nets[0].input_size == 2 * trainer.game.feature_size
 
 
 def test_outcome_runs_have_no_critic():
     trainer = Trainer(critic_config("traversal.algorithm=outcome"))
-    assert trainer.critic_nets == [] and trainer.state_dict()["critic"] is None
+    assert trainer.critic is None and trainer.state_dict()["critic"] is None
 
 
 def test_critic_checkpoint_is_required_when_resuming_a_critic_run():
@@ -319,7 +196,7 @@ def test_lost_cities_critic_run_learns_something_on_mini():
 
     config = load_config(None, [
         "game.name=lost_cities", "game.variant=mini", "traversal.algorithm=critic", "traversal.epsilon=0.1",
-        "traversal.traversals_per_player=256", "traversal.batch_size=256", "network.hidden_size=64",
+        "traversal.traversals_per_player=256", "traversal.chunk_size=256", "network.hidden_size=64",
         "advantage.train_steps=100", "advantage.batch_size=256", "advantage.reinit=false",
         "strategy.train_steps=50", "critic.train_steps=100", "critic.batch_size=256", "eval.every=0",
         "memory.advantage_capacity=100000", "memory.strategy_capacity=100000", "run.progress=false",
@@ -330,7 +207,7 @@ def test_lost_cities_critic_run_learns_something_on_mini():
         trainer.run_iteration()
     game = trainer.game
     random_bot = make_bot(game, "random")
-    trained = play_match(game, trainer.policy("current", greedy=True), random_bot, games=400, seed=1)
+    trained = play_match(game, trainer.agent().policy("current", greedy=True), random_bot, games=400, seed=1)
     from deepcfr.cfr.policies import UniformPolicy
 
     untrained = play_match(game, UniformPolicy(), random_bot, games=400, seed=1)
@@ -338,14 +215,13 @@ def test_lost_cities_critic_run_learns_something_on_mini():
 
 
 def test_traversal_bench_runs_the_critic_phase():
-    from pathlib import Path
-
+    from deepcfr.train.config import shipped_config_path
     from deepcfr.train.throughput_bench import bench_overrides, bench_traversal
 
-    smoke = Path(__file__).resolve().parent.parent / "configs" / "lost_cities" / "smoke.yaml"
+    smoke = shipped_config_path("lost_cities/smoke.yaml")
     config = load_config(smoke, bench_overrides([
         "traversal.algorithm=critic", "traversal.epsilon=0.2", "traversal.traversals_per_player=32",
-        "traversal.batch_size=32", "advantage.train_steps=3", "strategy.train_steps=3", "critic.train_steps=3"]))
+        "traversal.chunk_size=32", "advantage.train_steps=3", "strategy.train_steps=3", "critic.train_steps=3"]))
     result = bench_traversal(config, warmup_iterations=1, repeats=1, bound_repeats=1)
     assert result["algorithm"] == "critic" and result["critic_seconds"] > 0
     assert result["advantage_train_samples_per_second"] > 0

@@ -22,5 +22,5 @@ def test_trainer_applies_it(monkeypatch):
 
     calls = []
     monkeypatch.setattr("deepcfr.train.trainer.keep_freed_memory", lambda: calls.append(1) or True)
-    Trainer(load_config(None, ["game.name=kuhn", "traversal.algorithm=external", "run.progress=false"]))
+    Trainer(load_config(None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "run.progress=false"]))
     assert calls == [1]

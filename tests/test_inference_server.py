@@ -8,8 +8,9 @@ import pytest
 import torch
 
 from deepcfr.cfr.networks import build_network
-from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, TraversalSettings, chunk_seed
-from deepcfr.parallel.executors import InlineExecutor, ProcessExecutor, WorkerError
+from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_seed
+from deepcfr.parallel.base import WorkerError
+from deepcfr.parallel.executors import InlineExecutor, ProcessExecutor
 from deepcfr.parallel.inference_server import (
     InferenceClient,
     InferenceServer,
@@ -118,9 +119,8 @@ def test_killed_server_is_detected_by_clients_and_the_trainer():
 
 
 def _chunks(n, size=8, iteration=1, opponent="advantage_1"):
-    s = TraversalSettings()
     return [ChunkSpec(i, size, chunk_seed(1, iteration, 0, i), 0, iteration, PolicySpec("regret", "advantage_0"),
-                      PolicySpec("regret", opponent), True, s) for i in range(n)]
+                      PolicySpec("regret", opponent), True) for i in range(n)]
 
 
 def test_workers_through_the_server_match_inline_and_failures_clean_up():
@@ -199,7 +199,7 @@ def test_training_smoke_with_the_server_backend():
 
     config = load_config(None, [
         "game.name=lost_cities", "game.variant=mini", "traversal.traversals_per_player=32",
-        "traversal.worker_batch_size=8", "traversal.executor=processes", "traversal.num_workers=2",
+        "traversal.chunk_size=8", "traversal.executor=processes", "traversal.num_workers=2",
         "traversal.inference_backend=server", "inference_server.device=cpu", "network.hidden_size=16",
         "advantage.train_steps=3", "advantage.batch_size=64", "strategy.train_steps=3", "strategy.batch_size=64",
         "eval.every=0", "memory.advantage_capacity=5000", "memory.strategy_capacity=5000", "run.progress=false",

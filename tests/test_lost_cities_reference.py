@@ -11,28 +11,23 @@ RED, GREEN, BLUE, WHITE, YELLOW = range(5)
 
 def card(rules: LostCitiesRules, color: int, kind: int, copy: int = 0) -> int:
     """Physical id of a card: kind 0 = wager (``copy`` picks the copy), else the numbered card."""
-    base = color * rules.cards_per_color
-    return base + copy if kind == 0 else base + rules.n_wagers + kind - 1
-
-
-def kind_of_value(rules: LostCitiesRules, value: int) -> int:
-    return value - rules.min_rank + 1
+    return rules.card_id(color, rules.kind_value(kind), copy)
 
 
 def numbered(rules, color, *values):
-    return [card(rules, color, kind_of_value(rules, v)) for v in values]
+    return [rules.card_id(color, v) for v in values]
 
 
 def play(rules, color, value):
-    return color * (rules.n_ranks + 1) + (0 if value == 0 else kind_of_value(rules, value))
+    return rules.action_id("play", color, value)
 
 
 def discard(rules, color, value):
-    return rules.num_kinds + play(rules, color, value)
+    return rules.action_id("discard", color, value)
 
 
 def draw_pile(rules, color):
-    return rules.draw_deck_action + 1 + color
+    return rules.action_id("draw_pile", color)
 
 
 def game_with(rules, hands, deck=None, expeditions=None, piles=None, player=0, phase=PHASE_CARD, discarded=None):
@@ -298,3 +293,25 @@ def test_unknown_rule_and_variant_are_rejected():
         LostCitiesRules(n_colours=4)
     with pytest.raises(ValueError, match="unknown Lost Cities variant 'huge'; valid: classic, mini"):
         make_rules("huge")
+
+
+@pytest.mark.parametrize("variant", ["classic", "mini"])
+def test_public_naming_of_actions_and_cards_round_trips(variant):
+    rules = make_rules(variant)
+    for a in range(rules.num_actions):
+        move = rules.action(a)
+        assert rules.action_id(move.kind, move.colour, move.rank) == a
+    assert rules.action(rules.draw_deck_action).kind == "draw_deck"
+    assert rules.action_name(rules.action_id("discard", "red", rules.min_rank)) == f"discard red {rules.min_rank}"
+    assert rules.action_name(rules.action_id("play", "green", 0)) == "play green wager"
+    assert rules.action_name(rules.action_id("draw_pile", "blue")) == "draw pile blue"
+    for c in range(rules.deck_size):
+        colour, rank = rules.card(c)
+        copy = c % rules.cards_per_color if rank == 0 else 0
+        assert rules.card_id(colour, rank, copy) == c
+    with pytest.raises(ValueError, match="unknown colour 'mauve'; valid: red"):
+        rules.action_id("play", "mauve", 2)
+    with pytest.raises(ValueError, match="rank 1 is not a card"):
+        rules.card_id("red", 1)
+    with pytest.raises(ValueError, match="unknown move 'pass'"):
+        rules.action_id("pass")

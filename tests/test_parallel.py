@@ -9,19 +9,21 @@ import time
 import pytest
 import torch
 
+from deepcfr.cfr.traversal import OutcomeSampling
+
 from deepcfr.cfr.networks import build_network
 from deepcfr.parallel.chunks import (
     ChunkSpec,
     GameSpec,
     PolicySpec,
-    TraversalSettings,
     chunk_seed,
     chunk_sizes,
     result_from_arrays,
     result_to_arrays,
     run_chunk,
 )
-from deepcfr.parallel.executors import ExecutorError, InlineExecutor, ProcessExecutor, WorkerError, make_executor
+from deepcfr.parallel.base import ExecutorError, WorkerError
+from deepcfr.parallel.executors import InlineExecutor, ProcessExecutor, make_executor
 from deepcfr.parallel.shm import SharedBlock, WeightsPublisher, WeightsReader, list_segments
 
 MINI = GameSpec.of("lost_cities", {"variant": "mini"})
@@ -33,7 +35,7 @@ def networks_for(game, names, hidden=16, seed=0):
             for name in names}
 
 
-def mixed_chunks(n_chunks=6, size=8, iteration=3, traverser=1, settings=TraversalSettings()):
+def mixed_chunks(n_chunks=6, size=8, iteration=3, traverser=1, options=OutcomeSampling()):
     """Chunks with every kind of opponent: sigma_t, a league snapshot, the average net, a bot, uniform."""
     opponents = [
         (PolicySpec("regret", "advantage_0"), True, "current"),
@@ -46,7 +48,7 @@ def mixed_chunks(n_chunks=6, size=8, iteration=3, traverser=1, settings=Traversa
     for i in range(n_chunks):
         opp, on_policy, label = opponents[i % len(opponents)]
         chunks.append(ChunkSpec(i, size, chunk_seed(7, iteration, traverser, i), traverser, iteration,
-                                PolicySpec("regret", "advantage_1"), opp, on_policy, settings, label))
+                                PolicySpec("regret", "advantage_1"), opp, on_policy, options, "argmax", label))
     return chunks
 
 
@@ -205,9 +207,8 @@ def test_chunk_error_carries_the_worker_traceback_and_breaks_the_executor():
 def test_killed_worker_is_reported_within_seconds_and_nothing_is_left():
     game = MINI.make()
     nets = networks_for(game, ["advantage_0", "advantage_1"])
-    settings = TraversalSettings()
     chunks = [ChunkSpec(i, 32, chunk_seed(0, 1, 0, i), 0, 1, PolicySpec("regret", "advantage_0"),
-                        PolicySpec("regret", "advantage_1"), True, settings) for i in range(400)]
+                        PolicySpec("regret", "advantage_1"), True) for i in range(400)]
     executor = ProcessExecutor(MINI, 2, chunk_timeout=60)
     pids = executor.worker_pids
     try:
@@ -276,8 +277,8 @@ def _trainer_config(*extra):
     from deepcfr.train.config import load_config
 
     return load_config(None, [
-        "game.name=leduc", "traversal.algorithm=external", "traversal.traversals_per_player=48",
-        "traversal.batch_size=16", "traversal.worker_batch_size=16", "network.hidden_size=16",
+        "game.name=leduc", "memory.augment=false", "traversal.algorithm=external", "traversal.traversals_per_player=48",
+        "traversal.chunk_size=16", "network.hidden_size=16",
         "advantage.train_steps=3", "advantage.batch_size=32", "strategy.train_steps=3", "strategy.batch_size=32",
         "eval.every=0", "memory.advantage_capacity=2000", "memory.strategy_capacity=2000", "run.progress=false",
         "traversal.opponent=league", "league.weight_current=0.5", "league.weight_recent=0.5", *extra,

@@ -11,7 +11,7 @@ from deepcfr.train.run import Run
 
 
 def _config(*extra):
-    return load_config(None, ["game.name=kuhn", "traversal.algorithm=external", "network.hidden_size=8",
+    return load_config(None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "network.hidden_size=8",
                               "checkpoint.every=2", "run.progress=false", *extra])
 
 
@@ -63,10 +63,8 @@ def test_checkpoints_latest_and_numbered(tmp_path):
         assert load_checkpoint(run.checkpoint_path(2))["meta"]["iteration"] == 2
 
 
-@pytest.mark.parametrize("numbered_memories", [False, True])
-def test_numbered_checkpoints_leave_out_memories(tmp_path, numbered_memories):
-    config = _config(f"checkpoint.numbered_memories={str(numbered_memories).lower()}")
-    with Run(tmp_path, config, console=False) as run:
+def test_numbered_checkpoints_leave_out_memories(tmp_path):
+    with Run(tmp_path, _config(), console=False) as run:
         for t in (1, 2):
             run.log_metrics(t, {"loss": 1.0})
             run.save_checkpoint({"weights": torch.ones(2), "memories": {"data": torch.zeros(1000)}}, t)
@@ -74,7 +72,7 @@ def test_numbered_checkpoints_leave_out_memories(tmp_path, numbered_memories):
         numbered = load_checkpoint(run.checkpoint_path(2))
     assert latest["memories"] is not None  # resume needs them
     assert torch.equal(numbered["weights"], torch.ones(2))
-    assert (numbered["memories"] is not None) == numbered_memories
+    assert numbered["memories"] is None and numbered["meta"]["memories"] is False
 
 
 def test_checkpoint_waits_for_its_metrics(tmp_path):

@@ -71,7 +71,7 @@ def test_relabelling_is_uniform_over_permutations():
 
 def test_augment_is_rejected_where_it_cannot_apply():
     with pytest.raises(ConfigError, match="memory.augment: leduc has no symmetry"):
-        load_config(None, ["game.name=leduc", "memory.augment=true"])
+        load_config(None, ["game.name=leduc", "memory.augment=false", "memory.augment=true"])
     with pytest.raises(ConfigError, match="memory.augment does not combine"):
         load_config(None, ["memory.augment=true", "advantage.aggregate=true"])
 
@@ -83,13 +83,14 @@ def test_augmented_batches_are_relabelled_samples():
 
     config = load_config(None, [
         "game.variant=mini", "traversal.algorithm=outcome", "traversal.traversals_per_player=64",
-        "traversal.batch_size=64", "run.iterations=1", "run.progress=false", "eval.every=0",
+        "traversal.chunk_size=64", "run.iterations=1", "run.progress=false", "eval.every=0",
         "memory.augment=true", "advantage.train_steps=1", "strategy.train_steps=1", "checkpoint.every=0",
+        "strategy.final_train_steps=0",
     ])
     trainer = Trainer(config)
     trainer.run_iteration()
     memory = trainer.advantage_memories[0]
-    features, mask, values, _ = trainer._draw_batch(memory, 256, "target")
+    features, mask, values, _ = trainer.fitter.draw_batch(memory, 256, "target")
     game = trainer.game
     stored_obs = memory.data("obs")[: len(memory)]
     stored_mask = trainer.codec.unpack_mask(memory.data("mask")[: len(memory)])

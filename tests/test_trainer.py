@@ -5,15 +5,19 @@ import torch
 
 from deepcfr.train.config import load_config
 from deepcfr.train.run import Run
-from deepcfr.train.trainer import SampleCodec, Trainer, lr_factor, load_agent, sample_weights
+from deepcfr.cfr.samples import SampleCodec, row_keys
+from deepcfr.train.agent import load_agent
+from deepcfr.train.fit import advantage_loss, lr_factor, sample_weights
+from deepcfr.train.trainer import Trainer
 
 
 def tiny(game="kuhn", *extra):
     return load_config(None, [
-        f"game.name={game}", "traversal.algorithm=external", "traversal.traversals_per_player=64",
-        "traversal.batch_size=32", "network.hidden_size=16", "advantage.train_steps=4",
+        f"game.name={game}", "memory.augment=false", "traversal.algorithm=external", "traversal.traversals_per_player=64",
+        "traversal.chunk_size=32", "network.hidden_size=16", "advantage.train_steps=4",
         "advantage.batch_size=32", "strategy.train_steps=4", "strategy.batch_size=32", "eval.every=0",
-        "memory.advantage_capacity=500", "memory.strategy_capacity=500", "run.progress=false", *extra,
+        "memory.advantage_capacity=500", "memory.strategy_capacity=500", "run.progress=false",
+        "advantage.reinit=true", "strategy.weighting=linear", "strategy.final_train_steps=0", *extra,
     ])
 
 
@@ -32,7 +36,7 @@ EXPECTED_METRICS = [
     "loss/advantage_p0", "loss/advantage_p1", "loss/strategy", "memory/advantage_p0_size",
     "memory/advantage_p1_seen", "memory/strategy_size", "memory/strategy_seen", "traversal/decisions",
     "traversal/traversals", "traversal/avg_batch", "traversal/max_batch", "traversal/cut_offs",
-    "traversal/clipped_targets", "train/nonfinite_loss_count",
+    "train/nonfinite_loss_count",
 ]
 
 
@@ -60,7 +64,7 @@ def test_memory_samples_decode_to_the_traversal_samples():
     trainer.run_iteration()
     memory = trainer.advantage_memories[0]
     batch = memory.sample(64, torch.Generator().manual_seed(0))
-    features, mask, target, iteration = trainer._draw_batch(memory, 64, "target")
+    features, mask, target, iteration = trainer.fitter.draw_batch(memory, 64, "target")
     assert features.shape == (64, trainer.game.feature_size) and features.dtype == torch.float32
     assert mask.shape == (64, 3) and mask.dtype == torch.bool and mask.any(dim=1).all()
     assert target.shape == (64, 3) and (target[~mask] == 0).all()
@@ -163,16 +167,17 @@ def test_sample_weights():
     it = torch.tensor([1, 2, 3, 10], dtype=torch.int32)
     assert sample_weights(it, "linear").tolist() == [1, 2, 3, 10]
     assert sample_weights(it, "uniform").tolist() == [1, 1, 1, 1]
-    w = sample_weights(it, "discounted", 1.5)
-    assert w[0] == 1 and w[1] == pytest.approx(2.0) and w[2] == pytest.approx(2 * (1 + 2 ** -1.5))
-    assert (w[1:] > w[:-1]).all()
-    assert sample_weights(it, "discounted", 2.0, kind="strategy").tolist() == [1, 4, 9, 100]
+    assert sample_weights(it, "discounted", 2.0).tolist() == [1, 4, 9, 100]
+    with pytest.raises(ValueError, match="weighting"):
+        sample_weights(it, "exponential")
 
 
 def test_lr_schedules():
     assert lr_factor("constant", 5, 10) == 1
     assert lr_factor("cosine", 0, 10) == 1 and lr_factor("cosine", 9, 10) == pytest.approx(0)
-    assert lr_factor("linear", 9, 10, 0.1) == pytest.approx(0.1)
+    assert lr_factor("cosine", 9, 10, 0.05) == pytest.approx(0.05)
+    with pytest.raises(ValueError, match="lr_schedule"):
+        lr_factor("linear", 9, 10)
 
 
 def test_train_with_run_checkpoints_and_load_agent(tmp_path):
@@ -193,8 +198,9 @@ def test_train_with_run_checkpoints_and_load_agent(tmp_path):
             assert torch.allclose(probs.sum(dim=1), torch.ones(obs.shape[0]), atol=1e-5)
             assert (probs[~mask] == 0).all()
     # the agent's policies are the trainer's
-    assert torch.allclose(agent.policy("average")(obs, mask), trainer.policy("average")(obs, mask))
-    assert torch.allclose(agent.policy("current")(obs, mask), trainer.policy("current")(obs, mask))
+    live = trainer.agent()
+    assert torch.allclose(agent.policy("average")(obs, mask), live.policy("average")(obs, mask))
+    assert torch.allclose(agent.policy("current")(obs, mask), live.policy("current")(obs, mask))
     with pytest.raises(ValueError, match="policy kind"):
         agent.policy("best")
 
@@ -250,9 +256,9 @@ def test_final_strategy_training_retrains_from_scratch_once(tmp_path):
     with Run(tmp_path / "run", config, console=False) as run:
         trainer = Trainer(config, run)
         fits, reinits = [], []
-        real_fit, real_reinit = trainer._fit, trainer._reinit_network
-        trainer._fit = lambda net, forward, opt, memory, name, cfg, *a: fits.append(
-            (name, cfg.train_steps, cfg.lr_schedule)) or real_fit(net, forward, opt, memory, name, cfg, *a)
+        real_fit, real_reinit = trainer.fitter.fit, trainer._reinit_network
+        trainer.fitter.fit = lambda net, forward, opt, memory, name, schedule, *a: fits.append(
+            (name, schedule.steps, schedule.lr_schedule)) or real_fit(net, forward, opt, memory, name, schedule, *a)
         trainer._reinit_network = lambda net: reinits.append(net) or real_reinit(net)
         trainer.train()
         metrics = run.read_metrics()
@@ -267,7 +273,7 @@ def test_final_strategy_training_retrains_from_scratch_once(tmp_path):
     with Run.open(tmp_path / "run", [], console=False) as run:
         resumed = Trainer(run.config, run)
         fits.clear()
-        resumed._fit = lambda *a: fits.append(a) or 0.0
+        resumed.fitter.fit = lambda *a: fits.append(a) or 0.0
         resumed.train()
     assert resumed.strategy_final_iteration == 2 and fits == []
 
@@ -290,13 +296,11 @@ def test_load_state_dict_refuses_another_game():
 
 
 def test_row_keys_are_equal_exactly_for_equal_rows():
-    from deepcfr.train.trainer import _row_keys
-
     gen = torch.Generator().manual_seed(0)
     for cols, dtype in ((5, torch.int8), (11, torch.int8), (23, torch.uint8), (65, torch.uint8)):
         base = torch.randint(0, 3, (40, cols), generator=gen).to(dtype)
         rows = base[torch.randint(0, 40, (500,), generator=gen)]
-        keys = _row_keys(rows)
+        keys = row_keys(rows)
         equal_rows = (rows[:, None, :] == rows[None, :, :]).all(dim=2)
         assert torch.equal(keys[:, None] == keys[None, :], equal_rows)
 
@@ -318,25 +322,36 @@ def test_aggregated_training_has_the_gradient_of_the_full_memory_loss(game):
     obs = memory.data("obs")
     mask = trainer.codec.unpack_mask(memory.data("mask"))
     values = trainer.codec.unpack_values(memory.data("target"), mask)
-    full = grads(trainer.advantage_loss(net(trainer.game.encode(obs)), mask, values, weights_of(memory.data("iteration"))))
-    table = trainer._aggregate_memory(memory, "target", weights_of)
+    full = grads(advantage_loss(net(trainer.game.encode(obs)), mask, values, weights_of(memory.data("iteration"))))
+    table = trainer.fitter.aggregate_memory(memory, "target", weights_of)
     assert table["weight"].shape[0] < len(memory)  # observations repeat in poker
-    merged = grads(trainer.advantage_loss(net(table["features"]), table["mask"], table["values"], table["weight"]))
+    merged = grads(advantage_loss(net(table["features"]), table["mask"], table["values"], table["weight"]))
     for a, b in zip(full, merged):
         assert torch.allclose(a, b, atol=1e-5, rtol=1e-4)
 
 
-def test_aggregated_training_runs_and_learns():
-    trainer = Trainer(tiny("leduc", "advantage.aggregate=true", "strategy.aggregate=true", "advantage.batch_size=64"))
-    m = trainer.run_iteration()
+def test_aggregated_training_lowers_the_merged_loss():
+    trainer = Trainer(tiny("leduc", "advantage.aggregate=true", "strategy.aggregate=true", "advantage.batch_size=64",
+                           "advantage.reinit=false", "advantage.train_steps=30"))
+    trainer.run_iteration()
+    memory = trainer.advantage_memories[0]
+    table = trainer.fitter.aggregate_memory(memory, "target", trainer.advantage_weights)
+    net = trainer.advantage_nets[0]
+
+    def merged_loss():
+        with torch.no_grad():
+            return float(advantage_loss(net(table["features"]), table["mask"], table["values"], table["weight"]))
+
+    before = merged_loss()
+    m = trainer.run_iteration()  # trains on this memory and the new samples
     assert math.isfinite(m["loss/advantage_p0"]) and math.isfinite(m["loss/strategy"])
+    assert merged_loss() < before
 
 
-def test_training_options_weight_averaging_lr_decay_and_discounting():
+def test_training_options_change_the_result():
     base = Trainer(tiny("kuhn", "advantage.reinit=false"))
-    other = Trainer(tiny("kuhn", "advantage.reinit=false", "advantage.weight_averaging=0.5",
-                         "advantage.lr_iteration_decay=0.5", "advantage.lr_schedule=linear",
-                         "advantage.weighting=discounted", "strategy.weighting=discounted",
+    other = Trainer(tiny("kuhn", "advantage.reinit=false", "advantage.lr_schedule=cosine",
+                         "advantage.weighting=uniform", "strategy.weighting=discounted",
                          "memory.target_dtype=bfloat16"))
     for t in (base, other):
         for _ in range(2):
@@ -344,11 +359,6 @@ def test_training_options_weight_averaging_lr_decay_and_discounting():
             assert math.isfinite(m["loss/advantage_p0"]) and math.isfinite(m["loss/strategy"])
     assert other.advantage_memories[0].data("target").dtype == torch.bfloat16
     assert not same(weights(base), weights(other))
-    # the iteration's peak learning rate decays as t^-0.5 (constant schedule: it stays at the peak)
-    decayed = Trainer(tiny("kuhn", "advantage.lr_iteration_decay=0.5"))
-    for _ in range(4):
-        decayed.run_iteration()
-    assert decayed.advantage_optimizers[0].param_groups[0]["lr"] == pytest.approx(1e-3 * 4 ** -0.5)
 
 
 def test_target_scale_is_set_once_and_saved():
@@ -358,9 +368,6 @@ def test_target_scale_is_set_once_and_saved():
     assert scale is not None and scale > 0
     trainer.run_iteration()
     assert trainer.target_scale == scale
-    fixed = Trainer(tiny("leduc", "advantage.target_scale=2.5"))
-    fixed.run_iteration()
-    assert fixed.target_scale == 2.5
     resumed = Trainer(tiny("leduc"))
     resumed.load_state_dict(trainer.state_dict())
     assert resumed.target_scale == scale

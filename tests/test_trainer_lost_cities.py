@@ -7,17 +7,18 @@ import torch
 
 from deepcfr.train.config import load_config
 from deepcfr.train.run import Run
-from deepcfr.train.trainer import Trainer, load_agent
+from deepcfr.train.agent import load_agent
+from deepcfr.train.trainer import Trainer
 
 
 def mini(*extra):
     return load_config(None, [
         "game.name=lost_cities", "game.variant=mini", "traversal.algorithm=outcome",
-        "traversal.traversals_per_player=48", "traversal.batch_size=24", "traversal.importance_clip=100",
+        "traversal.traversals_per_player=48", "traversal.chunk_size=24",
         "network.hidden_size=16", "advantage.train_steps=2", "advantage.batch_size=32",
         "strategy.train_steps=2", "strategy.batch_size=32", "memory.advantage_capacity=5000",
         "memory.strategy_capacity=5000", "eval.every=2", "eval.games=4", "eval.opponents=[random]",
-        "run.progress=false", *extra,
+        "run.progress=false", "strategy.final_train_steps=0", *extra,
     ])
 
 
@@ -35,7 +36,7 @@ def test_lost_cities_iterations_with_evaluation():
     # compact samples: a tenth of the float32 features or less
     assert m2["memory/advantage_bytes_per_sample"] * 10 <= m2["memory/feature_bytes_per_sample"]
     state = trainer.game.init(8, torch.Generator().manual_seed(0))
-    probs = trainer.policy("current")(trainer.game.observe(state, 0), trainer.game.legal_mask(state))
+    probs = trainer.agent().policy("current")(trainer.game.observe(state, 0), trainer.game.legal_mask(state))
     assert torch.allclose(probs.sum(dim=1), torch.ones(8))
 
 

@@ -6,7 +6,16 @@ import pytest
 import torch
 
 from deepcfr.cfr.policies import UniformPolicy
-from deepcfr.cfr.traversal import TraversalStats, _play_sampled, external_sampling, outcome_sampling, probe_sampling, traverse
+from deepcfr.cfr.traversal import (
+    CriticSampling,
+    ExternalSampling,
+    OutcomeSampling,
+    TraversalStats,
+    external_sampling,
+    outcome_sampling,
+    traversal_options,
+    traverse,
+)
 from deepcfr.evaluate.exploitability import TabularPolicy, random_policy
 from deepcfr.games.base import clone_state, index_state
 from deepcfr.games.registry import make_game
@@ -138,7 +147,7 @@ def test_external_sampling_strategy_samples_are_the_opponents_sigma():
 def test_one_policy_call_per_player_per_step(algorithm, game_name):
     game = make_game(game_name)
     trav, opp = CountingPolicy(UniformPolicy()), CountingPolicy(UniformPolicy())
-    result = traverse(algorithm, game, 0, 500, trav, opp, 1, torch.Generator().manual_seed(0))
+    result = traverse(traversal_options(algorithm), game, 0, 500, trav, opp, 1, torch.Generator().manual_seed(0))
     # one call per level/step at most, each over all games needing it (not one per game)
     assert 1 <= len(trav.calls) <= game.max_game_length
     assert 1 <= len(opp.calls) <= game.max_game_length
@@ -171,8 +180,8 @@ def test_outcome_sampling_is_unbiased_on_kuhn(traverser, unsampled_target):
     exact = exact_regrets(game, deals, traverser, policy)
     roots, deal_index = repeated_roots(game, deals, 10000)
     result = outcome_sampling(game, traverser, roots.cards.shape[0], policy, policy, 1,
-                              torch.Generator().manual_seed(2), epsilon=0.5,
-                              unsampled_target=unsampled_target, root_state=roots)
+                              torch.Generator().manual_seed(2), OutcomeSampling(0.5, unsampled_target),
+                              root_state=roots)
     groups = group_targets(result, deal_index)
     assert len(groups) >= 12
     for key, rows in groups.items():
@@ -189,7 +198,7 @@ def test_outcome_sampling_is_unbiased_on_leduc():
     exact = exact_regrets(game, deals, 0, policy)
     roots, deal_index = repeated_roots(game, deals, 15000)
     result = outcome_sampling(game, 0, roots.cards.shape[0], policy, policy, 1, torch.Generator().manual_seed(9),
-                              epsilon=0.6, root_state=roots)
+                              OutcomeSampling(0.6), root_state=roots)
     checked = 0
     for key, rows in group_targets(result, deal_index).items():
         if len(rows) < 400:
@@ -213,19 +222,6 @@ def test_outcome_sampling_targets_follow_the_estimator_formula():
     assert result.stats.mean_importance_weight == pytest.approx(2.0)
 
 
-def test_outcome_sampling_clips_importance_corrected_values():
-    game = make_game("leduc")
-    policy = fixed_policy(game, seed=1)
-    clip = 1.5
-    result = outcome_sampling(game, 0, 2000, policy, policy, 1, torch.Generator().manual_seed(0),
-                              epsilon=0.2, importance_clip=clip)
-    assert result.stats.clipped_targets > 0
-    assert result.advantage["target"].abs().max() <= 2 * clip + 1e-5
-    unclipped = outcome_sampling(game, 0, 2000, policy, policy, 1, torch.Generator().manual_seed(0), epsilon=0.2)
-    assert unclipped.stats.clipped_targets == 0
-    assert unclipped.advantage["target"].abs().max() > 2 * clip
-
-
 def test_outcome_sampling_strategy_samples_only_when_recording():
     game = make_game("leduc")
     policy = fixed_policy(game, seed=8)
@@ -245,13 +241,14 @@ def test_outcome_step_cap_counts_cut_offs():
     assert result.stats.cut_offs == 50
 
 
-@pytest.mark.parametrize("algorithm", ["external", "outcome", "probe"])
+@pytest.mark.parametrize("algorithm", ["external", "outcome", "critic"])
 def test_traversals_are_deterministic_given_the_generator(algorithm):
     game = make_game("leduc")
     policy = fixed_policy(game, seed=0)
-    a = traverse(algorithm, game, 1, 300, policy, policy, 2, torch.Generator().manual_seed(42))
-    b = traverse(algorithm, game, 1, 300, policy, policy, 2, torch.Generator().manual_seed(42))
-    c = traverse(algorithm, game, 1, 300, policy, policy, 2, torch.Generator().manual_seed(43))
+    options = traversal_options(algorithm)
+    a = traverse(options, game, 1, 300, policy, policy, 2, torch.Generator().manual_seed(42))
+    b = traverse(options, game, 1, 300, policy, policy, 2, torch.Generator().manual_seed(42))
+    c = traverse(options, game, 1, 300, policy, policy, 2, torch.Generator().manual_seed(43))
     for k in a.advantage:
         assert torch.equal(a.advantage[k], b.advantage[k])
     for k in a.strategy:
@@ -267,11 +264,22 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="num_traversals"):
         outcome_sampling(game, 0, 0, u, u, 1)
     with pytest.raises(ValueError, match="epsilon"):
-        outcome_sampling(game, 0, 10, u, u, 1, epsilon=1.5)
+        OutcomeSampling(epsilon=1.5)
     with pytest.raises(ValueError, match="unsampled_target"):
-        outcome_sampling(game, 0, 10, u, u, 1, unsampled_target="baseline")
+        OutcomeSampling(unsampled_target="baseline")
     with pytest.raises(ValueError, match="algorithm"):
-        traverse("vanilla", game, 0, 10, u, u, 1)
+        traversal_options("vanilla")
+    with pytest.raises(ValueError, match="tail_correction: not an option of critic"):
+        traversal_options("critic", tail_correction=False)
+    with pytest.raises(TypeError, match="traversal options"):
+        traverse("outcome", game, 0, 10, u, u, 1)
+
+
+def test_each_algorithm_has_one_set_of_defaults():
+    assert traversal_options("outcome") == OutcomeSampling() and OutcomeSampling().epsilon == 0.6
+    assert traversal_options("critic") == CriticSampling() and CriticSampling().epsilon == 0.1
+    assert traversal_options("external") == ExternalSampling()
+    assert traversal_options("outcome", epsilon=0.3) == OutcomeSampling(0.3, "zero", True)
 
 
 def test_stats_merge_adds_counts_and_keeps_maxima():
@@ -291,125 +299,10 @@ def test_outcome_sampling_without_tail_correction():
 
     def run(epsilon, tail_correction):
         return outcome_sampling(game, 0, 500, policy, policy, 1, torch.Generator().manual_seed(5),
-                                epsilon=epsilon, tail_correction=tail_correction)
+                                OutcomeSampling(epsilon, tail_correction=tail_correction))
 
     exact_tail, no_tail = run(0.0, True), run(0.0, False)
     assert torch.allclose(exact_tail.advantage["target"], no_tail.advantage["target"], atol=1e-5)
     explored = run(0.6, False)
     min_q = 0.6 / game.num_actions  # uniform share of at most num_actions legal actions
     assert explored.stats.max_importance_weight <= 1.0 / min_q + 1e-4
-
-
-# ------------------------------------------------------------------------------------------------
-# Probe sampling
-# ------------------------------------------------------------------------------------------------
-
-
-def pure_policy(game, seed: int) -> TabularPolicy:
-    """A seeded deterministic tabular policy for both players."""
-    table = random_policy(game, seed)
-    best = table.probs.argmax(dim=1)
-    return TabularPolicy(table.obs, torch.nn.functional.one_hot(best, game.num_actions).float())
-
-
-@pytest.mark.parametrize("traverser", [0, 1])
-@pytest.mark.parametrize("game_name,deal_count", [("kuhn", None), ("leduc", 12)])
-def test_probe_sampling_is_exact_with_deterministic_policies(game_name, deal_count, traverser):
-    # Pure policies make every rollout the exact value of its child, whatever the exploration
-    # that chose the probed trajectory.
-    game = make_game(game_name)
-    deals, _ = game.chance_deals()
-    deals = deals[:deal_count] if deal_count else deals
-    policy = pure_policy(game, seed=7)
-    exact = exact_regrets(game, deals, traverser, policy)
-    roots, deal_index = repeated_roots(game, deals, 20)
-    result = probe_sampling(game, traverser, roots.cards.shape[0], policy, policy, iteration=3,
-                            generator=torch.Generator().manual_seed(0), epsilon=0.7, probe_rate=0.5,
-                            root_state=roots)
-    adv = result.advantage
-    assert adv["obs"].shape[0] == result.stats.advantage_samples > 0
-    assert (adv["iteration"] == 3).all() and (game.obs_player(adv["obs"]) == traverser).all()
-    for i in range(adv["obs"].shape[0]):
-        key = (int(deal_index[result.advantage_root[i]]), tuple(adv["obs"][i].tolist()))
-        assert torch.allclose(adv["target"][i].double(), exact[key], atol=1e-5), key
-        assert (adv["target"][i][~adv["mask"][i]] == 0).all()
-
-
-@pytest.mark.parametrize("game_name,deal_count,repeats", [("kuhn", None, 3000), ("leduc", 4, 4000)])
-def test_probe_sampling_is_unbiased_with_sampled_policies(game_name, deal_count, repeats):
-    game = make_game(game_name)
-    deals, _ = game.chance_deals()
-    deals = deals[:deal_count] if deal_count else deals
-    policy = fixed_policy(game, seed=11)
-    exact = exact_regrets(game, deals, 0, policy)
-    roots, deal_index = repeated_roots(game, deals, repeats)
-    result = probe_sampling(game, 0, roots.cards.shape[0], policy, policy, 1, torch.Generator().manual_seed(4),
-                            epsilon=0.5, probe_rate=1.0, root_state=roots, probe_batch_size=5000)
-    checked = 0
-    for key, rows in group_targets(result, deal_index).items():
-        if len(rows) < 100:
-            continue
-        targets = result.advantage["target"][rows].double()
-        se = targets.std(dim=0) / len(rows) ** 0.5
-        assert ((targets.mean(dim=0) - exact[key]).abs() <= 5 * se + 1e-6).all(), (key, targets.mean(0), exact[key])
-        checked += 1
-    assert checked >= (10 if game_name == "kuhn" else 20)
-
-
-def test_probe_rollouts_share_noise_within_a_group():
-    # Copies of one state in the same group are played identically; other groups differ.
-    game = make_game("leduc")
-    policy = fixed_policy(game, seed=2)
-    start = game.init(1, generator=torch.Generator().manual_seed(0))
-    groups = torch.arange(200).repeat_interleave(3)
-    state = index_state(start, torch.zeros(groups.shape[0], dtype=torch.long))
-    stats = TraversalStats()
-    utility = _play_sampled(game, state, 0, policy, policy, torch.Generator().manual_seed(1), stats,
-                            game.max_game_length, group=groups, num_groups=200)
-    per_group = utility.view(200, 3)
-    assert (per_group == per_group[:, :1]).all()
-    assert per_group[:, 0].unique().numel() > 1
-    assert stats.forward_rows == stats.decisions > 0
-
-
-def test_probe_sampling_counts_and_strategy_samples():
-    game = make_game("leduc")
-    policy = fixed_policy(game, seed=2)
-    trav, opp = CountingPolicy(policy), CountingPolicy(policy)
-    result = probe_sampling(game, 1, 400, trav, opp, 5, torch.Generator().manual_seed(0), probe_rate=0.5,
-                            probe_batch_size=100)
-    stats = result.stats
-    assert stats.forward_rows == sum(trav.calls) + sum(opp.calls) == stats.decisions
-    # each probe root becomes one child per legal action, played to the end
-    assert stats.advantage_samples == result.advantage["obs"].shape[0] > 0
-    assert max(trav.calls + opp.calls) == stats.max_batch <= 400
-    strat = result.strategy
-    assert (game.obs_player(strat["obs"]) == 0).all() and strat["obs"].shape[0] > 0
-    assert torch.equal(strat["policy"], policy(strat["obs"], strat["mask"]))
-    none = probe_sampling(game, 1, 400, policy, policy, 5, torch.Generator().manual_seed(0), probe_rate=0.5,
-                          probe_batch_size=100, record_strategy=False)
-    assert none.strategy["obs"].shape[0] == 0
-    assert torch.equal(none.advantage["target"], result.advantage["target"])
-
-
-def test_probe_sampling_runs_on_lost_cities():
-    game = make_game("lost_cities", variant="mini")
-    u = UniformPolicy()
-    result = probe_sampling(game, 0, 16, u, u, 1, torch.Generator().manual_seed(0), probe_rate=0.2)
-    adv = result.advantage
-    assert adv["obs"].shape[0] > 0 and result.stats.cut_offs == 0
-    # the sigma-weighted regret is zero at every sample: sum_a sigma(a) (v(a) - v) = 0
-    sigma = adv["mask"].float() / adv["mask"].sum(dim=1, keepdim=True)
-    assert torch.allclose((sigma * adv["target"]).sum(dim=1), torch.zeros(adv["obs"].shape[0]), atol=1e-3)
-
-
-def test_probe_bad_arguments_are_named():
-    game = make_game("kuhn")
-    u = UniformPolicy()
-    for rate in (0.0, 1.5):
-        with pytest.raises(ValueError, match="probe_rate"):
-            probe_sampling(game, 0, 10, u, u, 1, probe_rate=rate)
-    with pytest.raises(ValueError, match="probe_batch_size"):
-        probe_sampling(game, 0, 10, u, u, 1, probe_batch_size=0)
-    with pytest.raises(ValueError, match="epsilon"):
-        probe_sampling(game, 0, 10, u, u, 1, epsilon=-0.1)

@@ -12,11 +12,11 @@ from deepcfr.train.config import load_config
 from deepcfr.train.throughput_bench import bench_overrides, bench_traversal
 
 ROOT = Path(__file__).resolve().parent.parent
-SMOKE = ROOT / "configs" / "lost_cities" / "smoke.yaml"
-KUHN = ROOT / "configs" / "kuhn" / "default.yaml"
-KUHN_TINY = ["traversal.traversals_per_player=64", "traversal.batch_size=64", "advantage.train_steps=3",
+SMOKE = "lost_cities/smoke.yaml"  # shipped configs by their short names
+KUHN = "kuhn/default.yaml"
+KUHN_TINY = ["traversal.traversals_per_player=64", "traversal.chunk_size=64", "advantage.train_steps=3",
              "strategy.train_steps=3"]
-SMOKE_TINY = ["traversal.traversals_per_player=32", "traversal.batch_size=32", "advantage.train_steps=3",
+SMOKE_TINY = ["traversal.traversals_per_player=32", "traversal.chunk_size=32", "advantage.train_steps=3",
               "strategy.train_steps=3"]
 
 POSITIVE = ("decisions_per_second", "traversals_per_second", "avg_forward_batch", "forward_bound_states_per_second",

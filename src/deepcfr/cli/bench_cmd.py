@@ -32,7 +32,7 @@ def register(subparsers) -> None:
         "forward batch) against the bare batched forward of the same network at that batch, the "
         "advantage training phase (samples/s, batch-building share) and bytes per stored sample.",
     )
-    t.add_argument("--config", default=None, help="YAML config file (default: the shipped lost_cities/cpu.yaml)")
+    t.add_argument("--config", default=None, help="YAML config file or shipped config name, e.g. kuhn/default.yaml (default: lost_cities/cpu.yaml)")
     t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set traversal.traversals_per_player=1024 (repeatable)")
     t.add_argument("--iterations-warmup", type=int, default=1,
@@ -85,7 +85,7 @@ def run_traversal(args) -> int:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
         overrides.append(f"run.threads={args.threads}")
     from ..train.config import load_config
-    from ..train.run import shipped_config_path
+    from ..train.config import shipped_config_path
     from ..train.throughput_bench import bench_overrides, bench_traversal
     from .train_cmd import DEFAULT_CONFIG
 

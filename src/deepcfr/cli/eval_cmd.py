@@ -56,7 +56,7 @@ def run(args) -> int:
     from ..evaluate.arena import play_match
     from ..games.bots import make_bot
     from ..train.checkpoint import CheckpointError
-    from ..train.trainer import load_agent
+    from ..train.agent import load_agent
 
     if args.games < 2 or args.games % 2:
         raise ValueError(f"--games must be a positive even number (paired deals), got {args.games}")

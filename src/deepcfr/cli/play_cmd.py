@@ -39,7 +39,7 @@ def build_opponent(args, seed: int):
     if not args.checkpoint and not args.vs:
         raise ValueError("play needs an opponent: --checkpoint PATH or --vs BOT (e.g. --vs random)")
     if args.checkpoint:
-        from ..train.trainer import load_agent
+        from ..train.agent import load_agent
 
         agent = load_agent(args.checkpoint)
         game = agent.game

@@ -1,4 +1,4 @@
-"""``deepcfr train``: train from a YAML config (default: Lost Cities, configs/lost_cities/cpu.yaml)
+"""``deepcfr train``: train from a YAML config (default: the shipped Lost Cities ``lost_cities/cpu.yaml``)
 into a run directory, or resume a run with ``--resume RUN_DIR``."""
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ def register(subparsers) -> None:
         "train",
         help="train Deep CFR from a config (default: Lost Cities on CPU)",
         description="Train Deep CFR. Without --config, trains Lost Cities with the shipped "
-        "configs/lost_cities/cpu.yaml. A run directory keeps the resolved config, metrics.jsonl, "
+        "lost_cities/cpu.yaml (shipped configs: kuhn/default.yaml, leduc/default.yaml, lost_cities/{cpu,default,"
+        "default_server,smoke}.yaml; or give a file path). A run directory keeps the resolved config, metrics.jsonl, "
         "TensorBoard events, train.log and checkpoints; a killed run continues with --resume.",
     )
-    p.add_argument("--config", default=None, help="YAML config file (default: the shipped lost_cities/cpu.yaml)")
+    p.add_argument("--config", default=None, help="YAML config file or shipped config name, e.g. kuhn/default.yaml (default: lost_cities/cpu.yaml)")
     p.add_argument(
         "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
         help="override a config field, e.g. --set traversal.epsilon=0.5 (repeatable)",
@@ -141,7 +142,8 @@ def next_steps(game: str, checkpoint: str, run_dir: str) -> list[str]:
 
 def run(args) -> int:
     from ..train.config import ConfigError, load_config
-    from ..train.run import Run, shipped_config_path
+    from ..train.config import config_path, shipped_config_path
+    from ..train.run import Run
 
     overrides = list(args.overrides)
     if args.iterations is not None:
@@ -155,11 +157,11 @@ def run(args) -> int:
             raise ConfigError("--resume RUN_DIR continues that run with its own config; drop --config/--run-dir")
         run_ = Run.open(args.resume, overrides)
     else:
-        config_path = Path(args.config) if args.config is not None else shipped_config_path(DEFAULT_CONFIG)
-        config = load_config(config_path, overrides)
+        path = config_path(args.config) if args.config is not None else shipped_config_path(DEFAULT_CONFIG)
+        config = load_config(path, overrides)
         run_dir = Path(args.run_dir) if args.run_dir is not None else _default_run_dir(config.game.name)
         run_ = Run(run_dir, config)
-        print(f"config: {config_path}", file=out)
+        print(f"config: {path}", file=out)
     print(f"run directory: {run_.dir}", file=out, flush=True)
 
     from ..train.trainer import Trainer

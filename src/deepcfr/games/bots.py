@@ -56,6 +56,4 @@ def make_bot(game, name: str) -> Bot:
         raise ValueError(
             f"unknown bot {name!r} for game {getattr(game, 'name', game)!r}; valid bots: {', '.join(factories)}"
         )
-    if name == getattr(game, "advice_bot", None):
-        return game.advice_reader()  # its observations already hold this bot's choice
     return factories[name]()

@@ -9,19 +9,9 @@ def game_names() -> list[str]:
     return ["kuhn", "leduc", "lost_cities"]
 
 
-def make_game(name: str, advice_bot: str | None = None, **params: Any):
+def make_game(name: str, **params: Any):
     """Build a batched game. ``params`` are game parameters (for Lost Cities: ``variant`` and any
-    LostCitiesRules field). ``advice_bot`` appends that bot's recommended action to the network
-    features (``deepcfr.games.advice.AdvisedGame``)."""
-    game = _make_plain_game(name, **params)
-    if advice_bot is None:
-        return game
-    from .advice import AdvisedGame
-
-    return AdvisedGame(game, advice_bot)
-
-
-def _make_plain_game(name: str, **params: Any):
+    LostCitiesRules field)."""
     if name == "kuhn":
         from .kuhn import KuhnGame
 

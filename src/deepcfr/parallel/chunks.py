@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol, Sequence
 
 import numpy as np
 import torch
 
 from deepcfr.cfr.policies import BotPolicy, RegretMatchingPolicy, StrategyNetPolicy, UniformPolicy
-from deepcfr.cfr.traversal import TraversalStats, traverse
+from deepcfr.cfr.traversal import OutcomeSampling, TraversalOptions, TraversalStats, traverse
 
 POLICY_KINDS = ("uniform", "regret", "strategy", "bot")
 
@@ -69,20 +69,6 @@ class PolicySpec:
 
 
 @dataclass(frozen=True)
-class TraversalSettings:
-    """The traversal options of a run (config ``traversal.*`` and ``regret_matching.fallback``)."""
-
-    algorithm: str = "outcome"
-    epsilon: float = 0.6
-    importance_clip: float | None = None
-    unsampled_target: str = "zero"
-    fallback: str = "argmax"
-    tail_correction: bool = True
-    probe_rate: float = 0.05
-    explore: str = "once"
-
-
-@dataclass(frozen=True)
 class ChunkSpec:
     index: int  # position of the chunk in its phase (results are returned in this order)
     num_traversals: int
@@ -92,7 +78,8 @@ class ChunkSpec:
     traverser_policy: PolicySpec
     opponent_policy: PolicySpec
     record_strategy: bool  # the opponent plays sigma_t: its nodes feed the strategy memory
-    settings: TraversalSettings = field(default_factory=TraversalSettings)
+    options: TraversalOptions = OutcomeSampling()  # the algorithm and its options (config ``traversal``)
+    fallback: str = "argmax"  # regret matching when no advantage is positive (config ``regret_matching``)
     label: str = "current"  # opponent category, for the trainer's counts
 
     def network_names(self) -> set[str]:
@@ -172,16 +159,12 @@ class ChunkRunner:
 
     def run(self, spec: ChunkSpec, networks: NetworkSource) -> ChunkResult:
         start = time.perf_counter()
-        s = spec.settings
         generator = torch.Generator(device=self.device).manual_seed(int(spec.seed))
-        traverser_policy = self.policy(spec.traverser_policy, networks, generator, s.fallback)
-        opponent_policy = self.policy(spec.opponent_policy, networks, generator, s.fallback)
+        traverser_policy = self.policy(spec.traverser_policy, networks, generator, spec.fallback)
+        opponent_policy = self.policy(spec.opponent_policy, networks, generator, spec.fallback)
         result = traverse(
-            s.algorithm, self.game, spec.traverser, spec.num_traversals, traverser_policy, opponent_policy,
-            spec.iteration, generator, epsilon=s.epsilon, importance_clip=s.importance_clip,
-            unsampled_target=s.unsampled_target, tail_correction=s.tail_correction, probe_rate=s.probe_rate,
-            explore=s.explore,
-            record_strategy=spec.record_strategy, device=self.device,
+            spec.options, self.game, spec.traverser, spec.num_traversals, traverser_policy, opponent_policy,
+            spec.iteration, generator, record_strategy=spec.record_strategy, device=self.device,
         )
         return ChunkResult(spec.index, result.advantage, result.strategy, result.stats, time.perf_counter() - start)
 

@@ -42,49 +42,12 @@ from .chunks import (
     referenced_networks,
     result_from_arrays,
 )
+from .base import DEFAULT_CHUNK_TIMEOUT, EXECUTORS, ExecutorError, TraversalExecutor, WorkerError, check_networks
+from .child import child_environment
 from .inference_server import InferenceServer, InferenceServerError, ServerOptions
+from .ray_executor import RayExecutor
 from .shm import WeightsPublisher
-
-EXECUTORS = ("inline", "processes", "ray")
-DEFAULT_CHUNK_TIMEOUT = 1800.0  # seconds without any finished chunk before a run gives up
-
-
-class ExecutorError(RuntimeError):
-    """An executor cannot run (broken by an earlier failure, a timeout, a bad request)."""
-
-
-class WorkerError(ExecutorError):
-    """A traversal worker died or failed a chunk; the message says which and why."""
-
-
-def _check_networks(networks: Mapping[str, Any], chunks: Sequence[ChunkSpec]) -> set[str]:
-    names = referenced_networks(chunks)
-    missing = names - set(networks)
-    if missing:
-        raise ValueError(f"chunks use networks {sorted(missing)} that were not provided (have {sorted(networks)})")
-    return names
-
-
-class TraversalExecutor:
-    kind = "base"
-
-    def run(self, networks: Mapping[str, torch.nn.Module], chunks: Sequence[ChunkSpec],
-            on_chunk: Callable[[int], None] | None = None) -> list[ChunkResult]:
-        raise NotImplementedError
-
-    def metrics(self) -> dict[str, float]:
-        """Executor metrics since the last call (e.g. ``inference_server/*``)."""
-        return {}
-
-    def close(self) -> None:
-        pass
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.close()
-
+from .worker import worker_main
 
 class InlineExecutor(TraversalExecutor):
     """Chunks run in order in this process, on ``device``, with the given modules."""
@@ -95,7 +58,7 @@ class InlineExecutor(TraversalExecutor):
         self.runner = ChunkRunner(game, device)
 
     def run(self, networks, chunks, on_chunk=None):
-        _check_networks(networks, chunks)
+        check_networks(networks, chunks)
         source = ModuleNetworks(networks)
         results = []
         for spec in chunks:
@@ -185,7 +148,6 @@ class ProcessExecutor(TraversalExecutor):
 
     # -------------------------------------------------------------- lifecycle
     def _start(self, server_options, slot_rows, feature_size, output_size, start_timeout) -> None:
-        from .worker import child_environment, worker_main
 
         res = self._resources
         if server_options is not None:
@@ -270,7 +232,7 @@ class ProcessExecutor(TraversalExecutor):
         if not chunks:
             return []
         try:
-            names = _check_networks(networks, chunks)
+            names = check_networks(networks, chunks)
             handle = self._weights_for(networks, names, chunks[0].iteration)
             return self._run(chunks, handle, on_chunk)
         except BaseException as e:
@@ -389,9 +351,7 @@ def make_executor(config: Any, game, device: str | torch.device, game_spec: Game
             server = ServerOptions(device=s.device, max_batch=s.max_batch, batch_window_us=s.batch_window_us)
             sync_every = s.weight_sync_every
         return ProcessExecutor(
-            game_spec, t.num_workers, result_device=device, server=server, slot_rows=t.worker_batch_size,
+            game_spec, t.num_workers, result_device=device, server=server, slot_rows=t.chunk_size,
             feature_size=int(game.feature_size), output_size=int(game.num_actions), weight_sync_every=sync_every,
         )
-    from .ray_executor import RayExecutor
-
     return RayExecutor(game_spec, t.num_workers, address=config.ray.address, result_device=device)

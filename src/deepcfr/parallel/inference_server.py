@@ -46,6 +46,7 @@ from typing import Any
 
 import torch
 
+from .child import child_environment, configure_process
 from .shm import SharedBlock, WeightsHandle, WeightsReader
 
 REQUEST = struct.Struct("<qqqq")  # seq, network id, rows, weights version
@@ -248,24 +249,29 @@ class _Metrics:
         }
 
 
-def server_main(control: Connection, worker_conns: list[Connection], pool_info: PoolInfo, options: ServerOptions) -> None:
-    """Entry point of the server process."""
-    from .worker import configure_process
+class _ServerLoop:
+    """The server process's state and its loop: requests from the workers' pipes are gathered for
+    up to the batch window, grouped by network, run as one forward per group (in ``max_batch``
+    slices) and answered through the shared slots; control messages (weights, stats, ping, stop)
+    come from the trainer."""
 
-    configure_process(options.threads)
-    device = torch.device(options.device)
-    pool = RequestPool.attach(pool_info)
-    features = [pool.features(s) for s in range(pool_info.num_slots)]
-    outputs = [pool.outputs(s) for s in range(pool_info.num_slots)]
-    reader = WeightsReader(device)
-    nets: list[torch.nn.Module] = []
-    state = {"version": None}
-    live: dict[Connection, int] = {conn: slot for slot, conn in enumerate(worker_conns)}
-    metrics = _Metrics()
-    window = options.batch_window_us / 1e6
-    max_batch = int(options.max_batch)
+    def __init__(self, control: Connection, worker_conns: list[Connection], pool_info: PoolInfo,
+                 options: ServerOptions):
+        self.control = control
+        self.device = torch.device(options.device)
+        self.pool_info = pool_info
+        self.pool = RequestPool.attach(pool_info)
+        self.features = [self.pool.features(s) for s in range(pool_info.num_slots)]
+        self.outputs = [self.pool.outputs(s) for s in range(pool_info.num_slots)]
+        self.reader = WeightsReader(self.device)
+        self.nets: list[torch.nn.Module] = []
+        self.version = None
+        self.live: dict[Connection, int] = {conn: slot for slot, conn in enumerate(worker_conns)}
+        self.metrics = _Metrics()
+        self.window = options.batch_window_us / 1e6
+        self.max_batch = int(options.max_batch)
 
-    def reply(conn: Connection, seq: int, error: str | None = None) -> None:
+    def reply(self, conn: Connection, seq: int, error: str | None = None) -> None:
         try:
             if error is None:
                 conn.send_bytes(REPLY.pack(seq, STATUS_OK))
@@ -273,57 +279,65 @@ def server_main(control: Connection, worker_conns: list[Connection], pool_info: 
                 conn.send_bytes(REPLY.pack(seq, STATUS_ERROR))
                 conn.send_bytes(error.encode("utf-8"))
         except (BrokenPipeError, ConnectionResetError, EOFError, OSError):
-            live.pop(conn, None)  # the worker died; the trainer reports it
+            self.live.pop(conn, None)  # the worker died; the trainer reports it
 
-    def receive(conn: Connection, pending: list) -> None:
+    def receive(self, conn: Connection, pending: list) -> None:
         try:
             seq, net_id, rows, version = REQUEST.unpack(conn.recv_bytes())
         except (EOFError, ConnectionResetError, OSError):
-            live.pop(conn, None)
+            self.live.pop(conn, None)
             return
-        pending.append((conn, live[conn], seq, net_id, rows, version))
+        pending.append((conn, self.live[conn], seq, net_id, rows, version))
 
-    def serve(pending: list) -> None:
+    def _valid_groups(self, pending: list) -> dict[int, list]:
+        """The requests that can be served, by network; the others are answered with an error."""
         groups: dict[int, list] = defaultdict(list)
         for req in pending:
             conn, slot, seq, net_id, rows, version = req
-            if version != state["version"]:
-                reply(conn, seq, f"request for weights version {version}, server holds {state['version']}")
-            elif not 0 <= net_id < len(nets):
-                reply(conn, seq, f"unknown network id {net_id} (version {version} has {len(nets)})")
-            elif not 0 < rows <= pool_info.rows:
-                reply(conn, seq, f"request of {rows} rows, slots hold {pool_info.rows}")
+            if version != self.version:
+                self.reply(conn, seq, f"request for weights version {version}, server holds {self.version}")
+            elif not 0 <= net_id < len(self.nets):
+                self.reply(conn, seq, f"unknown network id {net_id} (version {version} has {len(self.nets)})")
+            elif not 0 < rows <= self.pool_info.rows:
+                self.reply(conn, seq, f"request of {rows} rows, slots hold {self.pool_info.rows}")
             else:
                 groups[net_id].append(req)
+        return groups
+
+    def _forward(self, net_id: int, x: torch.Tensor) -> torch.Tensor:
+        out_parts = []
+        metrics = self.metrics
+        with torch.inference_mode():
+            for start in range(0, x.shape[0], self.max_batch):
+                chunk = x[start:start + self.max_batch].to(self.device, non_blocking=True)
+                out_parts.append(self.nets[net_id](chunk).float().to("cpu"))
+                metrics.groups += 1
+                metrics.rows += chunk.shape[0]
+                metrics.max_rows = max(metrics.max_rows, chunk.shape[0])
+        return out_parts[0] if len(out_parts) == 1 else torch.cat(out_parts)
+
+    def serve(self, pending: list) -> None:
         t0 = time.perf_counter()
-        for net_id, reqs in groups.items():
+        for net_id, reqs in self._valid_groups(pending).items():
             try:
-                parts = [features[slot][:rows] for _, slot, _, _, rows, _ in reqs]
-                x = parts[0] if len(parts) == 1 else torch.cat(parts)
-                total = x.shape[0]
-                out_parts = []
-                with torch.inference_mode():
-                    for start in range(0, total, max_batch):
-                        chunk = x[start:start + max_batch].to(device, non_blocking=True)
-                        out_parts.append(nets[net_id](chunk).float().to("cpu"))
-                        metrics.groups += 1
-                        metrics.rows += chunk.shape[0]
-                        metrics.max_rows = max(metrics.max_rows, chunk.shape[0])
-                out = out_parts[0] if len(out_parts) == 1 else torch.cat(out_parts)
+                parts = [self.features[slot][:rows] for _, slot, _, _, rows, _ in reqs]
+                out = self._forward(net_id, parts[0] if len(parts) == 1 else torch.cat(parts))
                 offset = 0
                 for conn, slot, seq, _, rows, _ in reqs:
-                    outputs[slot][:rows].copy_(out[offset:offset + rows])
+                    self.outputs[slot][:rows].copy_(out[offset:offset + rows])
                     offset += rows
-                    reply(conn, seq)
+                    self.reply(conn, seq)
             except Exception as e:  # answer every request of the group; keep serving
                 message = f"forward of network {net_id} failed: {type(e).__name__}: {e}"
                 for conn, _, seq, *_ in reqs:
-                    reply(conn, seq, message)
-        metrics.forward_seconds += time.perf_counter() - t0
-        metrics.batches += 1
-        metrics.requests += len(pending)
+                    self.reply(conn, seq, message)
+        self.metrics.forward_seconds += time.perf_counter() - t0
+        self.metrics.batches += 1
+        self.metrics.requests += len(pending)
 
-    def handle_control() -> bool:
+    def handle_control(self) -> bool:
+        """One control message; False when the server should stop."""
+        control = self.control
         try:
             msg = control.recv()
         except (EOFError, ConnectionResetError, OSError):
@@ -334,14 +348,14 @@ def server_main(control: Connection, worker_conns: list[Connection], pool_info: 
         try:
             if kind == "weights":
                 handle: WeightsHandle = msg[1]
-                loaded = reader.load(handle)
-                nets[:] = [loaded[name] for name in handle.names]
-                state["version"] = handle.version
+                loaded = self.reader.load(handle)
+                self.nets[:] = [loaded[name] for name in handle.names]
+                self.version = handle.version
                 control.send(("weights_ok", handle.version))
             elif kind == "stats":
-                control.send(("stats", metrics.as_dict()))
+                control.send(("stats", self.metrics.as_dict()))
                 if msg[1]:
-                    metrics.reset()
+                    self.metrics.reset()
             elif kind == "ping":
                 control.send(("pong", os.getpid()))
             else:
@@ -350,43 +364,50 @@ def server_main(control: Connection, worker_conns: list[Connection], pool_info: 
             control.send(("error", traceback.format_exc()))
         return True
 
-    try:
-        control.send(("ready", os.getpid(), str(device)))
-        while True:
-            ready = wait([control, *live], timeout=1.0)
-            pending: list = []
-            stop = False
-            for conn in ready:
-                if conn is control:
-                    stop = not handle_control()
-                elif conn in live:
-                    receive(conn, pending)
-            if stop:
+    def gather(self, pending: list) -> None:
+        """The batch window: wait for more requests, but never longer than needed."""
+        t0 = time.perf_counter()
+        deadline = t0 + self.window
+        rows = sum(r[4] for r in pending)
+        while rows < self.max_batch and len(pending) < len(self.live):
+            remaining = deadline - time.perf_counter()
+            if remaining <= 0:
                 break
-            if not pending:
-                continue
-            # The batch window: wait for more requests, but never longer than needed.
-            t0 = time.perf_counter()
-            deadline = t0 + window
-            rows = sum(r[4] for r in pending)
-            while rows < max_batch and len(pending) < len(live):
-                remaining = deadline - time.perf_counter()
-                if remaining <= 0:
+            waiting = {r[0] for r in pending}
+            more = wait([c for c in self.live if c not in waiting], timeout=remaining)
+            if not more:
+                break
+            before = len(pending)
+            for conn in more:
+                self.receive(conn, pending)
+            rows += sum(r[4] for r in pending[before:])
+        self.metrics.wait_seconds += time.perf_counter() - t0
+
+    def run(self) -> None:
+        try:
+            self.control.send(("ready", os.getpid(), str(self.device)))
+            while True:
+                pending: list = []
+                stop = False
+                for conn in wait([self.control, *self.live], timeout=1.0):
+                    if conn is self.control:
+                        stop = not self.handle_control()
+                    elif conn in self.live:
+                        self.receive(conn, pending)
+                if stop:
                     break
-                waiting = {r[0] for r in pending}
-                others = [c for c in live if c not in waiting]
-                more = wait(others, timeout=remaining)
-                if not more:
-                    break
-                before = len(pending)
-                for conn in more:
-                    receive(conn, pending)
-                rows += sum(r[4] for r in pending[before:])
-            metrics.wait_seconds += time.perf_counter() - t0
-            serve(pending)
-    finally:
-        features = outputs = None
-        pool.close()
+                if pending:
+                    self.gather(pending)
+                    self.serve(pending)
+        finally:
+            self.features = self.outputs = None
+            self.pool.close()
+
+
+def server_main(control: Connection, worker_conns: list[Connection], pool_info: PoolInfo, options: ServerOptions) -> None:
+    """Entry point of the server process."""
+    configure_process(options.threads)
+    _ServerLoop(control, worker_conns, pool_info, options).run()
 
 
 # ------------------------------------------------------------------------------------------------
@@ -413,7 +434,6 @@ class InferenceServer:
 
     # -------------------------------------------------------------- lifecycle
     def start(self) -> "InferenceServer":
-        from .worker import child_environment
 
         ctx = mp.get_context("spawn")
         try:

@@ -23,7 +23,7 @@ from typing import Any
 import torch
 
 from .chunks import ChunkRunner, GameSpec, ModuleNetworks, result_from_arrays, result_to_arrays
-from .executors import DEFAULT_CHUNK_TIMEOUT, ExecutorError, TraversalExecutor, WorkerError, _check_networks
+from .base import DEFAULT_CHUNK_TIMEOUT, ExecutorError, TraversalExecutor, WorkerError, check_networks
 from .shm import build_from_arch, network_arch
 
 INSTALL_HINT = "pip install 'deepcfr[ray]'  (or: pip install ray)"
@@ -42,7 +42,7 @@ class TraversalActor:
     """The Ray actor (wrapped with ``ray.remote`` at runtime, so this module imports without Ray)."""
 
     def __init__(self, game_spec: GameSpec, threads: int = 1):
-        from .worker import configure_process
+        from .child import configure_process
 
         configure_process(threads)
         self.runner = ChunkRunner(game_spec.make(), "cpu")
@@ -119,7 +119,7 @@ class RayExecutor(TraversalExecutor):
         chunks = list(chunks)
         if not chunks:
             return []
-        names = _check_networks(networks, chunks)
+        names = check_networks(networks, chunks)
         weights = {
             name: (network_arch(networks[name]),
                    {k: v.detach().cpu().numpy() for k, v in networks[name].state_dict().items()})

@@ -168,10 +168,10 @@ class LostCitiesView(GameView):
 
     def label_text(self, ref, action: int) -> Text:
         text = self.action_text(action)
-        color = action - self.rules.draw_deck_action - 1
-        if 0 <= color < self.rules.n_colors and ref.piles[color]:
-            text.append(f" (top {self._value(ref.piles[color][-1])})")
-        elif action == self.rules.draw_deck_action:
+        move = self.rules.action(action)
+        if move.kind == "draw_pile" and ref.piles[move.colour]:
+            text.append(f" (top {self._value(ref.piles[move.colour][-1])})")
+        elif move.kind == "draw_deck":
             text.append(f" ({len(ref.deck)} left)")
         return text
 

@@ -20,7 +20,7 @@ from typing import Any, Mapping
 
 import torch
 
-from deepcfr.atomic import atomic_path, fsync_dir
+from deepcfr.atomic import atomic_path
 
 FORMAT_VERSION = 1
 FORMAT_NAME = "deepcfr-checkpoint"
@@ -35,10 +35,9 @@ class CheckpointError(ValueError):
 def game_params(config: Any) -> dict[str, Any]:
     """Keyword arguments for ``make_game`` from a TrainConfig's ``game`` section."""
     game = config.game
-    advice = {"advice_bot": game.advice_bot} if game.advice_bot is not None else {}
     if game.name == "lost_cities":
-        return {"variant": game.variant, **dict(game.rules), **advice}
-    return advice
+        return {"variant": game.variant, **dict(game.rules)}
+    return {}
 
 
 def make_game_from_config(config: Any):
@@ -127,26 +126,29 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     return path
 
 
+def cpu_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
+    """A module's state dict as CPU copies (checkpoints load on any device)."""
+    return {k: v.detach().to("cpu").clone() for k, v in module.state_dict().items()}
+
+
+def optimizer_state(optimizer: torch.optim.Optimizer) -> dict[str, Any]:
+    import copy
+
+    return copy.deepcopy(optimizer.state_dict())
+
+
 def link_or_copy_checkpoint(src: str | Path, dst: str | Path) -> Path:
     """Make ``dst`` hold the same checkpoint as ``src`` atomically: a hard link where the
     filesystem allows (checkpoints are never modified in place, only replaced), else a copy."""
     import shutil
 
     src, dst = Path(src), Path(dst)
-    tmp = dst.parent / f".{dst.name}.{os.getpid()}.link.tmp"
-    tmp.unlink(missing_ok=True)
-    try:
+    with atomic_path(dst) as tmp:
+        tmp.unlink()  # the link needs the name free
         try:
             os.link(src, tmp)
         except OSError:
             shutil.copyfile(src, tmp)
-            with open(tmp, "rb+") as f:
-                os.fsync(f.fileno())
-        os.replace(tmp, dst)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    fsync_dir(dst.parent)
     return dst
 
 

@@ -4,11 +4,14 @@ where it is declared."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from deepcfr.cfr.traversal import ALGORITHMS, TraversalOptions, traversal_options
 
 
 class _Section(BaseModel):
@@ -19,9 +22,6 @@ class GameConfig(_Section):
     name: Literal["kuhn", "leduc", "lost_cities"] = "lost_cities"
     variant: str = "classic"  # Lost Cities rule variant (classic | mini)
     rules: dict[str, Any] = Field(default_factory=dict)  # Lost Cities rule overrides (e.g. ply_cap)
-    # append this bot's recommended action to the network features (Lost Cities; see
-    # deepcfr.games.advice); null: the plain encoding
-    advice_bot: str | None = None
 
 
 class RunConfig(_Section):
@@ -42,7 +42,7 @@ class RunConfig(_Section):
 
 
 class NetworkConfig(_Section):
-    hidden_size: int = Field(128, ge=1)
+    hidden_size: int = Field(256, ge=1)
     num_layers: int = Field(2, ge=1)
     activation: Literal["relu", "gelu", "silu", "tanh"] = "relu"
     layer_norm: bool = False
@@ -50,35 +50,35 @@ class NetworkConfig(_Section):
 
 class TraversalConfig(_Section):
     # external: every traverser action explored at every node (kuhn/leduc only); outcome: one
-    # sampled trajectory with importance weights; probe: sampled trajectories whose traverser
-    # nodes are kept with probability probe_rate and valued by one rollout per legal action;
-    # critic: outcome-sampling trajectories whose regret targets come from a learned Q network
-    # (section `critic`) for every legal action, with no importance weights (ESCHER)
-    algorithm: Literal["external", "outcome", "probe", "critic"] = "outcome"
-    traversals_per_player: int = Field(1000, ge=1)  # traversals per player per iteration
-    batch_size: int = Field(1024, ge=1)  # traversals run in lockstep per batch
-    epsilon: float = Field(0.6, ge=0.0, le=1.0)  # outcome/probe/critic sampling: exploration at traverser nodes
-    # critic sampling: the traverser explores once per game (probability epsilon per node until it
-    # does: the explorations cluster early) or at every node with probability epsilon (off-sigma
-    # actions late in the game too; the critic's returns are cut at explorations and bootstrapped)
-    explore: Literal["once", "every"] = "once"
-    probe_rate: float = Field(0.05, gt=0.0, le=1.0)  # probe sampling: share of traverser nodes probed
-    importance_clip: float | None = Field(None, gt=0)  # clip importance-corrected values to +-this
-    unsampled_target: Literal["zero", "mean"] = "zero"  # outcome sampling: value of unsampled actions
+    # sampled trajectory with importance weights; critic: outcome-sampling trajectories whose
+    # regret targets come from a learned Q network (section `critic`) for every legal action,
+    # with no importance weights (ESCHER). The options of each are deepcfr.cfr.traversal's
+    # ExternalSampling / OutcomeSampling / CriticSampling, whose defaults apply to what is not set.
+    algorithm: Literal["external", "outcome", "critic"] = "critic"
+    traversals_per_player: int = Field(2000, ge=1)  # traversals per player per iteration
+    # traversals run in lockstep per chunk (inline, or one worker task); each chunk draws its own
+    # opponent and seed, so for one chunk size the samples do not depend on the executor
+    chunk_size: int = Field(2000, ge=1)
+    # outcome and critic sampling: exploration at traverser nodes (outcome: mixed into every
+    # node's sampling policy; critic: the probability per node of the game's one exploration)
+    epsilon: float | None = Field(None, ge=0.0, le=1.0)
+    unsampled_target: Literal["zero", "mean"] | None = None  # outcome sampling: value of unsampled actions
     # outcome sampling: importance-correct v~(h a*) for the exploration below h (unbiased). false
     # uses the leaf utility there instead (biased by epsilon, but no importance weights compounding
     # over long games such as Lost Cities)
-    tail_correction: bool = True
+    tail_correction: bool | None = None
     opponent: Literal["current", "average", "league"] = "current"  # opponent policy during traversal
-    # Warm start (Brown & Sandholm 2016, strategy-based warm starting): for the first
-    # warm_start_iterations, sigma_t of both players is this bot instead of uniform, so the first
-    # regrets (and strategy samples) are measured against sensible play
-    warm_start_bot: str | None = None
-    warm_start_iterations: int = Field(0, ge=0)
     executor: Literal["inline", "processes", "ray"] = "inline"
     num_workers: int = Field(2, ge=1)  # processes/ray executors
-    worker_batch_size: int = Field(256, ge=1)  # lockstep traversals per worker task
     inference_backend: Literal["local", "server"] = "local"
+
+    def options(self) -> TraversalOptions:
+        """The algorithm's options object: the fields set here, the algorithm's defaults for the rest."""
+        chosen = {name: getattr(self, name) for name in ALGORITHM_OPTIONS if getattr(self, name) is not None}
+        return traversal_options(self.algorithm, **chosen)
+
+
+ALGORITHM_OPTIONS = ("epsilon", "unsampled_target", "tail_correction")  # TraversalConfig fields passed to the options
 
 
 class RegretMatchingConfig(_Section):
@@ -86,16 +86,16 @@ class RegretMatchingConfig(_Section):
 
 
 class MemoryConfig(_Section):
-    advantage_capacity: int = Field(1_000_000, ge=1)  # per player
-    strategy_capacity: int = Field(1_000_000, ge=1)
+    advantage_capacity: int = Field(4_000_000, ge=1)  # per player
+    strategy_capacity: int = Field(4_000_000, ge=1)
     device: Literal["train", "cpu", "cpu_pinned"] = "train"  # where samples live
     # Stored regret targets and recorded policies: float16 (default; values are clamped to its
     # range and clamps counted in memory/target_overflow), bfloat16 (wider range, less precision)
     # or float32. Only the legal actions' values are stored (sparse), so a sample costs bytes.
     target_dtype: Literal["float16", "bfloat16", "float32"] = "float16"
     # Relabel every drawn training sample (advantage, strategy, critic) by a random symmetry of
-    # the game: Lost Cities' colour permutations (games without one reject it)
-    augment: bool = False
+    # the game: Lost Cities' colour permutations (games without one must set false)
+    augment: bool = True
 
 
 class CriticConfig(_Section):
@@ -109,15 +109,10 @@ class CriticConfig(_Section):
     batch_size: int = Field(1024, ge=1)
     lr: float = Field(1e-3, gt=0)
     grad_clip: float | None = Field(1.0, gt=0)
-    # utilities are divided by this before the loss; None = the RMS of the first utilities
-    value_scale: float | None = Field(None, gt=0)
     # the critic also reads the opponent's observation (its private cards), so it values the
     # history rather than the information set (as ESCHER's history value function): its
     # regression target is far less noisy; the advantage networks still see only their own player's
     sees_opponent: bool = True
-    # regression target of each node: the TD(lambda) return over the traverser's later nodes, valued
-    # by the critic (trained the iteration before it is stored); 1 = the final utility (Monte Carlo)
-    td_lambda: float = Field(1.0, ge=0.0, le=1.0)
 
 
 class AdvantageTrainConfig(_Section):
@@ -125,51 +120,37 @@ class AdvantageTrainConfig(_Section):
     batch_size: int = Field(1024, ge=1)
     lr: float = Field(1e-3, gt=0)
     grad_clip: float | None = Field(1.0, gt=0)
-    reinit: bool = True  # retrain from scratch each iteration (Deep CFR) or warm-start
-    # learning rate over one iteration's train_steps: constant, or decayed to lr_final_fraction * lr
-    # (cosine | linear); decay removes the final-iterate jitter that limits precision in small games
-    lr_schedule: Literal["constant", "cosine", "linear"] = "constant"
-    lr_final_fraction: float = Field(0.0, ge=0.0, le=1.0)
-    # the iteration's peak learning rate is lr * t^-lr_iteration_decay: with warm starts the target
-    # moves by O(1/t) per iteration, so a shrinking step keeps precision growing (0 = constant)
-    lr_iteration_decay: float = Field(0.0, ge=0.0)
-    # average the weights over this final fraction of each iteration's steps and keep the average
-    # (stochastic weight averaging): cancels SGD noise like a larger batch, at no extra forward cost
-    weight_averaging: float = Field(0.0, ge=0.0, le=1.0)
+    # retrain from scratch each iteration (Deep CFR) or warm-start (with a few hundred steps per
+    # iteration, retraining from scratch underfits)
+    reinit: bool = False
+    # learning rate over one iteration's train_steps: constant, or cosine-decayed to 0; decay
+    # removes the final-iterate jitter that limits precision in small games
+    lr_schedule: Literal["constant", "cosine"] = "constant"
     # train on the memory with identical observations merged (summed weight, weighted mean
     # target): the same weighted-MSE objective with far less gradient noise. Pays off where
     # observations repeat (Kuhn, Leduc: the whole memory is a few hundred rows, trained full-batch
     # when it fits in batch_size); useless in Lost Cities, where they almost never do
     aggregate: bool = False
-    # regret targets are divided by this before the loss (regret matching ignores a positive
-    # scale, so outputs are never rescaled): networks fit O(1) values much faster. None = the
-    # RMS of the first iteration's targets (fixed from then on and saved with the run)
-    target_scale: float | None = Field(None, gt=0)
-    weighting: Literal["linear", "uniform", "discounted"] = "linear"
-    # discounted CFR: regrets are discounted by t^alpha / (t^alpha + 1) after each iteration t,
-    # so a sample of iteration s weighs prod_{t<s} (1 + t^-alpha) relative to iteration 1
-    discount_alpha: float = 1.5
+    weighting: Literal["linear", "uniform"] = "linear"  # a sample of iteration t weighs t (linear CFR) or 1
 
 
 class StrategyTrainConfig(_Section):
     every: int = Field(1, ge=0)  # train the strategy net every k iterations (0 = only at the end)
-    train_steps: int = Field(200, ge=0)
+    train_steps: int = Field(200, ge=0)  # warm-started steps each time
     # when the run ends (last iteration or time budget), retrain the strategy net from scratch on
     # the whole strategy memory for this many steps, its learning rate cosine-decayed to 5%, as
     # Deep CFR does; the time budget keeps room for it. The per-iteration training (every,
     # train_steps) keeps a usable average during the run. 0 = off
-    final_train_steps: int = Field(0, ge=0)
+    final_train_steps: int = Field(3000, ge=0)
     batch_size: int = Field(1024, ge=1)
     lr: float = Field(1e-3, gt=0)
     grad_clip: float | None = Field(1.0, gt=0)
-    reinit: bool = False
-    lr_schedule: Literal["constant", "cosine", "linear"] = "constant"  # as advantage.lr_schedule
-    lr_final_fraction: float = Field(0.0, ge=0.0, le=1.0)
-    lr_iteration_decay: float = Field(0.0, ge=0.0)  # as advantage.lr_iteration_decay
-    weight_averaging: float = Field(0.0, ge=0.0, le=1.0)  # as advantage.weight_averaging
+    lr_schedule: Literal["constant", "cosine"] = "constant"  # as advantage.lr_schedule
     aggregate: bool = False  # as advantage.aggregate (cross-entropy is linear in the target: exact too)
-    weighting: Literal["linear", "uniform", "discounted"] = "linear"
-    discount_gamma: float = 2.0  # discounted CFR's average strategy: a sample of iteration t weighs t^gamma
+    # a sample of iteration t weighs t (linear), 1 (uniform) or t^discount_gamma (discounted, DCFR's
+    # average-strategy weights: the early policies are weak)
+    weighting: Literal["linear", "uniform", "discounted"] = "discounted"
+    discount_gamma: float = 4.0
 
 
 class LeagueConfig(_Section):
@@ -199,10 +180,9 @@ class CheckpointConfig(_Section):
     # the run: with memories of millions of samples a write takes seconds, and a kill redoes at
     # most k - 1 iterations
     latest_every: int = Field(1, ge=1)
-    save_memories: bool = True  # include replay memories (needed for exact resume)
-    # numbered checkpoints (iter_*.pt) keep the replay memories too; off by default since memories
-    # dominate the size (latest.pt, the one resumed from, always has them when save_memories)
-    numbered_memories: bool = False
+    # include replay memories in latest.pt (needed for an exact resume; numbered checkpoints,
+    # iter_*.pt, never hold them: memories dominate the size)
+    save_memories: bool = True
 
 
 class InferenceServerConfig(_Section):
@@ -235,13 +215,11 @@ class TrainConfig(_Section):
     @model_validator(mode="after")
     def _check(self) -> "TrainConfig":
         if self.traversal.algorithm == "external" and self.game.name == "lost_cities":
-            raise ValueError("traversal.algorithm: external sampling is only for kuhn and leduc; use 'outcome'")
-        if (self.traversal.warm_start_bot is None) != (self.traversal.warm_start_iterations == 0):
-            raise ValueError("traversal.warm_start_bot and traversal.warm_start_iterations go together: "
-                             "set both (a bot and at least 1 iteration) or neither")
-        if self.traversal.explore != "once" and self.traversal.algorithm != "critic":
-            raise ValueError(f"traversal.explore={self.traversal.explore!r} applies to traversal.algorithm=critic only, "
-                             f"not {self.traversal.algorithm!r}")
+            raise ValueError("traversal.algorithm: external sampling is only for kuhn and leduc; use 'critic' or 'outcome'")
+        try:
+            self.traversal.options()
+        except ValueError as e:
+            raise ValueError(f"traversal: {e}") from None
         if self.memory.augment and self.game.name != "lost_cities":
             raise ValueError(f"memory.augment: {self.game.name} has no symmetry to relabel samples with "
                              "(only lost_cities: its colours)")
@@ -291,13 +269,92 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     return data
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None) -> TrainConfig:
+# Options retired in the renovation (issue 13; what each measured: docs/experiments.md), with the
+# value that made each one inert. A config saved by an older run (a checkpoint's, a run
+# directory's config.yaml) that holds them at these values still loads; any other value, or any
+# of them in a config file someone writes, is an unknown key.
+RETIRED_OPTIONS: dict[str, Any] = {
+    "game.advice_bot": None,
+    "traversal.explore": "once",
+    "traversal.importance_clip": None,
+    "traversal.warm_start_bot": None,
+    "traversal.warm_start_iterations": 0,
+    "critic.td_lambda": 1.0,
+    "critic.value_scale": None,
+    "advantage.target_scale": None,
+    "advantage.lr_final_fraction": 0.0,
+    "advantage.lr_iteration_decay": 0.0,
+    "advantage.weight_averaging": 0.0,
+    "strategy.reinit": False,
+    "strategy.lr_final_fraction": 0.0,
+    "strategy.lr_iteration_decay": 0.0,
+    "strategy.weight_averaging": 0.0,
+    "checkpoint.numbered_memories": False,
+}
+
+
+def upgrade_saved_config(data: dict) -> dict:
+    """A config saved before the renovation, in today's schema: retired options at their inert
+    values dropped, ``traversal.batch_size``/``worker_batch_size`` become ``chunk_size`` (the one
+    the executor used), and options the algorithm never read dropped. Anything else is left for
+    validation to reject."""
+    data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
+    for dotted, inert in RETIRED_OPTIONS.items():
+        section, key = dotted.split(".")
+        if key in data.get(section, {}) and data[section][key] == inert:
+            del data[section][key]
+    traversal = data.get("traversal", {})
+    if "chunk_size" not in traversal and ("batch_size" in traversal or "worker_batch_size" in traversal):
+        inline = traversal.get("executor", "inline") == "inline"
+        size = traversal.pop("batch_size", None), traversal.pop("worker_batch_size", None)
+        traversal["chunk_size"] = size[0] if inline else size[1]
+    algorithm = traversal.get("algorithm")
+    if algorithm in ALGORITHMS:
+        used = {f.name for f in dataclasses.fields(ALGORITHMS[algorithm])}
+        for key in ALGORITHM_OPTIONS:
+            if key not in used:
+                traversal.pop(key, None)
+    if algorithm != "probe":
+        traversal.pop("probe_rate", None)
+    if data.get("advantage", {}).get("weighting") != "discounted":
+        data.get("advantage", {}).pop("discount_alpha", None)
+    return data
+
+
+SHIPPED_CONFIGS = Path(__file__).resolve().parent.parent / "configs"  # package data: found from any directory
+
+
+def shipped_config_names() -> list[str]:
+    """The configs shipped with deepcfr by their short names, e.g. ``lost_cities/cpu.yaml``."""
+    return sorted(p.relative_to(SHIPPED_CONFIGS).as_posix() for p in SHIPPED_CONFIGS.glob("*/*.yaml"))
+
+
+def shipped_config_path(name: str) -> Path:
+    """The file of the shipped config ``name`` (e.g. ``lost_cities/cpu.yaml``)."""
+    path = SHIPPED_CONFIGS / name
+    if not path.is_file() or name not in shipped_config_names():
+        raise ConfigError(f"no shipped config {name!r}; shipped configs: {', '.join(shipped_config_names())}")
+    return path
+
+
+def config_path(path: str | Path) -> Path:
+    """A config file: an existing path, else a shipped config's short name (``kuhn/default.yaml``)."""
+    p = Path(path)
+    if p.is_file():
+        return p
+    if str(path) in shipped_config_names():
+        return SHIPPED_CONFIGS / str(path)
+    raise ConfigError(f"config file not found: {p} (nor a shipped config: {', '.join(shipped_config_names())})")
+
+
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None, saved: bool = False) -> TrainConfig:
+    """A validated config from a YAML file or shipped config name (None: the defaults) with
+    ``overrides`` applied. ``saved``: the file was written by a run (``upgrade_saved_config``
+    applies first)."""
     data: dict = {}
     source = "defaults"
     if path is not None:
-        p = Path(path)
-        if not p.is_file():
-            raise ConfigError(f"config file not found: {p}")
+        p = config_path(path)
         try:
             loaded = yaml.safe_load(p.read_text())
         except yaml.YAMLError as e:
@@ -306,6 +363,8 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
             raise ConfigError(f"config file {p} must hold a mapping of sections")
         data = loaded or {}
         source = str(p)
+    if saved:
+        data = upgrade_saved_config(data)
     data = apply_overrides(data, overrides or [])
     try:
         return TrainConfig.model_validate(data)

@@ -6,8 +6,7 @@
       events.out.tfevents.*  TensorBoard scalars (every numeric metric)
       train.log            the run's log (also echoed to the console)
       checkpoints/latest.pt       everything needed to resume (replay memories included)
-      checkpoints/iter_000010.pt  every checkpoint.every iterations, for evaluation (no memories
-                                  unless checkpoint.numbered_memories)
+      checkpoints/iter_000010.pt  every checkpoint.every iterations, for evaluation (no memories)
       reports/             evaluation reports (JSON)
 
 A killed run resumes from ``checkpoints/latest.pt``; metrics (and TensorBoard events) logged
@@ -49,16 +48,6 @@ LOGGER_NAME = "deepcfr"
 
 # Sections a resumed run may not change: the checkpoint's networks and samples depend on them.
 FROZEN_ON_RESUME = ("game", "network")
-
-
-def shipped_config_path(relative: str) -> Path:
-    """Path of a config shipped with deepcfr, e.g. ``lost_cities/cpu.yaml``: the package copy
-    (``deepcfr/configs``, present after any install), else the repository's ``configs/``."""
-    package_dir = Path(__file__).resolve().parent.parent
-    for candidate in (package_dir / "configs" / relative, package_dir.parent.parent / "configs" / relative):
-        if candidate.is_file():
-            return candidate
-    raise ConfigError(f"shipped config {relative!r} not found under {package_dir / 'configs'}")
 
 
 class _NullProgress:
@@ -138,8 +127,8 @@ class Run:
         path = run_dir / CONFIG_FILE
         if not path.is_file():
             raise ConfigError(f"cannot resume {run_dir}: no {CONFIG_FILE} there (not a run directory?)")
-        original = load_config(path)
-        config = load_config(path, overrides or [])
+        original = load_config(path, saved=True)
+        config = load_config(path, overrides or [], saved=True)
         for section in FROZEN_ON_RESUME:
             before = getattr(original, section).model_dump(mode="json")
             after = getattr(config, section).model_dump(mode="json")
@@ -288,8 +277,7 @@ class Run:
         """Save ``payload`` as checkpoints/latest.pt, and as iter_{iteration:06d}.pt every
         ``config.checkpoint.every`` iterations. Adds ``meta`` (from the config and ``game``) when
         the payload has none; sets ``meta.iteration``. Numbered checkpoints leave out the
-        payload's ``memories`` unless ``checkpoint.numbered_memories`` (they serve evaluation;
-        resuming uses latest.pt).
+        payload's ``memories`` (they serve evaluation; resuming uses latest.pt).
 
         Metrics and checkpoint stay consistent under a kill: when the metrics of ``iteration``
         have not been logged yet, the files are written now but put in place only once they are
@@ -305,7 +293,7 @@ class Run:
             self._commit_pending()
         every = self.config.checkpoint.every
         numbered = every > 0 and iteration % every == 0
-        strip = numbered and payload.get("memories") is not None and not self.config.checkpoint.numbered_memories
+        strip = numbered and payload.get("memories") is not None
         full = save_checkpoint(self.checkpoint_dir / f".pending_latest_{iteration:06d}.pt", payload)
         light = None
         if strip:

@@ -91,9 +91,7 @@ def bench_traversal(
         trainer.iteration += 1
         networks_used = [trainer.advantage_trained[p] for p in range(2)]
 
-        chunk = int(min(config.traversal.traversals_per_player,
-                        config.traversal.batch_size if config.traversal.executor == "inline"
-                        else config.traversal.worker_batch_size))
+        chunk = int(min(config.traversal.traversals_per_player, config.traversal.chunk_size))
         stats = TraversalStats()
         produced: list[tuple[int, list]] = []
         round_rates, bounds, bound_cpu_shares = [], [], []
@@ -165,9 +163,10 @@ def bench_traversal(
         }
 
         if train:
-            if trainer.critic_nets:  # traversal.algorithm=critic: the critic fills in the targets
+            if trainer.critic is not None:  # traversal.algorithm=critic: the critic fills in the targets
                 t0 = time.perf_counter()
-                produced = [(player, trainer.critic_phase(player, chunks)[0]) for player, chunks in produced]
+                produced = [(player, trainer.critic.phase(player, chunks, f"critic p{player}")[0])
+                            for player, chunks in produced]
                 out["critic_seconds"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             for player, chunks in produced:
@@ -175,14 +174,14 @@ def bench_traversal(
                     trainer.add_advantage_samples(player, samples)
             out["memory_add_seconds"] = time.perf_counter() - t0
             cfg = config.advantage
-            # The trainer accumulates its batch-building time in _batch_seconds (reported per
+            # The fitter accumulates its batch-building time in batch_seconds (reported per
             # iteration as time/batch_seconds); its difference over the phase is this phase's share.
-            batch_before = trainer._batch_seconds
+            batch_before = trainer.fitter.batch_seconds
             t0 = time.perf_counter()
             for player in range(2):
                 trainer.train_advantage(player)
             train_seconds = time.perf_counter() - t0
-            batch_seconds = trainer._batch_seconds - batch_before
+            batch_seconds = trainer.fitter.batch_seconds - batch_before
             samples = 2 * cfg.train_steps * cfg.batch_size
             out.update({
                 "advantage_train_steps": cfg.train_steps,

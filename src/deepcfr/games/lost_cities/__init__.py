@@ -3,7 +3,7 @@
 from .engine import LostCitiesGame, LostCitiesState
 from .encoding import LostCitiesEncoder
 from .reference import LostCitiesReference
-from .rules import VARIANTS, LostCitiesRules, make_rules
+from .rules import COLOR_NAMES, MOVE_KINDS, VARIANTS, WAGER, LostCitiesRules, Move, make_rules
 
 __all__ = ["LostCitiesGame", "LostCitiesState", "LostCitiesEncoder", "LostCitiesReference",
-           "LostCitiesRules", "make_rules", "VARIANTS"]
+           "LostCitiesRules", "make_rules", "VARIANTS", "COLOR_NAMES", "MOVE_KINDS", "WAGER", "Move"]

@@ -110,7 +110,7 @@ STYLES: dict[str, HeuristicStyle] = {
 class HeuristicBot:
     """A rule-based Lost Cities player in one of the ``STYLES`` (see the module docstring).
 
-    Speed matters: it runs on every observation when it supplies the advice feature. The scores
+    Speed matters: it runs on every opponent decision when it is a traversal's opponent. The scores
     are computed from the observation's location codes with few ops (per-colour counts and
     bitmasks of the numbered kinds from one exact matmul; values and counts of bitmasks from
     tables), every float by the same operations as the original implementation, so scores and

@@ -367,6 +367,7 @@ class LostCitiesGame:
         if r.ply_cap > MAX_PLY_CAP:
             raise ValueError(f"ply_cap={r.ply_cap} is larger than the batched engine's limit {MAX_PLY_CAP}")
         self.num_actions = r.num_actions
+        self.max_legal_actions = max(2 * r.hand_size, 1 + r.n_colors)  # play/discard a held kind; or draw
         self.obs_size = obs_size(r)
         self.max_game_length = r.ply_cap
         self.encoder = LostCitiesEncoder(r)

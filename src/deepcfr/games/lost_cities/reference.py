@@ -96,7 +96,7 @@ class LostCitiesReference:
         actions = [rules.draw_deck_action]
         for color, pile in enumerate(self.piles):
             if pile and color != self.discarded_color:
-                actions.append(rules.draw_deck_action + 1 + color)
+                actions.append(rules.action_id("draw_pile", color))
         return actions
 
     def legal_mask(self) -> list[bool]:

@@ -10,13 +10,32 @@ Actions (A = 2K + 1 + n_colors):
   ``K + k``        discard a card of kind k onto its colour's pile
   ``2K``           draw from the deck
   ``2K + 1 + c``   draw the top card of discard pile c
+
+Outside code names actions and cards through :class:`LostCitiesRules` rather than this
+numbering: ``action_id("discard", "red", 5)``, ``action_id("draw_pile", "blue")``,
+``action(a) -> Move(kind, colour, rank)``, ``card_id("red", 0, copy=1)`` (rank 0 is a wager) and
+``card(id) -> (colour, rank)``.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from pydantic import BaseModel, ConfigDict, model_validator
 
 COLOR_NAMES = ["red", "green", "blue", "white", "yellow", "purple", "orange", "black", "pink", "cyan"]
+MOVE_KINDS = ("play", "discard", "draw_deck", "draw_pile")
+WAGER = 0  # the rank of a wager card
+
+
+@dataclass(frozen=True)
+class Move:
+    """An action by name: ``kind`` (play | discard | draw_deck | draw_pile), the colour index
+    (None for draw_deck) and, for play and discard, the card's rank (its value; 0 = wager)."""
+
+    kind: str
+    colour: int | None = None
+    rank: int | None = None
 
 
 class LostCitiesRules(BaseModel):
@@ -98,17 +117,83 @@ class LostCitiesRules(BaseModel):
         c, kind = divmod(k, self.n_ranks + 1)
         return f"{COLOR_NAMES[c]} {'wager' if kind == 0 else self.kind_value(kind)}"
 
-    def action_name(self, a: int) -> str:
+    # Public naming of colours, ranks, cards and actions -----------------------------------
+    def colour_index(self, colour: int | str) -> int:
+        """A colour by index or name (``"red"``)."""
+        names = COLOR_NAMES[: self.n_colors]
+        if isinstance(colour, str):
+            if colour not in names:
+                raise ValueError(f"unknown colour {colour!r}; valid: {', '.join(names)}")
+            return names.index(colour)
+        if not 0 <= int(colour) < self.n_colors:
+            raise ValueError(f"colour {colour!r} out of range 0..{self.n_colors - 1} ({', '.join(names)})")
+        return int(colour)
+
+    def ranks(self) -> list[int]:
+        """The ranks of a colour's cards: 0 (wager, when the variant has wagers) and the values."""
+        return ([WAGER] if self.n_wagers else []) + [self.kind_value(k) for k in range(1, self.n_ranks + 1)]
+
+    def kind_of_rank(self, rank: int) -> int:
+        """Kind (0 = wager, 1..n_ranks) of a card rank (its value; 0 = wager)."""
+        if rank not in self.ranks():
+            raise ValueError(f"rank {rank!r} is not a card of this variant; valid: {self.ranks()} (0 = wager)")
+        return 0 if rank == WAGER else rank - self.min_rank + 1
+
+    def action_id(self, kind: str, colour: int | str | None = None, rank: int | None = None) -> int:
+        """The action id of a move: ``("play" | "discard", colour, rank)``, ``("draw_deck",)`` or
+        ``("draw_pile", colour)``."""
+        if kind == "draw_deck":
+            return self.draw_deck_action
+        if kind not in MOVE_KINDS:
+            raise ValueError(f"unknown move {kind!r}; valid: {', '.join(MOVE_KINDS)}")
+        if colour is None:
+            raise ValueError(f"a {kind} move names a colour")
+        c = self.colour_index(colour)
+        if kind == "draw_pile":
+            return self.draw_deck_action + 1 + c
+        if rank is None:
+            raise ValueError(f"a {kind} move names a rank (0 = wager)")
+        k = c * (self.n_ranks + 1) + self.kind_of_rank(rank)
+        return k if kind == "play" else self.num_kinds + k
+
+    def action(self, a: int) -> Move:
+        """The move of action id ``a`` (inverse of :meth:`action_id`)."""
         K = self.num_kinds
+        a = int(a)
         if not 0 <= a < self.num_actions:
             raise ValueError(f"action {a} out of range 0..{self.num_actions - 1}")
-        if a < K:
-            return f"play {self.kind_name(a)}"
         if a < 2 * K:
-            return f"discard {self.kind_name(a - K)}"
+            c, kind = divmod(a % K, self.n_ranks + 1)
+            return Move("play" if a < K else "discard", c, self.kind_value(kind))
         if a == 2 * K:
+            return Move("draw_deck")
+        return Move("draw_pile", a - 2 * K - 1)
+
+    def card_id(self, colour: int | str, rank: int, copy: int = 0) -> int:
+        """The physical id of a card (``copy`` picks one of a colour's interchangeable wagers)."""
+        c, kind = self.colour_index(colour), self.kind_of_rank(rank)
+        if kind == 0:
+            if not 0 <= copy < self.n_wagers:
+                raise ValueError(f"wager copy {copy} out of range 0..{self.n_wagers - 1}")
+            return c * self.cards_per_color + copy
+        if copy != 0:
+            raise ValueError("numbered cards have one copy (copy=0)")
+        return c * self.cards_per_color + self.n_wagers + kind - 1
+
+    def card(self, card: int) -> tuple[int, int]:
+        """(colour index, rank) of a physical card id (inverse of :meth:`card_id`, up to the wager copy)."""
+        if not 0 <= int(card) < self.deck_size:
+            raise ValueError(f"card {card} out of range 0..{self.deck_size - 1}")
+        return self.card_color(int(card)), self.kind_value(self.card_kind(int(card)))
+
+    def action_name(self, a: int) -> str:
+        move = self.action(a)
+        if move.kind == "draw_deck":
             return "draw deck"
-        return f"draw pile {COLOR_NAMES[a - 2 * K - 1]}"
+        colour = COLOR_NAMES[move.colour]
+        if move.kind == "draw_pile":
+            return f"draw pile {colour}"
+        return f"{move.kind} {colour} {'wager' if move.rank == WAGER else move.rank}"
 
 
 VARIANTS: dict[str, dict] = {

@@ -1,0 +1,146 @@
+"""External sampling (Kuhn, Leduc): every traverser action expanded at every node, level by level
+for all traversals together."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from deepcfr.games.base import Policy, batch_size, index_state, sample_from_probs
+
+from .traversal_core import TraversalResult, TraversalStats, _call_policy, _check_common, _result, _root
+
+
+
+@dataclass
+class _Level:
+    """One depth of the expanded tree (all traversals together)."""
+
+    size: int  # nodes at this depth
+    terminal_value: torch.Tensor  # [size] utility for the traverser at terminal nodes, 0 elsewhere
+    child_parent: torch.Tensor | None = None  # [c] parent index (into this level) of each child
+    child_weight: torch.Tensor | None = None  # [c] sigma(parent, a) at traverser parents, 1 at opponent parents
+    trav_nodes: torch.Tensor | None = None  # [t] traverser nodes (indices into this level)
+    trav_obs: torch.Tensor | None = None
+    trav_mask: torch.Tensor | None = None
+    trav_child_row: torch.Tensor | None = None  # [k] which traverser node (0..t) each expanded child belongs to
+    trav_child_action: torch.Tensor | None = None  # [k] its action; the first k children are these
+    root: torch.Tensor | None = None  # [size] traversal index of each node
+
+
+def external_sampling(
+    game,
+    traverser: int,
+    num_traversals: int,
+    traverser_policy: Policy,
+    opponent_policy: Policy,
+    iteration: int,
+    generator: torch.Generator | None = None,
+    *,
+    record_strategy: bool = True,
+    device: str | torch.device = "cpu",
+    max_depth: int | None = None,
+    root_state: Any | None = None,
+) -> TraversalResult:
+    """``num_traversals`` external-sampling traversals for ``traverser``, level by level.
+
+    At traverser nodes every legal action is expanded; ``v(h) = sum_a sigma(h,a) v(ha)`` and the
+    target is ``r(I,a) = v(ha) - v(h)`` for legal ``a``. Opponent actions are sampled from
+    ``opponent_policy`` (strategy samples recorded there when ``record_strategy``).
+    ``root_state`` (optional, ``num_traversals`` rows) replaces the random deals of ``game.init``.
+    """
+    _check_common(game, traverser, num_traversals)
+    depth_cap = int(max_depth if max_depth is not None else game.max_game_length)
+    stats = TraversalStats(traversals=num_traversals)
+    state = _root(game, num_traversals, generator, device, root_state)
+    root = torch.arange(num_traversals, device=device)
+    levels: list[_Level] = []
+    strategy_parts: list[dict[str, torch.Tensor]] = []
+    strategy_roots: list[torch.Tensor] = []
+    it32 = int(iteration)
+
+    depth = 0
+    while True:
+        n = batch_size(state)
+        terminal = game.is_terminal(state)
+        live = torch.nonzero(~terminal).squeeze(1)
+        terminal_value = torch.where(terminal, game.returns(state)[:, traverser].float(), 0.0)
+        level = _Level(size=n, terminal_value=terminal_value, root=root)
+        levels.append(level)
+        if live.numel() == 0:
+            break
+        if depth >= depth_cap:
+            # Cut off: score the unfinished games as the engine scores them now.
+            stats.cut_offs += int(live.numel())
+            level.terminal_value = game.returns(state)[:, traverser].float()
+            break
+        depth += 1
+        stats.decisions += int(live.numel())
+        live_state = index_state(state, live)
+        player = game.current_player(live_state)
+        obs = game.observe(live_state, player)
+        mask = game.legal_mask(live_state)
+        is_trav = player == traverser
+        trav = torch.nonzero(is_trav).squeeze(1)
+        opp = torch.nonzero(~is_trav).squeeze(1)
+
+        src_parts, act_parts, weight_parts = [], [], []
+        if trav.numel():
+            t_obs, t_mask = obs[trav], mask[trav]
+            sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
+            pairs = torch.nonzero(t_mask)  # row-major: children of one node are contiguous
+            row, act = pairs[:, 0], pairs[:, 1]
+            src_parts.append(trav[row])
+            act_parts.append(act)
+            weight_parts.append(sigma[row, act])
+            level.trav_nodes = live[trav]
+            level.trav_obs, level.trav_mask = t_obs, t_mask
+            level.trav_child_row, level.trav_child_action = row, act
+        if opp.numel():
+            o_obs, o_mask = obs[opp], mask[opp]
+            probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
+            a = sample_from_probs(probs, generator)
+            src_parts.append(opp)
+            act_parts.append(a)
+            weight_parts.append(torch.ones(opp.numel(), device=probs.device))
+            if record_strategy:
+                strategy_parts.append({
+                    "obs": o_obs, "mask": o_mask, "policy": probs,
+                    "iteration": torch.full((opp.numel(),), it32, dtype=torch.int32, device=o_obs.device),
+                })
+                strategy_roots.append(root[live[opp]])
+        src = torch.cat(src_parts)
+        actions = torch.cat(act_parts)
+        level.child_parent = live[src]
+        level.child_weight = torch.cat(weight_parts)
+        state = game.step(index_state(live_state, src), actions)
+        root = root[level.child_parent]
+
+    adv_parts, adv_roots = _back_up(levels, it32)
+    return _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
+
+
+def _back_up(levels: list[_Level], iteration: int) -> tuple[list[dict[str, torch.Tensor]], list[torch.Tensor]]:
+    """Values backed up from the deepest level, ``v(h) = sum_a sigma(h, a) v(ha)`` (opponent
+    children weigh 1: they are sampled), and the targets ``v(ha) - v(h)`` at traverser nodes."""
+    adv_parts: list[dict[str, torch.Tensor]] = []
+    adv_roots: list[torch.Tensor] = []
+    child_values = levels[-1].terminal_value
+    for level in reversed(levels[:-1]):
+        values = level.terminal_value.clone()
+        values.index_add_(0, level.child_parent, level.child_weight * child_values)
+        if level.trav_nodes is not None:
+            k = level.trav_child_row.numel()
+            q = torch.zeros_like(level.trav_mask, dtype=torch.float32)
+            q[level.trav_child_row, level.trav_child_action] = child_values[:k]
+            v_h = values[level.trav_nodes]
+            target = (q - v_h[:, None]) * level.trav_mask
+            adv_parts.append({
+                "obs": level.trav_obs, "mask": level.trav_mask, "target": target,
+                "iteration": torch.full((target.shape[0],), iteration, dtype=torch.int32, device=target.device),
+            })
+            adv_roots.append(level.root[level.trav_nodes])
+        child_values = values
+    return adv_parts, adv_roots

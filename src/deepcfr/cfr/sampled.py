@@ -1,0 +1,279 @@
+"""Sampled traversals for long games: outcome sampling and critic sampling, both played in
+lockstep by ``_play_sampled`` (one policy call per player per step)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import torch
+
+from deepcfr.games.base import Policy, batch_size, index_state, sample_from_probs
+
+from .traversal_core import (
+    CriticSampling,
+    OutcomeSampling,
+    TraversalResult,
+    TraversalStats,
+    _call_policy,
+    _check_common,
+    _result,
+    _root,
+)
+
+# ------------------------------------------------------------------------------------------------
+# Sampled play in lockstep (outcome and critic sampling)
+# ------------------------------------------------------------------------------------------------
+
+TraverserHook = Callable[..., None]  # (state, rows, game_ids, obs, mask, sigma, actions, q) -> None
+OpponentHook = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None]  # (game_ids, obs, mask, probs)
+
+
+def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponent_policy: Policy, generator,
+                  stats: TraversalStats, step_cap: int, *, epsilon: float = 0.0, explore_once: bool = False,
+                  on_traverser: TraverserHook | None = None, on_opponent: OpponentHook | None = None) -> torch.Tensor:
+    """Play every row of ``state`` to its end, all rows in lockstep, and return the traverser's
+    utility per row (games stopped by ``step_cap`` are scored as they stand and counted).
+
+    The traverser draws from ``q = epsilon * uniform(legal) + (1 - epsilon) * sigma``, the
+    opponent from its policy; one policy call per player per step. ``on_traverser(state, rows,
+    game_ids, obs, mask, sigma, actions, q)`` sees the traverser's rows before each step,
+    ``on_opponent(game_ids, obs, mask, probs)`` the opponent's. ``explore_once``: the traverser
+    explores (uniform over legal actions) with probability ``epsilon`` at each node until it
+    first does, and plays sigma exactly from then on; ``on_traverser`` then also gets
+    ``deviated`` [m] bool (the game's exploration happened at or before this node: everything
+    after it is sigma) as a keyword. Finished rows are dropped once they are half the batch, so
+    later steps do no work for them."""
+    n = batch_size(state)
+    device = game.is_terminal(state).device
+    game_id = torch.arange(n, device=device)  # row -> original row (rows are compacted as games end)
+    deviated = torch.zeros(n, dtype=torch.bool, device=device)  # explore_once: per original row
+    utility = torch.zeros(n, dtype=torch.float32, device=device)
+    engine_cut_off = getattr(game, "cut_off", None)  # optional: [n] bool, ended by the engine's own cap
+    steps = 0
+    while True:
+        terminal = game.is_terminal(state)
+        live_count = int((~terminal).sum())
+        if live_count == 0:
+            break
+        if steps >= step_cap:
+            stats.cut_offs += live_count
+            break
+        if live_count * 2 <= terminal.shape[0] and terminal.shape[0] > 64:
+            done = torch.nonzero(terminal).squeeze(1)
+            done_state = index_state(state, done)
+            utility[game_id[done]] = game.returns(done_state)[:, traverser].float()
+            if engine_cut_off is not None:
+                stats.cut_offs += int(engine_cut_off(done_state).sum())
+            keep = torch.nonzero(~terminal).squeeze(1)
+            state = index_state(state, keep)
+            game_id = game_id[keep]
+            terminal = terminal[keep]
+        steps += 1
+        stats.decisions += live_count
+        live = ~terminal
+        player = game.current_player(state).clamp(0, 1)
+        obs = game.observe(state, player)
+        mask = game.legal_mask(state)
+        is_trav = live & (player == traverser)
+        trav = torch.nonzero(is_trav).squeeze(1)
+        opp = torch.nonzero(live & ~is_trav).squeeze(1)
+        actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
+        if trav.numel():
+            t_obs, t_mask = obs[trav], mask[trav]
+            sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
+            q = behaviour = sigma
+            extra = {}
+            if epsilon > 0.0:
+                legal = t_mask.float()
+                uniform_legal = legal / legal.sum(dim=1, keepdim=True)
+                q = behaviour = epsilon * uniform_legal + (1.0 - epsilon) * sigma
+            if explore_once:
+                before = deviated[game_id[trav]]
+                explored = (torch.rand(trav.shape[0], generator=generator, device=device) < epsilon) & ~before
+                behaviour = torch.where(explored[:, None], uniform_legal, sigma) if epsilon > 0.0 else sigma
+                deviated[game_id[trav]] = before | explored
+                extra["deviated"] = before | explored
+            a = sample_from_probs(behaviour, generator)
+            actions[trav] = a
+            if on_traverser is not None:
+                on_traverser(state, trav, game_id[trav], t_obs, t_mask, sigma, a, q, **extra)
+        if opp.numel():
+            o_obs, o_mask = obs[opp], mask[opp]
+            probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
+            actions[opp] = sample_from_probs(probs, generator)
+            if on_opponent is not None:
+                on_opponent(game_id[opp], o_obs, o_mask, probs)
+        state = game.step(state, actions)
+    utility[game_id] = game.returns(state)[:, traverser].float()
+    if engine_cut_off is not None:
+        stats.cut_offs += int((engine_cut_off(state) & game.is_terminal(state)).sum())
+    return utility
+
+
+def _strategy_recorder(iteration: int, parts: list, roots: list) -> OpponentHook:
+    """An ``on_opponent`` hook that keeps the opponent's nodes as strategy samples."""
+    def record(game_ids, obs, mask, probs):
+        parts.append({"obs": obs, "mask": mask, "policy": probs,
+                      "iteration": torch.full((obs.shape[0],), iteration, dtype=torch.int32, device=obs.device)})
+        roots.append(game_ids)
+    return record
+
+
+# ------------------------------------------------------------------------------------------------
+# Outcome sampling
+# ------------------------------------------------------------------------------------------------
+
+
+def outcome_sampling(
+    game,
+    traverser: int,
+    num_traversals: int,
+    traverser_policy: Policy,
+    opponent_policy: Policy,
+    iteration: int,
+    generator: torch.Generator | None = None,
+    options: OutcomeSampling = OutcomeSampling(),
+    *,
+    record_strategy: bool = True,
+    device: str | torch.device = "cpu",
+    max_steps: int | None = None,
+    root_state: Any | None = None,
+) -> TraversalResult:
+    """``num_traversals`` outcome-sampling traversals for ``traverser``, all games in lockstep.
+
+    At traverser nodes ``a*`` is drawn from ``q = epsilon * uniform(legal) + (1 - epsilon) * sigma``;
+    the opponent plays ``opponent_policy``. Back from the leaf (``v~ = u``): at a traverser node
+    ``v~(h,a) = b(a) + 1[a = a*] (v~(h a*) - b(a*)) / q(a*)``, ``v~(h) = sum_a sigma(a) v~(h,a)``
+    and the target is ``v~(h,a) - v~(h)`` on legal actions; opponent nodes pass ``v~`` up.
+
+    The baseline ``b`` is 0 for ``unsampled_target="zero"`` (the estimator of docs/design.md).
+    For ``"mean"`` it is a per-traversal constant, the mean terminal utility of the *other* games
+    of the batch (leave-one-out, so it does not depend on the game's own trajectory and the
+    estimator stays unbiased). ``tail_correction=False`` uses the leaf utility for ``v~(h a*)``
+    at every traverser node instead of the importance-corrected ``v~`` walked back from below:
+    biased (it values the tail under ``q`` rather than ``sigma``, a bias that shrinks with
+    epsilon) but free of the importance weights that compound over long games (Lost Cities: ~70
+    own decisions, weights of 1e4-1e5).
+    ``root_state`` (optional, ``num_traversals`` rows) replaces the random deals of ``game.init``.
+    """
+    _check_common(game, traverser, num_traversals)
+    epsilon = options.epsilon
+    step_cap = int(max_steps if max_steps is not None else game.max_game_length)
+    n = num_traversals
+    stats = TraversalStats(traversals=n)
+    it32 = int(iteration)
+
+    state = _root(game, n, generator, device, root_state)
+    trav_records: list[tuple[torch.Tensor, ...]] = []
+    strategy_parts: list[dict[str, torch.Tensor]] = []
+    strategy_roots: list[torch.Tensor] = []
+
+    def record_traverser(state, rows, game_ids, obs, mask, sigma, actions, q):
+        trav_records.append((game_ids, obs, mask, sigma, actions, q.gather(1, actions[:, None]).squeeze(1)))
+
+    utility = _play_sampled(game, state, traverser, traverser_policy, opponent_policy, generator, stats, step_cap,
+                            epsilon=epsilon, on_traverser=record_traverser,
+                            on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None)
+
+    adv_parts, adv_roots = _outcome_targets(trav_records, utility, options, stats, it32)
+    return _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
+
+
+def _outcome_targets(trav_records: list, utility: torch.Tensor, options: OutcomeSampling, stats: TraversalStats,
+                     it32: int) -> tuple[list[dict[str, torch.Tensor]], list[torch.Tensor]]:
+    """Outcome sampling's targets, walked back from each game's leaf over its traverser nodes
+    (``trav_records`` in play order: game ids, obs, mask, sigma, action taken, q of that action)."""
+    n = utility.shape[0]
+    tail_correction = options.tail_correction
+    if options.unsampled_target == "mean" and n > 1:
+        baseline = (utility.sum() - utility) / (n - 1)
+    else:
+        baseline = torch.zeros_like(utility)
+
+    value = utility.clone()  # v~ of each game's current node, walked back from the leaf
+    tail_weight = torch.ones_like(utility)  # product of sigma(a*)/q(a*) below the current node
+    adv_parts: list[dict[str, torch.Tensor]] = []
+    adv_roots: list[torch.Tensor] = []
+    for gid, t_obs, t_mask, sigma, a, q_a in reversed(trav_records):
+        v_child = value[gid]
+        b = baseline[gid]
+        weight = tail_weight[gid] / q_a
+        stats.max_importance_weight = max(stats.max_importance_weight, float(weight.max()))
+        stats.importance_weight_sum += float(weight.sum())
+        tail_weight[gid] = weight * sigma.gather(1, a[:, None]).squeeze(1)
+        v_sampled = b + (v_child - b) / q_a  # v~(h, a*)
+        v_ha = torch.where(t_mask, b[:, None], 0.0)
+        v_ha.scatter_(1, a[:, None], v_sampled[:, None])
+        v_h = (sigma * v_ha).sum(dim=1)
+        target = (v_ha - v_h[:, None]) * t_mask
+        adv_parts.append({
+            "obs": t_obs, "mask": t_mask, "target": target,
+            "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=t_obs.device),
+        })
+        adv_roots.append(gid)
+        if tail_correction:
+            value[gid] = v_h
+        else:
+            tail_weight[gid] = 1.0
+    return adv_parts, adv_roots
+
+
+# ------------------------------------------------------------------------------------------------
+# Critic sampling (the trainer's learned Q values replace the sampled regret estimate)
+# ------------------------------------------------------------------------------------------------
+
+
+def critic_sampling(
+    game,
+    traverser: int,
+    num_traversals: int,
+    traverser_policy: Policy,
+    opponent_policy: Policy,
+    iteration: int,
+    generator: torch.Generator | None = None,
+    options: CriticSampling = CriticSampling(),
+    *,
+    record_strategy: bool = True,
+    device: str | torch.device = "cpu",
+    max_steps: int | None = None,
+    root_state: Any | None = None,
+) -> TraversalResult:
+    """Trajectories for a learned critic (ESCHER, McAleer et al. 2023): played as in outcome
+    sampling, except that the traverser explores only once per game (uniform over legal actions
+    with probability ``epsilon`` at each node until it first does, sigma exactly after), and each
+    traverser node is returned with what the critic needs instead of a sampled regret: its
+    ``sigma`` [m, A], the ``action`` taken [m], the traverser's final ``utility`` [m], the
+    opponent's observation at that node ``opponent_obs`` [m, K] (its private cards: a critic may
+    value the history rather than the information set) and ``on_policy_tail`` [m] (the game's
+    one exploration is at or before this node, so its utility samples ``Q(I, a)`` of sigma:
+    whether a node qualifies is decided by its past alone, so the kept samples are unbiased,
+    where "no exploration after it" would favour short games); ``target`` is zero. The trainer
+    fits ``Q(I, a)`` to (obs, action, utility) and fills in ``target = Q(I, .) - sum_a sigma(a)
+    Q(I, a)`` on legal actions: no importance weight, so the target's noise is the critic's error
+    rather than the game's outcome noise times ``1/q``. Every visited node gets a target for every
+    legal action, so exploration only has to reach information sets off sigma's path and teach
+    the critic the actions sigma rarely takes."""
+    _check_common(game, traverser, num_traversals)
+    step_cap = int(max_steps if max_steps is not None else game.max_game_length)
+    stats = TraversalStats(traversals=num_traversals)
+    it32 = int(iteration)
+    state = _root(game, num_traversals, generator, device, root_state)
+    records: list[tuple[torch.Tensor, ...]] = []
+    strategy_parts: list[dict[str, torch.Tensor]] = []
+    strategy_roots: list[torch.Tensor] = []
+
+    def record_traverser(state, rows, game_ids, obs, mask, sigma, actions, q, deviated):
+        opponent = torch.full((batch_size(state),), 1 - traverser, dtype=torch.long, device=obs.device)
+        opponent_obs = game.observe(state, opponent)[rows]
+        records.append((game_ids, obs, opponent_obs, mask, sigma, actions, deviated))
+
+    utility = _play_sampled(game, state, traverser, traverser_policy, opponent_policy, generator, stats, step_cap,
+                            epsilon=options.epsilon, explore_once=True, on_traverser=record_traverser,
+                            on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None)
+    adv_parts = [{
+        "obs": obs, "mask": mask, "target": torch.zeros(mask.shape, dtype=torch.float32, device=mask.device),
+        "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=obs.device),
+        "sigma": sigma.float(), "action": a, "utility": utility[gid], "on_policy_tail": tail,
+        "opponent_obs": opponent_obs,
+    } for gid, obs, opponent_obs, mask, sigma, a, tail in records]
+    return _result(game, device, stats, adv_parts, strategy_parts, [r[0] for r in records], strategy_roots)

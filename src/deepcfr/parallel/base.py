@@ -1,0 +1,53 @@
+"""The executor interface and its errors, shared by every executor (inline, processes, Ray)."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping, Sequence
+
+import torch
+
+from .chunks import ChunkResult, ChunkSpec, referenced_networks
+
+EXECUTORS = ("inline", "processes", "ray")
+DEFAULT_CHUNK_TIMEOUT = 1800.0  # seconds without any finished chunk before a run gives up
+
+
+class ExecutorError(RuntimeError):
+    """An executor cannot run (broken by an earlier failure, a timeout, a bad request)."""
+
+
+class WorkerError(ExecutorError):
+    """A traversal worker died or failed a chunk; the message says which and why."""
+
+
+def check_networks(networks: Mapping[str, Any], chunks: Sequence[ChunkSpec]) -> set[str]:
+    """The networks ``chunks`` name; a ValueError when ``networks`` lacks any of them."""
+    names = referenced_networks(chunks)
+    missing = names - set(networks)
+    if missing:
+        raise ValueError(f"chunks use networks {sorted(missing)} that were not provided (have {sorted(networks)})")
+    return names
+
+
+class TraversalExecutor:
+    """Runs the chunks of a traversal phase: ``run(networks, chunks)`` returns one ChunkResult per
+    chunk, in chunk order, samples on the trainer's device."""
+
+    kind = "base"
+
+    def run(self, networks: Mapping[str, torch.nn.Module], chunks: Sequence[ChunkSpec],
+            on_chunk: Callable[[int], None] | None = None) -> list[ChunkResult]:
+        raise NotImplementedError
+
+    def metrics(self) -> dict[str, float]:
+        """Executor metrics since the last call (e.g. ``inference_server/*``)."""
+        return {}
+
+    def close(self) -> None:
+        pass
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

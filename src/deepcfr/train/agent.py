@@ -1,0 +1,102 @@
+"""A trained agent for evaluation and play: its game, config and networks, and the policies they
+give. :func:`load_agent` builds one from a checkpoint; ``Trainer.agent()`` is the live one."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import torch
+
+from deepcfr.cfr.networks import DeepCFRMLP, build_network
+from deepcfr.cfr.policies import (
+    ExactAveragePolicy,
+    PerPlayerPolicy,
+    RegretMatchingPolicy,
+    StrategyNetPolicy,
+    UniformPolicy,
+    greedy as to_greedy,
+)
+from deepcfr.games.base import Policy
+
+from .checkpoint import load_checkpoint, make_game_from_config
+from .config import TrainConfig, upgrade_saved_config
+
+POLICY_KINDS = ("average", "current", "mixture")
+
+
+@dataclass
+class Agent:
+    """A trained agent: its game, config, iteration and networks (in eval mode)."""
+
+    game: Any
+    config: TrainConfig
+    iteration: int
+    advantage_nets: list[DeepCFRMLP]
+    strategy_net: DeepCFRMLP
+    advantage_trained: list[bool]
+    device: torch.device
+    exact_average: ExactAveragePolicy | None = None
+
+    def current_policy_of(self, player: int, greedy: bool = False) -> Policy:
+        """sigma_t of ``player``: regret matching on its advantage network (uniform before it trained)."""
+        if not self.advantage_trained[player]:
+            return UniformPolicy()
+        return RegretMatchingPolicy(self.advantage_nets[player], self.game.encode,
+                                    self.config.regret_matching.fallback, greedy=greedy)
+
+    def policy(self, kind: str = "average", greedy: bool = False) -> Policy:
+        """``average`` (strategy network), ``current`` (regret matching on the advantage
+        networks, dispatched per row on the observer's seat) or ``mixture`` (Kuhn/Leduc: the exact
+        average of the sigma_t played). ``greedy`` plays the most probable action."""
+        if kind == "average":
+            return StrategyNetPolicy(self.strategy_net, self.game.encode, greedy=greedy)
+        if kind == "current":
+            return PerPlayerPolicy(self.game, [self.current_policy_of(p, greedy) for p in range(2)])
+        if kind == "mixture":
+            if self.exact_average is None:
+                raise ValueError("policy kind 'mixture' needs a Kuhn/Leduc run trained with eval.exact_average")
+            if greedy:
+                table = self.exact_average
+                return lambda obs, mask: to_greedy(table(obs, mask), mask)
+            return self.exact_average
+        raise ValueError(f"unknown policy kind {kind!r}; valid: {', '.join(POLICY_KINDS)}")
+
+
+def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.device = "cpu") -> Agent:
+    """An :class:`Agent` from a checkpoint file (or an already loaded payload / trainer state dict)."""
+    if isinstance(checkpoint, Mapping):
+        payload = checkpoint
+    else:
+        payload = load_checkpoint(checkpoint, map_location="cpu")
+    if "config" not in payload or "advantage_nets" not in payload:
+        raise ValueError("checkpoint does not hold a trainer state (no config / advantage_nets)")
+    config = TrainConfig.model_validate(upgrade_saved_config(payload["config"]))
+    game = make_game_from_config(config)
+    saved = payload.get("game", {})
+    if saved.get("version") is not None and int(saved["version"]) != int(game.version):
+        raise ValueError(
+            f"checkpoint was trained on {game.name} version {saved['version']}, this code has version {game.version}"
+        )
+    device = torch.device(device)
+
+    def net_from(sd):
+        net = build_network(config.network, game.feature_size, game.num_actions)
+        net.load_state_dict(sd)
+        return net.to(device).eval()
+
+    exact = None
+    if payload.get("exact_average") is not None:
+        exact = ExactAveragePolicy(game)
+        exact.load_state_dict(payload["exact_average"])
+    return Agent(
+        game=game, config=config, iteration=int(payload.get("iteration", 0)),
+        advantage_nets=[net_from(sd) for sd in payload["advantage_nets"]],
+        strategy_net=net_from(payload["strategy_net"]),
+        advantage_trained=[bool(x) for x in payload.get("advantage_trained", [True, True])],
+        device=device, exact_average=exact,
+    )
+
+
+__all__ = ["Agent", "POLICY_KINDS", "load_agent"]

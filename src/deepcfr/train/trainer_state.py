@@ -1,0 +1,94 @@
+"""A trainer's checkpoint state: networks, optimisers, memories, generators, counters, league,
+critic. ``trainer_state`` and ``load_trainer_state`` are ``Trainer.state_dict`` and
+``Trainer.load_state_dict``."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Mapping
+
+from .checkpoint import cpu_state, optimizer_state
+
+TRAINER_STATE_VERSION = 1
+
+
+def trainer_state(self) -> dict[str, Any]:
+    """Everything ``self`` (a Trainer) needs for an exact resume (CPU tensors, plain containers)."""
+    with_memories = self.config.checkpoint.save_memories
+    return {
+        "trainer_version": TRAINER_STATE_VERSION,
+        "config": self.config.model_dump(mode="json"),
+        "game": {"name": self.game.name, "version": int(self.game.version), "config": self.game.config_dict()},
+        "iteration": self.iteration,
+        "advantage_nets": [cpu_state(net) for net in self.advantage_nets],
+        "strategy_net": cpu_state(self.strategy_net),
+        "advantage_optimizers": [optimizer_state(opt) for opt in self.advantage_optimizers],
+        "strategy_optimizer": optimizer_state(self.strategy_optimizer),
+        "advantage_trained": list(self.advantage_trained),
+        "strategy_trained": self.strategy_trained,
+        "strategy_final_iteration": self.strategy_final_iteration,
+        "memories": {
+            "advantage": [m.state_dict() for m in self.advantage_memories],
+            "strategy": self.strategy_memory.state_dict(),
+        } if with_memories else None,
+        "league": self.league.state_dict(),
+        "exact_average": self.exact_average.state_dict() if self.exact_average is not None else None,
+        "rng": {name: g.get_state() for name, g in self.generators.items()},
+        "counters": {
+            "nonfinite_loss_count": self.nonfinite_loss_count,
+            "target_overflow_count": self.target_overflow_count,
+            "elapsed_seconds": self.elapsed_seconds,
+        },
+        "target_scale": self.target_scale,
+        "amp": self.amp.state_dict(),
+        "critic": self.critic.state_dict(with_memories) if self.critic is not None else None,
+    }
+
+def load_trainer_state(self, state: Mapping[str, Any]) -> None:
+    """Restore a Trainer from :func:`trainer_state`, after checking the game matches."""
+    if state.get("trainer_version") != TRAINER_STATE_VERSION:
+        raise ValueError(f"trainer state version {state.get('trainer_version')!r} is not {TRAINER_STATE_VERSION}")
+    game = state.get("game", {})
+    if game.get("name") != self.game.name or int(game.get("version", -1)) != int(self.game.version):
+        raise ValueError(
+            f"checkpoint is for game {game.get('name')!r} version {game.get('version')!r}, "
+            f"this trainer runs {self.game.name!r} version {self.game.version}"
+        )
+    if game.get("config") != self.game.config_dict():
+        raise ValueError(f"checkpoint game config {game.get('config')!r} differs from {self.game.config_dict()!r}")
+    self.iteration = int(state["iteration"])
+    for net, sd in zip(self.advantage_nets, state["advantage_nets"]):
+        net.load_state_dict(sd)
+    self.strategy_net.load_state_dict(state["strategy_net"])
+    self.advantage_optimizers = [self._new_optimizer(net, self.config.advantage.lr) for net in self.advantage_nets]
+    for opt, sd in zip(self.advantage_optimizers, state["advantage_optimizers"]):
+        opt.load_state_dict(sd)
+    self.strategy_optimizer = self._new_optimizer(self.strategy_net, self.config.strategy.lr)
+    self.strategy_optimizer.load_state_dict(state["strategy_optimizer"])
+    self.advantage_trained = [bool(x) for x in state["advantage_trained"]]
+    self.strategy_trained = bool(state["strategy_trained"])
+    self.strategy_final_iteration = int(state.get("strategy_final_iteration", 0))
+    memories = state.get("memories")
+    if memories is not None:
+        for memory, sd in zip(self.advantage_memories, memories["advantage"]):
+            memory.load_state_dict(sd)
+        self.strategy_memory.load_state_dict(memories["strategy"])
+    else:
+        self._log("checkpoint has no replay memories (checkpoint.save_memories=false): they restart empty",
+                  logging.WARNING)
+    self.league.load_state_dict(state["league"])
+    if self.exact_average is not None and state.get("exact_average") is not None:
+        self.exact_average.load_state_dict(state["exact_average"])
+    for name, g_state in state["rng"].items():
+        if name in self.generators:
+            self.generators[name].set_state(g_state)
+    counters = state.get("counters", {})
+    self.nonfinite_loss_count = int(counters.get("nonfinite_loss_count", 0))
+    self.target_overflow_count = int(counters.get("target_overflow_count", 0))
+    self.elapsed_seconds = float(counters.get("elapsed_seconds", 0.0))
+    self.target_scale = state.get("target_scale", self.target_scale)
+    self.amp.load_state_dict(state.get("amp"))
+    if self.critic is not None:
+        self.critic.load_state_dict(state.get("critic"))
+    for net in [*self.advantage_nets, self.strategy_net]:
+        net.eval()
