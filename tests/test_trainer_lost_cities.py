@@ -30,9 +30,19 @@ def test_lost_cities_iterations_with_evaluation():
         assert m["traversal/traversals"] == 96
         assert m["traversal/decisions"] > 96 and m["traversal/avg_batch"] > 1
         assert math.isfinite(m["loss/advantage_p0"]) and math.isfinite(m["loss/strategy"])
+    # the evaluation plays each reported policy (deals from the trainer's eval stream)
+    from deepcfr.evaluate.arena import play_match
+    from deepcfr.games.bots import make_bot
+    from deepcfr.train.trainer import derive_seed
+
+    eval_stream = torch.Generator().manual_seed(derive_seed(trainer.config.run.seed, "eval"))
+    seed = int(torch.randint(0, 2**31 - 1, (1,), generator=eval_stream))
+    agent = trainer.agent()
     for kind in ("average", "current"):
-        assert 0 <= m2[f"eval/random/{kind}/win_rate"] <= 1
-        assert f"eval/random/{kind}/score_diff_ci95" in m2
+        expected = play_match(trainer.game, agent.policy(kind), make_bot(trainer.game, "random"), games=4, seed=seed)
+        assert m2[f"eval/random/{kind}/win_rate"] == expected.win_rate
+        assert m2[f"eval/random/{kind}/mean_score_diff"] == expected.mean_score_diff
+        assert m2[f"eval/random/{kind}/score_diff_ci95"] == expected.score_diff_ci95
     # compact samples: a tenth of the float32 features or less
     assert m2["memory/advantage_bytes_per_sample"] * 10 <= m2["memory/feature_bytes_per_sample"]
     state = trainer.game.init(8, torch.Generator().manual_seed(0))

@@ -123,7 +123,7 @@ class PerPlayerPolicy:
         return out
 
 
-def _row_keys(rows: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
+def _table_rows(rows: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     """Index into ``table`` (unique rows) of each row of ``rows``; -1 where absent."""
     table = table.to(rows.device, rows.dtype)
     _, ids = torch.unique(torch.cat([table, rows]), dim=0, return_inverse=True)
@@ -180,7 +180,7 @@ class ExactAveragePolicy:
         return torch.where(total > 0, self.numerator / total.clamp(min=1e-300), mask / mask.sum(dim=1, keepdim=True))
 
     def __call__(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        rows = _row_keys(obs.cpu(), self.tree.infostate_obs)
+        rows = _table_rows(obs.cpu(), self.tree.infostate_obs)
         if (rows < 0).any():
             bad = obs[int((rows < 0).nonzero()[0, 0])].tolist()
             raise ValueError(f"ExactAveragePolicy: observation {bad} is not an information state of {self.game.name}")

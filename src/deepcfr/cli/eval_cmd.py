@@ -80,7 +80,7 @@ def run(args) -> int:
     from ..evaluate.exploitability import exploitability, supports_exploitability
 
     if supports_exploitability(game):
-        # Both policies, as DESIGN asks for Kuhn and Leduc; `exploitability` is the chosen one.
+        # Both policies for Kuhn and Leduc (docs/design.md); `exploitability` is the chosen one.
         kinds = ["average", "current"] + (["mixture"] if getattr(agent, "exact_average", None) is not None else [])
         for kind in kinds:
             p = policy if kind == args.policy else agent.policy(kind=kind, greedy=args.greedy)

@@ -17,7 +17,8 @@ Conventions (all games):
 - ``encode(obs)`` is a pure batched function ``[n, obs_size] -> [n, feature_size]`` float32.
 - Optional ``symmetry``: a relabelling of information states that the rules cannot tell apart
   (Lost Cities: its colours; see lost_cities/symmetry.py), with ``sample(n, generator, device)``,
-  ``obs(obs, r)``, ``action_columns(r)`` and ``actions(actions, r)``; ``memory.augment`` uses it.
+  ``obs(obs, r)``, ``action_columns(r)``, ``actions(actions, r)`` and ``inverse(r)``;
+  ``memory.augment`` uses it.
 - A *policy* is a callable ``policy(obs, mask) -> probs [n, A]`` (rows sum to 1, zero on
   illegal actions). A *bot* is an object with ``act(obs, mask, generator) -> actions [n]``.
 """
@@ -108,6 +109,16 @@ def sample_from_probs(probs: torch.Tensor, generator: torch.Generator | None = N
     # its predecessor's sum, so it is never the first to exceed it.
     action = torch.searchsorted(cdf, uniform.unsqueeze(1) * total, right=True).squeeze(1)
     return torch.where(total.squeeze(1) > 0, action.clamp_(max=probs.shape[1] - 1), 0)
+
+
+def sample_uniform_legal(mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+    """One uniformly random legal action per row of ``mask [n, A]`` (bool). Rows without a legal
+    action get an arbitrary index."""
+    n, num_actions = mask.shape
+    dtype = torch.uint8 if num_actions < 256 else torch.int16 if num_actions < 32768 else torch.int32
+    counts = mask.view(torch.uint8).cumsum(dim=1, dtype=dtype)
+    pick = (torch.rand(n, 1, generator=generator, device=mask.device) * counts[:, -1:]).to(dtype)
+    return torch.searchsorted(counts, pick + 1).squeeze(1).clamp_(max=num_actions - 1)
 
 
 def uniform_policy(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

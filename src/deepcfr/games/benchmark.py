@@ -22,19 +22,10 @@ from typing import Any
 
 import torch
 
+from .base import sample_uniform_legal
 from .registry import make_game, make_reference
 
 REFILL_EVERY = 8  # steps between replacing finished games with fresh ones
-
-
-def sample_uniform_legal(mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-    """One uniformly random legal action per row of ``mask [n, A]`` (bool). Rows without a legal
-    action get an arbitrary index."""
-    n, num_actions = mask.shape
-    dtype = torch.uint8 if num_actions < 256 else torch.int16 if num_actions < 32768 else torch.int32
-    counts = mask.view(torch.uint8).cumsum(dim=1, dtype=dtype)
-    pick = (torch.rand(n, 1, generator=generator, device=mask.device) * counts[:, -1:]).to(dtype)
-    return torch.searchsorted(counts, pick + 1).squeeze(1).clamp_(max=num_actions - 1)
 
 
 def _tensor_fields(state: Any) -> list[str]:

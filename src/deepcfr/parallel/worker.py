@@ -11,6 +11,7 @@ Threads and signals are set up by :mod:`deepcfr.parallel.child`.
 
 from __future__ import annotations
 
+import os
 import traceback
 from multiprocessing.connection import Connection
 

@@ -23,8 +23,8 @@ R1 = n_ranks + 1 kinds per colour, W wagers per colour):
   of the expedition with all its playable hand cards added / score scale (how good opening or
   extending it looks: the sums an MLP would otherwise have to learn from the per-card groups).
 
-Written for speed on a CPU (DESIGN.md: encoding must stay near a microsecond per state): the
-per-card block is computed in uint8 with same-shape ops and lookup tables and converted once,
+Written for speed on a CPU (the forward pass, not the encoding, should bound traversal, so
+encoding must stay near a microsecond per state; docs/design.md): the per-card block is computed in uint8 with same-shape ops and lookup tables and converted once,
 since comparisons with broadcasting or bool outputs are many times slower there.
 """
 

@@ -65,9 +65,8 @@ _SORTING_NETWORKS = {
 
 
 def _sorting_network(width: int) -> list[tuple[int, int]]:
-    if width in _SORTING_NETWORKS:
-        return _SORTING_NETWORKS[width]
-    return [(k, k + 1) for s in range(width) for k in range(s % 2, width - 1, 2)]  # odd-even transposition
+    odd_even_transposition = [(k, k + 1) for s in range(width) for k in range(s % 2, width - 1, 2)]
+    return _SORTING_NETWORKS.get(width, odd_even_transposition)
 
 
 def _signed64(value: int) -> int:

@@ -1,7 +1,7 @@
 """The reference Lost Cities engine: one game, plain Python, written to be read.
 
 It is the oracle the batched engine is tested against, and it serves human play, replays and
-debugging. Rules: ../shared/LOST_CITIES_RULES.md; card ids, action indices and the observation
+debugging. Rules: docs/rules.md; card ids, action indices and the observation
 row: rules.py and layout.py.
 
 Conventions shared with the batched engine (tests check they agree):

@@ -1,4 +1,4 @@
-"""Lost Cities rule parameters (see LOST_CITIES_RULES.md), named variants, card and action indexing.
+"""Lost Cities rule parameters (the rules: docs/rules.md), named variants, card and action indexing.
 
 Card kinds: kind 0 is a wager, kinds 1..n_ranks are numbered cards of value min_rank + kind - 1.
 A *kind index* is ``k = colour * (n_ranks + 1) + kind`` (K = n_colors * (n_ranks + 1) kinds).
