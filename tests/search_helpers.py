@@ -15,7 +15,7 @@ def tiny_checkpoint(path: Path, variant: str = "mini", hidden: int = 8, ply_cap:
 
     config = TrainConfig.model_validate({
         "game": {"name": "lost_cities", "variant": variant, "rules": {"ply_cap": ply_cap}},
-        "traversal": {"algorithm": "outcome", "traversals_per_player": 4, "batch_size": 4},
+        "traversal": {"algorithm": "outcome", "traversals_per_player": 4, "chunk_size": 4},
         "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
         "network": {"hidden_size": hidden},
     })
@@ -39,5 +39,5 @@ def winning_endgame_obs(game) -> tuple[torch.Tensor, int]:
     obs[0, [15, 16, 17]] = 3  # the opponent's expedition: blue 4, 5, 6
     obs[0, D] = 1  # one card left in the deck
     obs[0, D + 2] = r.n_colors  # nothing discarded this turn
-    win = 0 * (r.n_ranks + 1) + 5  # play (red, kind 5 = the 6)
+    win = r.action_id("play", "red", 6)
     return obs, win

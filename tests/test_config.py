@@ -14,8 +14,8 @@ from deepcfr.train.config import (
 )
 
 RETIRED = [  # (section.key=value, the key named in the error): the options issue 13 removed
-    ("traversal.chunk_size=64", "traversal.batch_size"),
-    ("traversal.chunk_size=64", "traversal.worker_batch_size"),
+    ("traversal.batch_size=64", "traversal.batch_size"),
+    ("traversal.worker_batch_size=64", "traversal.worker_batch_size"),
     ("traversal.probe_rate=0.1", "traversal.probe_rate"),
     ("traversal.explore=every", "traversal.explore"),
     ("traversal.importance_clip=10", "traversal.importance_clip"),

@@ -233,7 +233,7 @@ def _tiny_checkpoint(path: Path) -> Path:
 
     config = TrainConfig.model_validate({"game": {"name": "lost_cities", "variant": "mini"},
                                          "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
-                                         "network": {"hidden_size": 8}})
+                                         "critic": {"capacity": 64}, "network": {"hidden_size": 8}})
     trainer = Trainer(config)  # untrained networks play well enough for the page
     path.parent.mkdir(parents=True, exist_ok=True)
     save_checkpoint(path, {**trainer.state_dict(), "meta": make_meta(config, 0, trainer.game)})

@@ -68,9 +68,9 @@ def test_train_command_prints_progress_evaluations_and_next_steps(tmp_path, caps
     from deepcfr.cli.main import main
 
     cfg = tmp_path / "kuhn.yaml"
-    cfg.write_text("game:\n  name: kuhn\ntraversal:\n  algorithm: external\n  batch_size: 64\nrun:\n  iterations: 2\n"
-                   "memory:\n  advantage_capacity: 256\n  strategy_capacity: 256\nnetwork:\n  hidden_size: 8\n"
-                   "eval:\n  every: 1\n")
+    cfg.write_text("game:\n  name: kuhn\ntraversal:\n  algorithm: external\n  chunk_size: 64\nrun:\n  iterations: 2\n"
+                   "memory:\n  advantage_capacity: 256\n  strategy_capacity: 256\n  augment: false\n"
+                   "network:\n  hidden_size: 8\neval:\n  every: 1\nstrategy:\n  final_train_steps: 0\n")
     assert main(["train", "--config", str(cfg), "--run-dir", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     assert "progress [" in out and "iteration 2/2" in out

@@ -246,7 +246,7 @@ def _load_agent(path: str, device):
     try:
         from .train.agent import load_agent  # after the trainer split
     except ImportError:
-        from .train.trainer import load_agent
+        from .train.agent import load_agent
     return load_agent(path, device=device)
 
 

@@ -141,8 +141,7 @@ def next_steps(game: str, checkpoint: str, run_dir: str) -> list[str]:
 
 
 def run(args) -> int:
-    from ..train.config import ConfigError, load_config
-    from ..train.config import config_path, shipped_config_path
+    from ..train.config import ConfigError, config_path, load_config, shipped_config_path
     from ..train.run import Run
 
     overrides = list(args.overrides)

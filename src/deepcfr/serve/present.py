@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from ..games.lost_cities.reference import PHASE_CARD, LostCitiesReference
-from ..games.lost_cities.rules import COLOR_NAMES, LostCitiesRules
+from ..games.lost_cities.rules import COLOR_NAMES, WAGER, LostCitiesRules
 
 
 def card(rules: LostCitiesRules, card_id: int) -> dict:
@@ -31,16 +31,12 @@ def rules_json(rules: LostCitiesRules) -> dict:
 
 def describe_action(rules: LostCitiesRules, action: int) -> dict:
     """What an action does, for buttons and move logs: type, colour, value, label."""
-    K = rules.num_kinds
-    out: dict = {"action": action, "label": rules.action_name(action)}
-    if action < 2 * K:
-        color, kind = divmod(action % K, rules.n_ranks + 1)
-        out.update(type="play" if action < K else "discard", color=color, value=rules.kind_value(kind),
-                   card_label="W" if kind == 0 else str(rules.kind_value(kind)))
-    elif action == rules.draw_deck_action:
-        out.update(type="draw_deck")
-    else:
-        out.update(type="draw_pile", color=action - rules.draw_deck_action - 1)
+    move = rules.action(action)
+    out: dict = {"action": action, "label": rules.action_name(action), "type": move.kind}
+    if move.colour is not None:
+        out["color"] = move.colour
+    if move.rank is not None:
+        out.update(value=move.rank, card_label="W" if move.rank == WAGER else str(move.rank))
     return out
 
 
