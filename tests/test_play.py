@@ -100,7 +100,7 @@ def test_play_command_against_a_checkpoint(tmp_path, monkeypatch, capsys):
 
     config = TrainConfig.model_validate({
         "game": {"name": "kuhn"}, "traversal": {"algorithm": "external"},
-        "memory": {"advantage_capacity": 64, "strategy_capacity": 64}, "network": {"hidden_size": 8},
+        "memory": {"advantage_capacity": 64, "strategy_capacity": 64, "augment": False}, "network": {"hidden_size": 8},
     })
     trainer = Trainer(config)  # untrained networks are enough to play
     path = tmp_path / "kuhn.pt"
