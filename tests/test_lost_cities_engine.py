@@ -398,6 +398,7 @@ def test_sample_uniform_legal_picks_only_legal_actions_uniformly():
     assert all(850 < int(c) < 1150 for c in counts[[1, 4, 6]])
 
 
+@pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs CUDA")
 def test_cuda_matches_cpu():
     game = LostCitiesGame()

@@ -8,6 +8,7 @@ from typing import Any, Callable
 import torch
 
 from deepcfr.games.base import Policy, batch_size, index_state, sample_from_probs
+from deepcfr.host_syncs import to_host
 
 from .traversal_core import (
     CriticSampling,
@@ -49,36 +50,39 @@ def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponen
     deviated = torch.zeros(n, dtype=torch.bool, device=device)  # explore_once: per original row
     utility = torch.zeros(n, dtype=torch.float32, device=device)
     engine_cut_off = getattr(game, "cut_off", None)  # optional: [n] bool, ended by the engine's own cap
+    engine_cut_offs = torch.zeros((), dtype=torch.long, device=device)  # read once, at the end
     steps = 0
     while True:
         terminal = game.is_terminal(state)
-        live_count = int((~terminal).sum())
+        player = game.current_player(state).clamp(0, 1)
+        is_trav = ~terminal & (player == traverser)
+        # The one host sync of a step: how many rows are live (has the loop ended?) and how many
+        # of them are the traverser's (the sizes of this step's two policy calls).
+        live_count, trav_count = to_host(torch.stack([(~terminal).sum(), is_trav.sum()]))
         if live_count == 0:
             break
         if steps >= step_cap:
             stats.cut_offs += live_count
             break
         if live_count * 2 <= terminal.shape[0] and terminal.shape[0] > 64:
-            done = torch.nonzero(terminal).squeeze(1)
+            done = _where(terminal, terminal.shape[0] - live_count)
             done_state = index_state(state, done)
             utility[game_id[done]] = game.returns(done_state)[:, traverser].float()
             if engine_cut_off is not None:
-                stats.cut_offs += int(engine_cut_off(done_state).sum())
-            keep = torch.nonzero(~terminal).squeeze(1)
+                engine_cut_offs += engine_cut_off(done_state).sum()
+            keep = _where(~terminal, live_count)
             state = index_state(state, keep)
             game_id = game_id[keep]
-            terminal = terminal[keep]
+            terminal, player, is_trav = terminal[keep], player[keep], is_trav[keep]
         steps += 1
         stats.decisions += live_count
         live = ~terminal
-        player = game.current_player(state).clamp(0, 1)
         obs = game.observe(state, player)
         mask = game.legal_mask(state)
-        is_trav = live & (player == traverser)
-        trav = torch.nonzero(is_trav).squeeze(1)
-        opp = torch.nonzero(live & ~is_trav).squeeze(1)
+        trav = _where(is_trav, trav_count)
+        opp = _where(live & ~is_trav, live_count - trav_count)
         actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
-        if trav.numel():
+        if trav_count:
             t_obs, t_mask = obs[trav], mask[trav]
             sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
             q = behaviour = sigma
@@ -97,7 +101,7 @@ def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponen
             actions[trav] = a
             if on_traverser is not None:
                 on_traverser(state, trav, game_id[trav], t_obs, t_mask, sigma, a, q, **extra)
-        if opp.numel():
+        if live_count > trav_count:
             o_obs, o_mask = obs[opp], mask[opp]
             probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
             actions[opp] = sample_from_probs(probs, generator)
@@ -106,8 +110,22 @@ def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponen
         state = game.step(state, actions)
     utility[game_id] = game.returns(state)[:, traverser].float()
     if engine_cut_off is not None:
-        stats.cut_offs += int((engine_cut_off(state) & game.is_terminal(state)).sum())
+        stats.cut_offs += int(engine_cut_offs + (engine_cut_off(state) & game.is_terminal(state)).sum())
     return utility
+
+
+def _where(mask: torch.Tensor, count: int) -> torch.Tensor:
+    """The indices of ``mask``'s true entries (ascending), ``count`` of them: ``nonzero`` with the
+    size known, so no host sync."""
+    if _NONZERO_STATIC:
+        try:
+            return torch.nonzero_static(mask, size=count).squeeze(1)
+        except (NotImplementedError, RuntimeError):  # a device without the kernel
+            pass
+    return torch.nonzero(mask).squeeze(1)
+
+
+_NONZERO_STATIC = hasattr(torch, "nonzero_static")
 
 
 def _strategy_recorder(iteration: int, parts: list, roots: list) -> OpponentHook:
@@ -194,12 +212,16 @@ def _outcome_targets(trav_records: list, utility: torch.Tensor, options: Outcome
     tail_weight = torch.ones_like(utility)  # product of sigma(a*)/q(a*) below the current node
     adv_parts: list[dict[str, torch.Tensor]] = []
     adv_roots: list[torch.Tensor] = []
+    # The reported sizes stay on the device until the walk is done (no host sync per record);
+    # the sum in float64 of each record's float32 sum, as a Python float sum would be.
+    max_weight = torch.zeros((), dtype=torch.float32, device=utility.device)
+    weight_sum = torch.zeros((), dtype=torch.float64, device=utility.device)
     for gid, t_obs, t_mask, sigma, a, q_a in reversed(trav_records):
         v_child = value[gid]
         b = baseline[gid]
         weight = tail_weight[gid] / q_a
-        stats.max_importance_weight = max(stats.max_importance_weight, float(weight.max()))
-        stats.importance_weight_sum += float(weight.sum())
+        max_weight = torch.maximum(max_weight, weight.max())
+        weight_sum += weight.sum().double()
         tail_weight[gid] = weight * sigma.gather(1, a[:, None]).squeeze(1)
         v_sampled = b + (v_child - b) / q_a  # v~(h, a*)
         v_ha = torch.where(t_mask, b[:, None], 0.0)
@@ -215,6 +237,10 @@ def _outcome_targets(trav_records: list, utility: torch.Tensor, options: Outcome
             value[gid] = v_h
         else:
             tail_weight[gid] = 1.0
+    if trav_records:
+        top, total = to_host(torch.stack([max_weight.double(), weight_sum]))
+        stats.max_importance_weight = max(stats.max_importance_weight, top)
+        stats.importance_weight_sum += total
     return adv_parts, adv_roots
 
 

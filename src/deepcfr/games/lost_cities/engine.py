@@ -574,7 +574,7 @@ class LostCitiesGame:
         rows = t.rows(n)
         if isinstance(player, torch.Tensor):
             observer = player.to(device=device, dtype=torch.int64).expand(n).clamp(0, 1)
-            at = torch.addcmul(rows["seen"], observer, torch.tensor(D + 5, device=device))
+            at = torch.add(rows["seen"], observer, alpha=D + 5)  # a Python scalar: no host-to-device copy
         else:
             if player not in (0, 1):
                 raise ValueError(f"player must be 0 or 1, got {player!r}")
