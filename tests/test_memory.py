@@ -114,3 +114,51 @@ def test_errors_name_the_problem():
     other = ReservoirMemory(8, FIELDS)
     with pytest.raises(ValueError, match="capacity"):
         other.load_state_dict(mem.state_dict())
+
+
+def _filled(capacity: int, offered: int, device="cpu", pin_memory=False) -> ReservoirMemory:
+    memory = ReservoirMemory(capacity, {"x": ((3,), torch.int16), "y": ((), torch.float32)}, device=device,
+                             pin_memory=pin_memory)
+    g = torch.Generator().manual_seed(0)
+    for start in range(0, offered, 7):
+        m = min(7, offered - start)
+        memory.add(generator=g, x=torch.arange(start, start + m).repeat_interleave(3).view(m, 3).to(torch.int16),
+                   y=torch.arange(start, start + m, dtype=torch.float32))
+    return memory
+
+
+def test_state_without_copy_shares_a_full_memory_and_copies_a_partial_one(tmp_path):
+    full, partial = _filled(20, 50), _filled(20, 12)
+    shared = full.state_dict(copy=False)
+    assert shared["data"]["x"].data_ptr() == full.data("x").data_ptr()  # no copy of a full memory
+    assert full.state_dict()["data"]["x"].data_ptr() != full.data("x").data_ptr()
+    kept = partial.state_dict(copy=False)
+    assert kept["data"]["x"].shape[0] == 12
+    # a view of part of the storage would save all of it; the partial state saves its rows only
+    torch.save(kept, tmp_path / "partial.pt")
+    torch.save({**kept, "data": {k: v[:0] for k, v in kept["data"].items()}}, tmp_path / "empty.pt")
+    assert (tmp_path / "partial.pt").stat().st_size - (tmp_path / "empty.pt").stat().st_size < 12 * 10 + 256
+    for memory, state in ((full, shared), (partial, kept)):
+        restored = ReservoirMemory(20, memory.fields)
+        restored.load_state_dict(state)
+        assert torch.equal(restored.data("x"), memory.data("x")) and restored.seen == memory.seen
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+@pytest.mark.parametrize("where", ["cuda", "cpu_pinned"])
+def test_cuda_memories_store_and_draw_what_a_cpu_memory_does(where):
+    """Slots and draws come from the CPU generator: the same samples on every device; a pinned
+    memory's draws arrive on the GPU through non-blocking copies."""
+    cpu = _filled(20, 50)
+    other = _filled(20, 50, device="cpu" if where == "cpu_pinned" else "cuda", pin_memory=where == "cpu_pinned")
+    assert other.pinned == (where == "cpu_pinned")
+    assert torch.equal(other.data("x").cpu(), cpu.data("x"))
+    a = cpu.sample(64, generator=torch.Generator().manual_seed(1))
+    b = other.sample(64, generator=torch.Generator().manual_seed(1), device="cuda")
+    assert b["x"].is_cuda
+    torch.cuda.synchronize()
+    assert all(torch.equal(a[k], b[k].cpu()) for k in a)
+    state = other.state_dict(copy=False)
+    assert state["data"]["x"].device.type == "cpu"
+    assert torch.equal(state["data"]["x"], cpu.data("x"))

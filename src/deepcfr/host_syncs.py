@@ -95,3 +95,14 @@ def cuda_sync_warnings() -> Iterator[list]:
         finally:
             torch.cuda.set_sync_debug_mode(previous)
     found.extend(str(w.message) for w in caught if "synchroniz" in str(w.message))
+
+
+def to_device(tensor: torch.Tensor, device: torch.device | str) -> torch.Tensor:
+    """``tensor`` on ``device``. A CPU -> CUDA copy goes through pinned memory with
+    ``non_blocking=True``: a copy from pageable memory waits for the device's queue to drain
+    (a sync), one from pinned memory is queued like a kernel (the caching host allocator keeps
+    the pinned buffer until the copy is done)."""
+    device = torch.device(device)
+    if tensor.device.type == "cpu" and device.type == "cuda":
+        return tensor.pin_memory().to(device, non_blocking=True)
+    return tensor.to(device)

@@ -14,6 +14,8 @@ from typing import Any, Mapping
 
 import torch
 
+from deepcfr.host_syncs import to_device
+
 FieldSpec = tuple[tuple[int, ...], torch.dtype]
 
 
@@ -144,9 +146,14 @@ class ReservoirMemory:
             last[:-1] = sorted_slot[1:] != sorted_slot[:-1]
             slot = sorted_slot[last]
             positions = positions[perm[last]]
-        slot = slot.to(self.device)
+        # Slots are drawn by the (CPU) generator, so the same seed stores the same samples on
+        # every device; the copies to the device do not block the host.
+        slot = to_device(slot, self.device)
+        on_device = {}
         for name, t in tensors.items():
-            rows = t[positions.to(t.device)]
+            if t.device not in on_device:
+                on_device[t.device] = to_device(positions, t.device)
+            rows = t[on_device[t.device]]
             self._data[name][slot] = rows.to(self.device, self.fields[name][1])
         self._seen += m
         self._size = min(self._seen, self.capacity)
@@ -165,27 +172,38 @@ class ReservoirMemory:
         if batch_size < 1:
             raise ValueError(f"ReservoirMemory.sample: batch_size must be >= 1, got {batch_size}")
         gen_device = generator.device if generator is not None else torch.device("cpu")
-        idx = torch.randint(0, self._size, (batch_size,), generator=generator, device=gen_device).to(self.device)
+        idx = to_device(torch.randint(0, self._size, (batch_size,), generator=generator, device=gen_device), self.device)
         target = torch.device(device) if device is not None else self.device
         non_blocking = self.pinned and target.type == "cuda"
         out = {}
         for name, t in self._data.items():
-            rows = t[idx]
-            if non_blocking:
-                rows = rows.pin_memory()
-            out[name] = rows.to(target, non_blocking=non_blocking)
+            if non_blocking:  # gathered straight into pinned memory (one copy), then queued to the device
+                rows = torch.empty((batch_size, *t.shape[1:]), dtype=t.dtype, pin_memory=True)
+                out[name] = torch.index_select(t, 0, idx, out=rows).to(target, non_blocking=True)
+            else:
+                out[name] = t[idx].to(target)
         return out
 
     # ------------------------------------------------------------------ persistence
-    def state_dict(self) -> dict[str, Any]:
-        """Counts, field specs and only the filled rows (on CPU)."""
+    def state_dict(self, copy: bool = True) -> dict[str, Any]:
+        """Counts, field specs and only the filled rows (on CPU). ``copy=False`` (for a checkpoint
+        that is written at once): a full CPU memory hands over its own storage instead of a
+        copy, and a device memory is copied to the host once (no second copy): a 4M-sample
+        memory is gigabytes. The state then changes with the memory."""
         return {
             "capacity": self.capacity,
             "seen": self._seen,
             "size": self._size,
             "fields": {name: (list(shape), _dtype_name(dtype)) for name, (shape, dtype) in self.fields.items()},
-            "data": {name: t[: self._size].detach().cpu().clone() for name, t in self._data.items()},
+            "data": {name: self._saved_rows(t, copy) for name, t in self._data.items()},
         }
+
+    def _saved_rows(self, t: torch.Tensor, copy: bool) -> torch.Tensor:
+        rows = t[: self._size].detach()
+        if rows.device.type != "cpu":
+            return rows.cpu()
+        # A view of part of the storage would save the whole storage: copy unless it is all of it.
+        return rows.clone() if copy or self._size < self.capacity else rows
 
     def load_state_dict(self, state: Mapping[str, Any]) -> None:
         try:
