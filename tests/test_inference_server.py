@@ -212,3 +212,41 @@ def test_training_smoke_with_the_server_backend():
     assert trainer.advantage_memories[1].seen > 0 and trainer.strategy_memory.seen > 0
     assert trainer._executor is None
     assert not mine()
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_cuda_server_answers_like_local_forwards_through_its_pinned_staging():
+    """Two clients' requests for different networks in one batch window: each group goes through
+    the pinned staging buffers to the GPU and back; answers equal local CPU forwards."""
+    import threading
+
+    networks = nets(["advantage_0", "strategy"])
+    publisher = WeightsPublisher()
+    server = InferenceServer(2, 64, F, A, ServerOptions(device="cuda", batch_window_us=20000)).start()
+    try:
+        assert server.device.startswith("cuda")
+        handle = publisher.publish(networks)
+        server.sync(handle)
+        clients = [InferenceClient(server.endpoint(i), timeout=60) for i in range(2)]
+        x = [torch.randn(100, F), torch.randn(37, F)]
+        answers = [None, None]
+
+        def ask(i, name):
+            answers[i] = clients[i].bind(handle).network(name)(x[i])
+
+        threads = [threading.Thread(target=ask, args=(i, name)) for i, name in enumerate(["advantage_0", "strategy"])]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+        with torch.no_grad():
+            assert torch.allclose(answers[0], networks["advantage_0"](x[0]), atol=1e-4)
+            assert torch.allclose(answers[1], networks["strategy"](x[1]), atol=1e-4)
+        assert server.stats()["requests"] == 3  # 100 rows = two requests of a 64-row slot
+        for c in clients:
+            c.close()
+    finally:
+        server.close()
+        publisher.close()
+    assert not mine()

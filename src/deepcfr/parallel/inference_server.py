@@ -270,6 +270,14 @@ class _ServerLoop:
         self.metrics = _Metrics()
         self.window = options.batch_window_us / 1e6
         self.max_batch = int(options.max_batch)
+        # On CUDA, requests pass through pinned staging buffers (room for every slot's rows: a
+        # batch holds at most one request per worker) so that the copies to and from the device
+        # are queued without blocking, and the host waits once per batch, not once per copy.
+        self.staged = self.device.type == "cuda"
+        if self.staged:
+            capacity = pool_info.num_slots * pool_info.rows
+            self.stage_in = torch.empty(capacity, pool_info.feature_size, dtype=torch.float32, pin_memory=True)
+            self.stage_out = torch.empty(capacity, pool_info.output_size, dtype=torch.float32, pin_memory=True)
 
     def reply(self, conn: Connection, seq: int, error: str | None = None) -> None:
         try:
@@ -305,12 +313,13 @@ class _ServerLoop:
         return groups
 
     def _forward(self, net_id: int, x: torch.Tensor) -> torch.Tensor:
+        """Outputs of network ``net_id`` for ``x``, on the device (in ``max_batch`` slices)."""
         out_parts = []
         metrics = self.metrics
         with torch.inference_mode():
             for start in range(0, x.shape[0], self.max_batch):
                 chunk = x[start:start + self.max_batch].to(self.device, non_blocking=True)
-                out_parts.append(self.nets[net_id](chunk).float().to("cpu"))
+                out_parts.append(self.nets[net_id](chunk).float())
                 metrics.groups += 1
                 metrics.rows += chunk.shape[0]
                 metrics.max_rows = max(metrics.max_rows, chunk.shape[0])
@@ -318,19 +327,33 @@ class _ServerLoop:
 
     def serve(self, pending: list) -> None:
         t0 = time.perf_counter()
+        answered = []  # (requests, outputs on the host) of each group that ran
+        offset = 0  # into the staging buffers
         for net_id, reqs in self._valid_groups(pending).items():
             try:
                 parts = [self.features[slot][:rows] for _, slot, _, _, rows, _ in reqs]
-                out = self._forward(net_id, parts[0] if len(parts) == 1 else torch.cat(parts))
-                offset = 0
-                for conn, slot, seq, _, rows, _ in reqs:
-                    self.outputs[slot][:rows].copy_(out[offset:offset + rows])
-                    offset += rows
-                    self.reply(conn, seq)
+                total = sum(p.shape[0] for p in parts)
+                if self.staged:
+                    # shared memory -> pinned staging (host copies), then one queued copy each way
+                    x = self.stage_in[offset:offset + total]
+                    torch.cat(parts, out=x) if len(parts) > 1 else x.copy_(parts[0])
+                    out = self.stage_out[offset:offset + total].copy_(self._forward(net_id, x), non_blocking=True)
+                    offset += total
+                else:
+                    out = self._forward(net_id, parts[0] if len(parts) == 1 else torch.cat(parts))
+                answered.append((reqs, out))
             except Exception as e:  # answer every request of the group; keep serving
                 message = f"forward of network {net_id} failed: {type(e).__name__}: {e}"
                 for conn, _, seq, *_ in reqs:
                     self.reply(conn, seq, message)
+        if self.staged:
+            torch.cuda.current_stream(self.device).synchronize()  # the host waits once per batch
+        for reqs, out in answered:
+            start = 0
+            for conn, slot, seq, _, rows, _ in reqs:
+                self.outputs[slot][:rows].copy_(out[start:start + rows])
+                start += rows
+                self.reply(conn, seq)
         self.metrics.forward_seconds += time.perf_counter() - t0
         self.metrics.batches += 1
         self.metrics.requests += len(pending)
