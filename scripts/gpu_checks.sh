@@ -1,78 +1,208 @@
 #!/usr/bin/env bash
-# Every GPU check of the project, run once on a CUDA machine; results go under $OUT (default
-# ./gpu_results). Sized for one 10-minute command: each step has its own time limit and a
-# failing step does not stop the others. See docs/performance.md ("Training step").
+# Every GPU check of the project in one command of at most 8 minutes on one CUDA machine.
 #
-#   OUT=/tmp/gpu bash scripts/gpu_checks.sh
+#   OUT=/tmp/gpu bash scripts/gpu_checks.sh            # on the GPU machine (results under $OUT)
+#   OUT=/tmp/dry bash scripts/gpu_checks.sh --dry-run  # the same steps on the CPU, tiny settings
 #
-# Steps: machine info; the cuda-marked tests; the AMP / compile training-step bench at 512x3 and
-# 1024x6 (with the training-throughput sweep); the inference-server A/B (when
-# scripts/bench_inference_backend.py exists); the forward profile at batch 1..65536; traversal
-# (critic sampling) against the forward bound at the default config.
+# Steps, each with its own time limit (clipped to what is left of the 8-minute budget, so the
+# script always ends in time; a failing or skipped step never stops the others):
+#   env            machine, torch/CUDA, bf16 support, which Python modules are importable
+#   cuda_tests     every test marked `cuda` (pytest -m cuda over the files that have one)
+#   train          a small Lost Cities run on CUDA: critic sampling, packed memories, colour
+#                  relabelling, evaluation, the final strategy fit (t^4-weighted average); then
+#   resume         that run resumed on CUDA from its checkpoint for one more iteration
+#   amp            training step fp32 against fp16 and bf16 (512x3), with the throughput sweep
+#   compile        training step with torch.compile off and on (fp32, bf16)
+#   server         the inference server on CUDA against the local (worker CPU) backend
+#   forward        the forward profile at batch 1 ... 65536 (fp32, bf16) against the matmul peak
+#   traversal      traversal decisions/s of the default config (512x3) against the forward bound
+#   search         the search bench (`deepcfr bench search`), when it exists
 #
-# Python: $PYTHON (default python3, which must hold a CUDA torch). Missing pure-Python
-# dependencies (pydantic 2 is not in the lent machine's image) travel as wheels in ./.whl: on the
-# development machine, in the repo root,
-#   echo /.whl/ >> .git/info/exclude
-#   python3 -m pip download --no-deps --only-binary=:all: --python-version 3.12 --implementation cp \
-#     --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64 -d .whl \
-#     pydantic==2.* pydantic-core annotated-types typing-inspection typing-extensions
-# (pydantic-core must be the version that pydantic pins) and carry `.whl`; this script installs them.
+# At most 8 files come back from $OUT; this writes 3:
+#   summary.json    every step's status, time and figures (the JSON each step printed)
+#   gpu_checks.log  everything every step printed
+#   tables.md       the steps and the main figures as Markdown tables (docs/performance.md)
+#
+# Python: $PYTHON (default python3, with a CUDA torch for the real run). The steps import
+# pydantic, yaml, numpy, rich, tensorboard, pytest and hypothesis; nothing is installed. A step
+# whose modules are missing is reported as skipped, naming them. The lent GPU image lacks
+# pydantic: carry it as wheels in ./.whl (see /work/.library/device/README.md) and this script
+# puts them on the path with pip's offline install (--no-index, into a temporary folder).
 set -u
+DRY=0
+for arg in "$@"; do
+  case "$arg" in
+    --dry-run) DRY=1 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    *) echo "gpu_checks.sh: unknown argument '$arg' (valid: --dry-run, --help)" >&2; exit 2 ;;
+  esac
+done
+cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu_results}"
 PYTHON="${PYTHON:-python3}"
+BUDGET="${GPU_CHECKS_BUDGET:-480}"  # seconds for every step together
 mkdir -p "$OUT"
-cd "$(dirname "$0")/.."
-export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpu_checks.XXXXXX")"  # step outputs and run directories (not under $OUT)
+[ -z "${GPU_CHECKS_KEEP:-}" ] && trap 'rm -rf "$WORK"' EXIT  # GPU_CHECKS_KEEP=1 keeps it (debugging)
+LOG="$OUT/gpu_checks.log"
+: > "$LOG"
+export PYTHONPATH="$PWD/src${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1 OMP_WAIT_POLICY=PASSIVE
 if [ -d .whl ] && ls .whl/*.whl >/dev/null 2>&1; then
-  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
-    && export PYTHONPATH="$PYTHONPATH:/tmp/site"
+  "$PYTHON" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$WORK/site" .whl/*.whl >>"$LOG" 2>&1 \
+    && export PYTHONPATH="$PYTHONPATH:$WORK/site"
 fi
-SUMMARY="$OUT/summary.txt"  # machine info and every step's status (at most 8 files come back from $OUT)
-{
-  date -u; uname -a; nvidia-smi || true
-  "$PYTHON" -c "import torch, sys; print(sys.version); print('torch', torch.__version__, 'cuda', torch.version.cuda, 'available', torch.cuda.is_available()); print(torch.cuda.get_device_name(0) if torch.cuda.is_available() else '-'); print('bf16 native', torch.cuda.is_available() and torch.cuda.is_bf16_supported(including_emulation=False))"
-  "$PYTHON" -c "import pydantic, yaml; print('pydantic', pydantic.VERSION)" || echo "pydantic missing: carry wheels in .whl (see the header)"
-} > "$SUMMARY" 2>&1
-cat "$SUMMARY"
+CONFIGS=src/deepcfr/configs/lost_cities
+START=$SECONDS
 
-step() {  # step NAME SECONDS COMMAND...: run with a time limit, log to $OUT/NAME.txt, record the status
-  local name=$1 limit=$2; shift 2
-  local t0=$SECONDS
-  echo "== $name (limit ${limit}s): $*" | tee -a "$SUMMARY"
-  timeout --signal=INT --kill-after=10 "$limit" "$@" > "$OUT/$name.txt" 2>&1
-  local rc=$?
-  echo "   rc=$rc, $((SECONDS - t0))s" | tee -a "$SUMMARY"
-  tail -n 25 "$OUT/$name.txt"
-}
-
-# 1. CUDA tests (AMP smoke and fp32-vs-AMP parity, and every other cuda-marked test).
-step cuda_tests 110 "$PYTHON" -m pytest -q -m cuda -p no:cacheprovider --continue-on-collection-errors tests/
-
-# 2. Training step at 512x3 and 1024x6, batches of 1024, 200 updates per phase, 5 interleaved
-#    rounds: (a) fp32 / fp16 / bf16 with the training-throughput sweep; (b) torch.compile, in its
-#    own step so that a slow compilation cannot cost the AMP figures.
-step amp_bench 130 "$PYTHON" scripts/bench_amp_trainer.py --device cuda --shapes 512x3,1024x6 \
-  --modes fp32,fp16,bf16 --steps 200 --repeats 5 --memory-size 1000000 --fill-games 2000 \
-  --throughput-batches 1024,4096,16384 --json-out "$OUT/amp_bench.json"
-step compile_bench 120 "$PYTHON" scripts/bench_amp_trainer.py --device cuda --shapes 512x3,1024x6 \
-  --modes fp32,compile,bf16,bf16+compile --steps 200 --repeats 5 --memory-size 1000000 --fill-games 2000 \
-  --json-out "$OUT/compile_bench.json"
-
-# 3. Inference-server A/B (local vs server backend), when that bench exists.
-if [ -f scripts/bench_inference_backend.py ]; then
-  step inference_backend 80 "$PYTHON" scripts/bench_inference_backend.py
+if [ "$DRY" = 1 ]; then
+  DEVICE=cpu
+  # the mini rules (short games) and small memories: the dry run checks the steps, not the speed
+  TINY=(--set game.variant=mini --set memory.advantage_capacity=20000 --set memory.strategy_capacity=20000
+        --set critic.capacity=20000 --set run.threads=1)
 else
-  echo "== inference_backend: scripts/bench_inference_backend.py not present, skipped" | tee -a "$SUMMARY"
+  DEVICE=cuda
+  TINY=()
 fi
 
-# 4. Forward profile on CUDA (fp32 and bf16, batch 1..65536) against the measured matmul peak.
-step forward_profile 80 "$PYTHON" scripts/profile_gpu_forward.py --devices cuda --shapes 512x3,1024x6,256x2 \
-  --cuda-dtypes float32,bfloat16 --cuda-latency --repeats 5
+# step NAME LIMIT MODULES COMMAND...: run COMMAND under `timeout`, stdout to $WORK/NAME.out (a
+# step's JSON goes there or to $WORK/NAME.json), everything to the log; MODULES (comma-separated)
+# must be importable, else the step is skipped naming the missing ones.
+step() {
+  local name=$1 limit=$2 modules=$3; shift 3
+  local left=$((BUDGET - (SECONDS - START)))
+  local missing=""
+  if [ -n "$modules" ]; then
+    missing=$("$PYTHON" - "$modules" <<'EOF'
+import importlib.util, sys
+print(",".join(m for m in sys.argv[1].split(",") if importlib.util.find_spec(m) is None))
+EOF
+)
+  fi
+  if [ -n "$missing" ]; then
+    printf '%s\tskipped\t-\t0\t%s\tmissing Python modules: %s\n' "$name" "$limit" "$missing" >> "$WORK/steps.tsv"
+    echo "== $name: skipped (missing Python modules: $missing)" | tee -a "$LOG"
+    return
+  fi
+  if [ "$left" -lt 15 ]; then
+    printf '%s\tskipped\t-\t0\t%s\tno time left in the %ss budget\n' "$name" "$limit" "$BUDGET" >> "$WORK/steps.tsv"
+    echo "== $name: skipped (no time left)" | tee -a "$LOG"
+    return
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
+  echo "== $name (limit ${limit}s): $*" | tee -a "$LOG"
+  local t0=$SECONDS
+  timeout --signal=INT --kill-after=10 "$limit" "$@" > "$WORK/$name.out" 2> "$WORK/$name.err"
+  local rc=$?
+  local status=ok
+  [ "$rc" -ne 0 ] && status=failed
+  [ "$rc" -eq 124 ] && status=timeout
+  { cat "$WORK/$name.out"; cat "$WORK/$name.err"; } >> "$LOG"
+  printf '%s\t%s\t%s\t%s\t%s\t\n' "$name" "$status" "$rc" "$((SECONDS - t0))" "$limit" >> "$WORK/steps.tsv"
+  echo "   $status (rc=$rc) in $((SECONDS - t0))s" | tee -a "$LOG"
+  tail -n 4 "$WORK/$name.err"
+}
+: > "$WORK/steps.tsv"
 
-# 5. Traversal against the forward bound at the default (GPU) config, networks on CUDA.
-step traversal_bench 60 "$PYTHON" -m deepcfr.cli.main bench traversal --config lost_cities/default.yaml \
-  --set run.device=cuda --set traversal.traversals_per_player=4096 --set advantage.train_steps=100 \
-  --set strategy.train_steps=100 --repeats 2 --json
+# ---------------------------------------------------------------------------------------------
+step env 30 "" "$PYTHON" - "$DEVICE" <<'EOF'
+import importlib.util, json, os, platform, subprocess, sys
+import torch
+cuda = torch.cuda.is_available()
+info = {"python": sys.version.split()[0], "torch": torch.__version__, "cuda_runtime": torch.version.cuda,
+        "cuda_available": cuda, "device": torch.cuda.get_device_name(0) if cuda else platform.processor() or "cpu",
+        "bf16_native": bool(cuda and torch.cuda.is_bf16_supported(including_emulation=False)),
+        "cpus": os.cpu_count(), "platform": platform.platform(), "checks_device": sys.argv[1],
+        "modules": {m: importlib.util.find_spec(m) is not None
+                    for m in ("pydantic", "yaml", "numpy", "rich", "tensorboard", "pytest", "hypothesis")}}
+try:
+    info["nvidia_smi"] = subprocess.run(["nvidia-smi", "--query-gpu=name,driver_version,memory.total",
+                                         "--format=csv,noheader"], capture_output=True, text=True, timeout=10).stdout.strip()
+except (OSError, subprocess.SubprocessError):
+    info["nvidia_smi"] = None
+if sys.argv[1] == "cuda" and not cuda:
+    print(json.dumps(info)); sys.exit("CUDA is not available: the GPU steps will fail (use --dry-run on a CPU machine)")
+print(json.dumps(info))
+EOF
 
-echo "done; results in $OUT" | tee -a "$SUMMARY"
+# ---------------------------------------------------------------------------------------------
+mapfile -t CUDA_TEST_FILES < <(grep -l "mark.cuda" tests/test_*.py)
+step cuda_tests 110 pytest,hypothesis,pydantic,yaml "$PYTHON" -m pytest -q -m cuda -p no:cacheprovider \
+  --junitxml="$WORK/cuda_tests.xml" "${CUDA_TEST_FILES[@]}"
+
+# ---------------------------------------------------------------------------------------------
+if [ "$DRY" = 1 ]; then
+  TRAIN_SIZE=(--set traversal.traversals_per_player=48 --set traversal.chunk_size=48 --set network.hidden_size=32
+              --set critic.train_steps=3 --set advantage.train_steps=3 --set strategy.train_steps=3
+              --set strategy.final_train_steps=4 --set eval.games=8 "${TINY[@]}")
+else
+  TRAIN_SIZE=(--set traversal.traversals_per_player=4096 --set traversal.chunk_size=4096
+              --set critic.train_steps=200 --set advantage.train_steps=200 --set strategy.train_steps=200
+              --set strategy.final_train_steps=400 --set eval.games=200 --set memory.advantage_capacity=1000000
+              --set memory.strategy_capacity=1000000 --set critic.capacity=1000000)
+fi
+step train 75 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --config "$CONFIGS/cpu.yaml" \
+  --run-dir "$WORK/run" --iterations 2 --set run.device="$DEVICE" --set run.time_budget_seconds=null \
+  --set run.progress=false --set strategy.every=1 --set eval.every=2 \
+  --set eval.opponents=[random] --set checkpoint.latest_every=1 "${TRAIN_SIZE[@]}"
+step resume 45 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --resume "$WORK/run" --iterations 3
+
+# ---------------------------------------------------------------------------------------------
+if [ "$DRY" = 1 ]; then
+  AMP_SIZE=(--shapes 32x1 --steps 2 --warmup-steps 1 --repeats 1 --memory-size 2000 --fill-games 8 --peak-repeats 1
+            --throughput-batches 64)
+  COMPILE_MODES=fp32  # torch.compile's CPU build takes minutes: the dry run checks the step, not the compiler
+else
+  AMP_SIZE=(--shapes 512x3 --steps 100 --repeats 3 --memory-size 200000 --fill-games 500 --throughput-batches 1024,8192)
+  COMPILE_MODES=fp32,compile,bf16,bf16+compile
+fi
+step amp 75 pydantic,yaml,numpy "$PYTHON" scripts/bench_amp_trainer.py --device "$DEVICE" --modes fp32,fp16,bf16 \
+  "${AMP_SIZE[@]}" --json-out "$WORK/amp.json"
+step compile 70 pydantic,yaml,numpy "$PYTHON" scripts/bench_amp_trainer.py --device "$DEVICE" --modes "$COMPILE_MODES" \
+  "${AMP_SIZE[@]}" --throughput-batches "" --json-out "$WORK/compile.json"
+
+# ---------------------------------------------------------------------------------------------
+if [ "$DRY" = 1 ]; then
+  SERVER_SIZE=(--workers 1 --worker-batch 16 --traversals 16 --train-steps 2 --set network.hidden_size=32
+               --set critic.train_steps=2 "${TINY[@]}")
+else
+  SERVER_SIZE=(--workers 8 --worker-batch 512 --traversals 4096 --train-steps 50 --set critic.train_steps=50)
+fi
+step server 70 pydantic,yaml,numpy "$PYTHON" scripts/bench_inference_backend.py --config "$CONFIGS/cpu.yaml" \
+  --server-device "$DEVICE" --iterations 2 --set strategy.final_train_steps=0 "${SERVER_SIZE[@]}" --json
+
+# ---------------------------------------------------------------------------------------------
+if [ "$DRY" = 1 ]; then
+  FORWARD=(--devices cpu --threads 1 --shapes 32x1 --batches 1,64 --repeats 1 --min-sample-seconds 0.005)
+else
+  FORWARD=(--devices cuda --shapes 512x3 --cuda-dtypes float32,bfloat16 --cuda-latency --repeats 3
+           --min-sample-seconds 0.02 --batches 1,4,16,64,256,1024,4096,16384,65536)
+fi
+step forward 50 "" "$PYTHON" scripts/profile_gpu_forward.py "${FORWARD[@]}" --json
+
+# ---------------------------------------------------------------------------------------------
+if [ "$DRY" = 1 ]; then
+  TRAVERSAL=(--set traversal.traversals_per_player=32 --set traversal.chunk_size=32 --set network.hidden_size=32
+             --set critic.train_steps=2 --set advantage.train_steps=2 --set strategy.train_steps=2 --repeats 1
+             "${TINY[@]}")
+else  # the default config's 512x3 networks, one lockstep batch of 8192 games per player
+  TRAVERSAL=(--set traversal.traversals_per_player=8192 --set traversal.chunk_size=8192
+             --set critic.train_steps=100 --set advantage.train_steps=100 --set strategy.train_steps=100 --repeats 2)
+fi
+step traversal 60 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench traversal --config "$CONFIGS/default.yaml" \
+  --set run.device="$DEVICE" "${TRAVERSAL[@]}" --json
+
+# ---------------------------------------------------------------------------------------------
+# The search bench (issue 14's `deepcfr bench search`): its arguments are the search code's to
+# choose; it must take --device and --json (and a small --dry-run size) and print one JSON object.
+if "$PYTHON" -m deepcfr.cli.main bench search --help >/dev/null 2>&1; then
+  SEARCH=(--device "$DEVICE" --json)
+  [ "$DRY" = 1 ] && SEARCH+=(--dry-run)
+  step search 45 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${SEARCH[@]}"
+else
+  printf 'search\tskipped\t-\t0\t45\t`deepcfr bench search` does not exist yet\n' >> "$WORK/steps.tsv"
+  echo "== search: skipped (deepcfr bench search does not exist yet)" | tee -a "$LOG"
+fi
+
+# ---------------------------------------------------------------------------------------------
+"$PYTHON" scripts/gpu_checks_summary.py "$WORK" "$OUT" "$DRY" "$((SECONDS - START))" 2>&1 | tee -a "$LOG"
+exit "${PIPESTATUS[0]}"

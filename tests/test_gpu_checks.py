@@ -1,0 +1,54 @@
+"""scripts/gpu_checks.sh --dry-run: every step of the GPU check script on the CPU with tiny
+settings, so that the script cannot rot between the rare runs on a GPU machine."""
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+@pytest.mark.slow
+def test_gpu_checks_dry_run_passes_every_step(tmp_path):
+    out = tmp_path / "out"
+    env = {**os.environ, "OUT": str(out), "PYTHON": sys.executable, "TMPDIR": str(tmp_path)}
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_checks.sh"), "--dry-run"], env=env,
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    files = sorted(p.name for p in out.rglob("*") if p.is_file())
+    assert files == ["gpu_checks.log", "summary.json", "tables.md"]  # at most 8 come back from a GPU run
+    summary = json.loads((out / "summary.json").read_text())
+    assert summary["ok"] and summary["dry_run"] and not summary["problems"]
+    steps = summary["steps"]
+    expected = ["env", "cuda_tests", "train", "resume", "amp", "compile", "server", "forward", "traversal", "search"]
+    assert list(steps) == expected
+    for name in expected[:-1]:
+        assert steps[name]["status"] == "ok", steps[name]
+        assert steps[name]["seconds"] <= steps[name]["limit_seconds"]
+    assert steps["env"]["figures"]["checks_device"] == "cpu"
+    tests = steps["cuda_tests"]["figures"]
+    assert tests["tests"] >= 10 and tests["skipped"] == tests["tests"]  # no CUDA here: all skip cleanly
+    trained = steps["resume"]["figures"]
+    assert sorted(trained["iterations"], key=int) == ["1", "2", "3"] and trained["resumed"]
+    assert all(m["traversal/decisions_per_second"] > 0 for m in trained["iterations"].values())
+    assert "latest.pt" in trained["checkpoint_bytes"]
+    assert {p["mode"] for r in steps["amp"]["figures"]["results"] for p in r["phases"]} == {"fp32", "fp16", "bf16"}
+    assert steps["server"]["figures"]["traversal_speedup_server_vs_local"] > 0
+    assert [r["batch"] for r in steps["forward"]["figures"]["results"]] == [1, 64]
+    assert steps["traversal"]["figures"]["decisions_per_second"] > 0
+    assert steps["search"]["status"] in ("ok", "skipped")
+    tables = (out / "tables.md").read_text()
+    for heading in ("## CUDA tests", "## Lost Cities training run", "## Training step (amp)", "## Forward pass",
+                    "## Traversal against the forward bound", "## Inference server"):
+        assert heading in tables
+    assert not list(tmp_path.glob("gpu_checks.*"))  # its work folder is removed
+
+
+def test_gpu_checks_refuses_unknown_arguments():
+    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_checks.sh"), "--fast"], capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 2 and "unknown argument '--fast'" in proc.stderr and "--dry-run" in proc.stderr
