@@ -2,9 +2,15 @@
 
 Every executor takes the phase's networks (name -> module, on the trainer's device) and its
 chunks (see :mod:`deepcfr.parallel.chunks`) and returns one :class:`ChunkResult` per chunk, in
-chunk order, with samples as tensors on the trainer's device. The same chunk gives the same
-samples in every executor, so for one seed and chunk size the samples of an iteration do not
-depend on the executor or the number of workers.
+chunk order, with samples as tensors on the trainer's device. A chunk's samples depend on its
+seed and on the device it runs on, not on the executor: every chunk that runs on the CPU (inline
+with ``run.device: cpu``, worker processes, Ray actors) gives exactly the same samples, so for
+one seed and chunk size the samples of an iteration do not depend on the executor or the number
+of workers. Two exceptions, both by device: with the server backend the forward passes run on
+the server's device in batches that mix the workers' rows, so the policies (and the samples that
+follow from them) agree only up to float rounding; and inline on CUDA a chunk draws its deals and
+actions from a CUDA generator (another random stream than the CPU's, equally distributed) and
+runs its forwards in CUDA's arithmetic, so its samples differ from the CPU's for the same seed.
 
 - :class:`InlineExecutor`: the trainer's process runs the chunks in order on its device (on a
   GPU: large lockstep batches, every forward on the GPU).
