@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import torch
 
+from deepcfr.host_syncs import to_device
+
 from .rules import LostCitiesRules
 
 
@@ -24,7 +26,7 @@ class ColourRelabelling:
         """``colour_of [n, C]``: an independent uniform permutation of the colours per row."""
         gen_device = generator.device if generator is not None else torch.device(device)
         keys = torch.rand(n, self.rules.n_colors, generator=generator, device=gen_device)
-        return keys.argsort(dim=1).to(device)
+        return to_device(keys.argsort(dim=1), device)  # a pinned, non-blocking copy to a GPU
 
     @staticmethod
     def inverse(colour_of: torch.Tensor) -> torch.Tensor:
