@@ -12,11 +12,12 @@
 #                  relabelling, evaluation, the final strategy fit (t^4-weighted average); then
 #   resume         that run resumed on CUDA from its checkpoint for one more iteration
 #   amp            training step fp32 against fp16 and bf16 (512x3), with the throughput sweep
-#   compile        training step with torch.compile off and on (fp32, bf16)
 #   server         the inference server on CUDA against the local (worker CPU) backend
 #   forward        the forward profile at batch 1 ... 65536 (fp32, bf16) against the matmul peak
 #   traversal      traversal decisions/s of the default config (512x3) against the forward bound
 #   search         the search bench (`deepcfr bench search`), when it exists
+#   compile        training step with torch.compile off and on (fp32, bf16); last, so that a
+#                  slow compilation costs only its own figures
 #
 # At most 8 files come back from $OUT; this writes 3:
 #   summary.json    every step's status, time and figures (the JSON each step printed)
@@ -104,7 +105,7 @@ EOF
 : > "$WORK/steps.tsv"
 
 # ---------------------------------------------------------------------------------------------
-step env 30 "" "$PYTHON" - "$DEVICE" <<'EOF'
+step env 20 "" "$PYTHON" - "$DEVICE" <<'EOF'
 import importlib.util, json, os, platform, subprocess, sys
 import torch
 cuda = torch.cuda.is_available()
@@ -126,7 +127,7 @@ EOF
 
 # ---------------------------------------------------------------------------------------------
 mapfile -t CUDA_TEST_FILES < <(grep -l "mark.cuda" tests/test_*.py)
-step cuda_tests 110 pytest,hypothesis,pydantic,yaml "$PYTHON" -m pytest -q -m cuda -p no:cacheprovider \
+step cuda_tests 100 pytest,hypothesis,pydantic,yaml "$PYTHON" -m pytest -q -m cuda -p no:cacheprovider \
   --junitxml="$WORK/cuda_tests.xml" "${CUDA_TEST_FILES[@]}"
 
 # ---------------------------------------------------------------------------------------------
@@ -140,11 +141,11 @@ else
               --set strategy.final_train_steps=400 --set eval.games=200 --set memory.advantage_capacity=1000000
               --set memory.strategy_capacity=1000000 --set critic.capacity=1000000)
 fi
-step train 75 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --config "$CONFIGS/cpu.yaml" \
+step train 60 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --config "$CONFIGS/cpu.yaml" \
   --run-dir "$WORK/run" --iterations 2 --set run.device="$DEVICE" --set run.time_budget_seconds=null \
   --set run.progress=false --set strategy.every=1 --set eval.every=2 \
   --set eval.opponents=[random] --set checkpoint.latest_every=1 "${TRAIN_SIZE[@]}"
-step resume 45 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --resume "$WORK/run" --iterations 3
+step resume 35 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --resume "$WORK/run" --iterations 3
 
 # ---------------------------------------------------------------------------------------------
 if [ "$DRY" = 1 ]; then
@@ -155,10 +156,8 @@ else
   AMP_SIZE=(--shapes 512x3 --steps 100 --repeats 3 --memory-size 200000 --fill-games 500 --throughput-batches 1024,8192)
   COMPILE_MODES=fp32,compile,bf16,bf16+compile
 fi
-step amp 75 pydantic,yaml,numpy "$PYTHON" scripts/bench_amp_trainer.py --device "$DEVICE" --modes fp32,fp16,bf16 \
+step amp 60 pydantic,yaml,numpy "$PYTHON" scripts/bench_amp_trainer.py --device "$DEVICE" --modes fp32,fp16,bf16 \
   "${AMP_SIZE[@]}" --json-out "$WORK/amp.json"
-step compile 70 pydantic,yaml,numpy "$PYTHON" scripts/bench_amp_trainer.py --device "$DEVICE" --modes "$COMPILE_MODES" \
-  "${AMP_SIZE[@]}" --throughput-batches "" --json-out "$WORK/compile.json"
 
 # ---------------------------------------------------------------------------------------------
 if [ "$DRY" = 1 ]; then
@@ -167,7 +166,7 @@ if [ "$DRY" = 1 ]; then
 else
   SERVER_SIZE=(--workers 8 --worker-batch 512 --traversals 4096 --train-steps 50 --set critic.train_steps=50)
 fi
-step server 70 pydantic,yaml,numpy "$PYTHON" scripts/bench_inference_backend.py --config "$CONFIGS/cpu.yaml" \
+step server 60 pydantic,yaml,numpy "$PYTHON" scripts/bench_inference_backend.py --config "$CONFIGS/cpu.yaml" \
   --server-device "$DEVICE" --iterations 2 --set strategy.final_train_steps=0 "${SERVER_SIZE[@]}" --json
 
 # ---------------------------------------------------------------------------------------------
@@ -177,7 +176,7 @@ else
   FORWARD=(--devices cuda --shapes 512x3 --cuda-dtypes float32,bfloat16 --cuda-latency --repeats 3
            --min-sample-seconds 0.02 --batches 1,4,16,64,256,1024,4096,16384,65536)
 fi
-step forward 50 "" "$PYTHON" scripts/profile_gpu_forward.py "${FORWARD[@]}" --json
+step forward 40 "" "$PYTHON" scripts/profile_gpu_forward.py "${FORWARD[@]}" --json
 
 # ---------------------------------------------------------------------------------------------
 if [ "$DRY" = 1 ]; then
@@ -188,7 +187,7 @@ else  # the default config's 512x3 networks, one lockstep batch of 8192 games pe
   TRAVERSAL=(--set traversal.traversals_per_player=8192 --set traversal.chunk_size=8192
              --set critic.train_steps=100 --set advantage.train_steps=100 --set strategy.train_steps=100 --repeats 2)
 fi
-step traversal 60 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench traversal --config "$CONFIGS/default.yaml" \
+step traversal 50 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench traversal --config "$CONFIGS/default.yaml" \
   --set run.device="$DEVICE" "${TRAVERSAL[@]}" --json
 
 # ---------------------------------------------------------------------------------------------
@@ -197,11 +196,16 @@ step traversal 60 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench traver
 if "$PYTHON" -m deepcfr.cli.main bench search --help >/dev/null 2>&1; then
   SEARCH=(--device "$DEVICE" --json)
   [ "$DRY" = 1 ] && SEARCH+=(--dry-run)
-  step search 45 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${SEARCH[@]}"
+  step search 40 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${SEARCH[@]}"
 else
-  printf 'search\tskipped\t-\t0\t45\t`deepcfr bench search` does not exist yet\n' >> "$WORK/steps.tsv"
+  printf 'search\tskipped\t-\t0\t40\t`deepcfr bench search` does not exist yet\n' >> "$WORK/steps.tsv"
   echo "== search: skipped (deepcfr bench search does not exist yet)" | tee -a "$LOG"
 fi
+
+# ---------------------------------------------------------------------------------------------
+# Last: a slow compilation (minutes, at worst) can only cost its own figures.
+step compile 60 pydantic,yaml,numpy "$PYTHON" scripts/bench_amp_trainer.py --device "$DEVICE" --modes "$COMPILE_MODES" \
+  "${AMP_SIZE[@]}" --throughput-batches "" --json-out "$WORK/compile.json"
 
 # ---------------------------------------------------------------------------------------------
 "$PYTHON" scripts/gpu_checks_summary.py "$WORK" "$OUT" "$DRY" "$((SECONDS - START))" 2>&1 | tee -a "$LOG"
