@@ -80,20 +80,43 @@ def test_cpu_fallback_is_float32_with_one_notice(mode, caplog):
 
 
 # ------------------------------------------------------------------ the non-finite-loss guard
+@pytest.mark.parametrize("fused", [True, False])
 @pytest.mark.parametrize("mode", ["off", "fp16"])
-def test_guard_skips_a_nonfinite_loss_before_backward(mode):
+def test_guard_skips_a_nonfinite_loss(mode, fused):
+    """Skipped on the device (fused Adam's found_inf; fp16: the scaler), or by the host for an
+    optimizer without that support: weights and optimizer state stay as they were."""
     net = small_net()
-    optimizer = torch.optim.Adam(net.parameters(), lr=0.1)
+    optimizer = torch.optim.Adam(net.parameters(), lr=0.1, fused=fused)
     amp = MixedPrecision(mode, "cpu", allow_cpu=True)
+    assert bool(amp.step(net.parameters(), optimizer, regression_loss(net), grad_clip=1.0))
     before = copy.deepcopy(net.state_dict())
+    state = copy.deepcopy(optimizer.state_dict()["state"])
     for bad in (float("inf"), float("nan")):
-        loss = regression_loss(net) * bad
-        assert amp.step(net.parameters(), optimizer, loss, grad_clip=1.0) is False
-    assert all(p.grad is None for p in net.parameters())  # no backward
-    assert optimizer.state_dict()["state"] == {}  # no step
+        finite = amp.step(net.parameters(), optimizer, regression_loss(net) * bad, grad_clip=1.0)
+        assert isinstance(finite, torch.Tensor) and finite.dim() == 0 and not bool(finite)
+    after = optimizer.state_dict()["state"]
+    assert all(torch.equal(state[0][k], after[0][k]) for k in state[0])  # step count and moments kept
     assert all(torch.equal(v, net.state_dict()[k]) for k, v in before.items())
-    assert amp.step(net.parameters(), optimizer, regression_loss(net), grad_clip=1.0) is True
+    assert bool(amp.step(net.parameters(), optimizer, regression_loss(net), grad_clip=1.0))
     assert not torch.equal(before["0.weight"], net.state_dict()["0.weight"])
+
+
+def test_guard_on_the_device_matches_skipping_the_step():
+    """fused Adam with a NaN step in the middle equals the same run without that step, bit for bit."""
+    runs = []
+    for skip in (False, True):
+        net = small_net()
+        optimizer = torch.optim.Adam(net.parameters(), lr=0.1, fused=True)
+        amp = MixedPrecision("off", "cpu")
+        for seed in range(5):
+            if seed == 2:
+                if skip:
+                    continue
+                assert not bool(amp.step(net.parameters(), optimizer, regression_loss(net, seed) * math.nan, 1.0))
+            else:
+                amp.step(net.parameters(), optimizer, regression_loss(net, seed), 1.0)
+        runs.append([p.detach().clone() for p in net.parameters()])
+    assert same(*runs)
 
 
 def test_forced_nonfinite_loss_in_training_is_skipped_counted_and_reported(monkeypatch):
@@ -127,8 +150,8 @@ def test_fp16_scaler_unscales_before_clipping():
     amp_fp16 = MixedPrecision("fp16", "cpu", allow_cpu=True)
     assert amp_fp16.grad_scale == 65536.0
     for seed in range(3):
-        assert amp_off.step(plain.parameters(), opt_plain, regression_loss(plain, seed, scale=50.0), grad_clip=0.5)
-        assert amp_fp16.step(scaled.parameters(), opt_scaled, regression_loss(scaled, seed, scale=50.0), grad_clip=0.5)
+        assert bool(amp_off.step(plain.parameters(), opt_plain, regression_loss(plain, seed, scale=50.0), grad_clip=0.5))
+        assert bool(amp_fp16.step(scaled.parameters(), opt_scaled, regression_loss(scaled, seed, scale=50.0), grad_clip=0.5))
     for p, q in zip(plain.parameters(), scaled.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
     assert not torch.equal(small_net()[0].weight, plain[0].weight)
@@ -140,7 +163,7 @@ def test_fp16_scaler_skips_overflowing_gradients_and_lowers_the_scale():
     amp = MixedPrecision("fp16", "cpu", allow_cpu=True)
     amp.scaler = torch.amp.GradScaler("cpu", init_scale=2.0**127)  # scaled gradients overflow float32
     before = copy.deepcopy(net.state_dict())
-    assert amp.step(net.parameters(), optimizer, regression_loss(net, scale=100.0), grad_clip=1.0)
+    assert bool(amp.step(net.parameters(), optimizer, regression_loss(net, scale=100.0), grad_clip=1.0))
     assert all(torch.equal(v, net.state_dict()[k]) for k, v in before.items())
     assert amp.grad_scale == 2.0**126
 

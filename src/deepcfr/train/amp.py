@@ -8,14 +8,16 @@
 - off, or a device without support (CPU, a GPU without bf16): plain float32 through the same code
   path, after one logged notice. ``autocast()`` is then a null context and the scale is 1.
 
-Whatever the mode, a step whose loss is not finite is skipped before backward (no backward, no
-optimizer step, weights and optimizer state unchanged) and reported, so one overflowing batch
-cannot poison the weights. Losses are computed outside autocast, in float32 (see
-``deepcfr.train.trainer``: the advantage loss squares differences in float32, since regret
-targets are large and float16 squares overflow above about 256).
-
-The check reads the loss on the host: one device synchronisation per step. The GradScaler's own
-overflow check synchronises as well, and the trainer reads the loss for its report anyway.
+Whatever the mode, a step whose loss is not finite changes neither the weights nor the
+optimizer state, and is reported, so one overflowing batch cannot poison the weights. The skip
+is decided on the device, without a host sync: the fused optimizers (the trainer's Adam) take
+a ``found_inf`` flag, the protocol GradScaler uses, and skip their update in the kernel; with
+fp16 the GradScaler's own overflow check skips it (and lowers the scale, as for any overflow).
+Only an optimizer without that support makes the host read the flag. So the CPU can queue the
+next steps while the GPU works; callers read the flags and losses when they report. Losses are
+computed outside autocast, in float32 (``deepcfr.train.trainer``: the advantage loss squares
+differences in float32, since regret targets are large and float16 squares overflow above
+about 256).
 """
 
 from __future__ import annotations
@@ -96,27 +98,28 @@ class MixedPrecision:
         optimizer: torch.optim.Optimizer,
         loss: torch.Tensor,
         grad_clip: float | None,
-    ) -> bool:
-        """Backward, clip and optimizer step for ``loss``; returns False (having done nothing)
-        when the loss is not finite. With a scaler, a step whose gradients overflow is skipped
-        by the scaler itself (and returns True: the batch was used, the scale lowered)."""
-        if not bool(torch.isfinite(loss.detach())):
-            return False
+    ) -> torch.Tensor:
+        """Backward, clip and optimizer step for ``loss``. Returns whether the loss was finite: a
+        0-dim bool tensor on the loss's device (reading it is a host sync: callers add them up
+        and read the total once). A non-finite loss's step leaves weights and optimizer state
+        as they were. With a scaler, a step whose gradients overflow is skipped by the scaler
+        itself (the batch counts as used, the scale is lowered)."""
+        finite = torch.isfinite(loss.detach())
         params = list(parameters) if grad_clip is not None else None
         optimizer.zero_grad(set_to_none=True)
         if self.scaler is None:
             loss.backward()
             if grad_clip is not None:
                 torch.nn.utils.clip_grad_norm_(params, grad_clip)
-            optimizer.step()
-            return True
+            _step_if(optimizer, finite)
+            return finite
         self.scaler.scale(loss).backward()
         if grad_clip is not None:
             self.scaler.unscale_(optimizer)  # the clip must see true gradients, not scaled ones
             torch.nn.utils.clip_grad_norm_(params, grad_clip)
-        self.scaler.step(optimizer)
+        self.scaler.step(optimizer)  # a non-finite loss gives non-finite gradients: skipped there
         self.scaler.update()
-        return True
+        return finite
 
     def state_dict(self) -> dict[str, Any]:
         return {"mode": self.mode, "scaler": self.scaler.state_dict() if self.scaler is not None else None}
@@ -128,3 +131,17 @@ class MixedPrecision:
 
 
 __all__ = ["AMP_MODES", "MixedPrecision", "amp_support"]
+
+
+def _step_if(optimizer: torch.optim.Optimizer, finite: torch.Tensor) -> None:
+    """``optimizer.step()`` unless ``finite`` is false, decided on the device where the optimizer
+    supports it (fused Adam/SGD: the ``found_inf`` flag of GradScaler's protocol, checked inside
+    the kernel, which also leaves the step count as it was)."""
+    if getattr(optimizer, "_step_supports_amp_scaling", False):
+        optimizer.grad_scale, optimizer.found_inf = None, (~finite).to(torch.float32)
+        try:
+            optimizer.step()
+        finally:
+            del optimizer.grad_scale, optimizer.found_inf
+    elif bool(finite):
+        optimizer.step()
