@@ -27,7 +27,7 @@
 # Python: $PYTHON (default python3, with a CUDA torch for the real run). The steps import
 # pydantic, yaml, numpy, rich, tensorboard, pytest and hypothesis; nothing is installed. A step
 # whose modules are missing is reported as skipped, naming them. The lent GPU image lacks
-# pydantic: carry it as wheels in ./.whl (see /work/.library/device/README.md) and this script
+# pydantic: `bash scripts/gpu_wheels.sh` fetches it as wheels into ./.whl (carry that folder) and this script
 # puts them on the path with pip's offline install (--no-index, into a temporary folder).
 set -u
 DRY=0
