@@ -1,5 +1,5 @@
 """The training paths on CUDA (skipped without a GPU; scripts/gpu_checks.sh runs them): the
-Lost Cities trainer with critic sampling, relabelling and discounted weighting, save and resume
+Lost Cities trainer with critic sampling, relabelling and t^4-weighted (discounted) average strategy, save and resume
 (also onto the CPU), pinned CPU memories, league opponents, and worker processes delivering
 samples to a CUDA trainer."""
 
@@ -10,7 +10,8 @@ import torch
 
 from deepcfr.train.config import load_config
 from deepcfr.train.run import Run
-from deepcfr.train.trainer import Trainer, load_agent
+from deepcfr.train.agent import load_agent
+from deepcfr.train.trainer import Trainer
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -18,10 +19,10 @@ pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available()
 def lost_cities(*extra):
     return load_config(None, [
         "game.name=lost_cities", "game.variant=mini", "run.device=cuda", "traversal.algorithm=critic",
-        "traversal.epsilon=0.1", "traversal.traversals_per_player=64", "traversal.batch_size=64",
+        "traversal.epsilon=0.1", "traversal.traversals_per_player=64", "traversal.chunk_size=64",
         "network.hidden_size=32", "critic.train_steps=4", "critic.batch_size=64", "critic.capacity=4000",
         "critic.sees_opponent=true", "advantage.train_steps=4", "advantage.batch_size=64",
-        "advantage.weighting=discounted", "strategy.train_steps=4", "strategy.batch_size=64",
+        "strategy.train_steps=4", "strategy.batch_size=64",
         "strategy.weighting=discounted", "strategy.final_train_steps=6", "memory.augment=true",
         "memory.advantage_capacity=4000", "memory.strategy_capacity=4000", "eval.every=0", "run.progress=false",
         *extra,
@@ -32,7 +33,7 @@ def finite_losses(metrics):
     return all(math.isfinite(metrics[k]) for k in ("loss/advantage_p0", "loss/advantage_p1", "loss/strategy"))
 
 
-def test_cuda_lost_cities_critic_relabelling_and_discounted_weighting():
+def test_cuda_lost_cities_critic_relabelling_and_discounted_strategy_weights():
     trainer = Trainer(lost_cities("run.iterations=2"))
     for _ in range(2):
         metrics = trainer.run_iteration()
@@ -78,7 +79,7 @@ def test_cuda_league_opponents():
 
 def test_cuda_trainer_fed_by_worker_processes():
     with Trainer(lost_cities("traversal.executor=processes", "traversal.num_workers=2",
-                             "traversal.worker_batch_size=32")) as trainer:
+                             "traversal.chunk_size=32")) as trainer:
         for _ in range(2):
             metrics = trainer.run_iteration()
             assert finite_losses(metrics) and metrics["traversal/advantage_samples"] > 0

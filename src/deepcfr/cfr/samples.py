@@ -26,19 +26,27 @@ class SampleCodec:
         self.value_dtype = value_dtype
         self.mask_bytes = (self.num_actions + 7) // 8
         self.sparse = self.max_legal < self.num_actions
-        self._bits = 2 ** torch.arange(8, dtype=torch.int32)
-        self._bits8 = self._bits.to(torch.uint8)
+        self._bit_tables: dict[torch.device, tuple[torch.Tensor, torch.Tensor]] = {}  # per device: int32, uint8
         self.value_limit = torch.finfo(value_dtype).max if value_dtype.is_floating_point else math.inf
+
+    def bits(self, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """The bit values 1, 2, ..., 128 (int32 and uint8) on ``device``, made once per device (a
+        copy to a GPU on every pack and unpack would be a host-to-device transfer each time)."""
+        tables = self._bit_tables.get(device)
+        if tables is None:
+            bits = 2 ** torch.arange(8, dtype=torch.int32, device=device)
+            tables = self._bit_tables[device] = (bits, bits.to(torch.uint8))
+        return tables
 
     def pack_mask(self, mask: torch.Tensor) -> torch.Tensor:
         # uint8 throughout (distinct bits: the sum is the OR and fits): 8x faster than int32.
         m = mask.shape[0]
         padded = torch.zeros(m, self.mask_bytes * 8, dtype=torch.uint8, device=mask.device)
         padded[:, : self.num_actions] = mask
-        return (padded.view(m, self.mask_bytes, 8) * self._bits8.to(mask.device)).sum(dim=2, dtype=torch.uint8)
+        return (padded.view(m, self.mask_bytes, 8) * self.bits(mask.device)[1]).sum(dim=2, dtype=torch.uint8)
 
     def unpack_mask(self, packed: torch.Tensor) -> torch.Tensor:
-        bits = (packed.to(torch.int32)[:, :, None] & self._bits.to(packed.device)) != 0
+        bits = (packed.to(torch.int32)[:, :, None] & self.bits(packed.device)[0]) != 0
         return bits.flatten(1)[:, : self.num_actions]
 
     def pack_values(self, values: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, int]:

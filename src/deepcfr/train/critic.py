@@ -20,7 +20,7 @@ import torch
 from deepcfr.cfr.memory import WindowMemory
 
 from .checkpoint import cpu_state, optimizer_state
-from .fit import DRAW_ROWS, Fitter
+from .fit import DRAW_ROWS, Fitter, TailMean
 
 CRITIC_ROWS = 65536  # rows per critic forward when filling in regret targets
 
@@ -99,7 +99,7 @@ class Critic:
         steps, batch_size = cfg.train_steps, cfg.batch_size
         steps_per_draw = max(1, DRAW_ROWS // batch_size)
         keep_from = steps - max(1, steps // 4)
-        tail = []
+        tail = TailMean()
         net.train()
         with fitter.bar(label, steps) as bar:
             for step in range(steps):
@@ -113,12 +113,13 @@ class Critic:
                     outputs = net(features[part])
                 q = outputs.float().gather(1, actions[part, None]).squeeze(1)
                 loss = (q - values[part]).square().mean()
-                if fitter.optimise(net, optimizer, loss, cfg.grad_clip) and step >= keep_from:
-                    tail.append(float(loss.detach()))
+                finite = fitter.optimise(net, optimizer, loss, cfg.grad_clip)
+                if step >= keep_from:
+                    tail.add(loss, finite)
                 if bar is not None:
                     bar.advance(1)
         net.eval()
-        return sum(tail) / len(tail) if tail else math.nan
+        return tail.mean()
 
     @torch.no_grad()
     def targets(self, player: int, samples: Mapping[str, torch.Tensor]) -> dict[str, torch.Tensor]:

@@ -22,6 +22,7 @@ import torch
 
 from deepcfr.cfr.memory import ReservoirMemory
 from deepcfr.cfr.networks import masked_log_softmax
+from deepcfr.host_syncs import to_device, to_host
 from deepcfr.cfr.samples import SampleCodec, row_keys
 
 from .amp import MixedPrecision
@@ -72,6 +73,28 @@ def strategy_loss(logits: torch.Tensor, mask: torch.Tensor, policy: torch.Tensor
     return (weight * ce).sum() / weight.sum()
 
 
+class TailMean:
+    """The mean of the finite losses of a fit's last steps, added up on the device: the host
+    reads it once, at the end, instead of syncing on every step. Exactly the float64 mean of
+    the float32 losses that reading each one would give."""
+
+    def __init__(self) -> None:
+        self.total: torch.Tensor | None = None
+        self.count: torch.Tensor | None = None
+
+    def add(self, loss: torch.Tensor, finite: torch.Tensor) -> None:
+        value = torch.where(finite, loss.detach().double(), 0.0)
+        self.total = value if self.total is None else self.total + value
+        self.count = finite.long() if self.count is None else self.count + finite.long()
+
+    def mean(self) -> float:
+        """nan when no loss was added or none was finite."""
+        if self.total is None:
+            return math.nan
+        total, count = to_host(torch.stack([self.total, self.count.double()]))
+        return total / count if count else math.nan
+
+
 @dataclass(frozen=True)
 class FitSchedule:
     """How one fit runs: steps, batch size, peak learning rate and its schedule within the fit,
@@ -110,7 +133,20 @@ class Fitter:
         self.augment = augment
         self.progress = progress  # (label, total) -> context manager yielding a bar, or None
         self.batch_seconds = 0.0
-        self.nonfinite_loss_count = 0
+        self._nonfinite_read = 0  # skipped steps counted on the host so far
+        self._nonfinite: torch.Tensor | None = None  # and since then, on the device (no sync per step)
+
+    @property
+    def nonfinite_loss_count(self) -> int:
+        """Steps skipped for a non-finite loss (reading it is one host sync)."""
+        if self._nonfinite is not None:
+            self._nonfinite_read += int(self._nonfinite)
+            self._nonfinite = None
+        return self._nonfinite_read
+
+    @nonfinite_loss_count.setter
+    def nonfinite_loss_count(self, value: int) -> None:
+        self._nonfinite_read, self._nonfinite = int(value), None
 
     # ------------------------------------------------------------------ batches
     def relabelling(self, n: int) -> torch.Tensor | None:
@@ -163,7 +199,8 @@ class Fitter:
         if rows <= batch_size:
             return table["features"], table["mask"], table["values"], table["weight"]
         g = self.generator
-        idx = torch.multinomial(table["probs"].to(g.device), batch_size, replacement=True, generator=g).to(self.device)
+        idx = to_device(torch.multinomial(table["probs"].to(g.device), batch_size, replacement=True, generator=g),
+                        self.device)
         return table["features"][idx], table["mask"][idx], table["values"][idx], torch.ones(batch_size, device=self.device)
 
     def _batches(self, memory, value_name: str, schedule: FitSchedule, weights_of):
@@ -194,13 +231,14 @@ class Fitter:
             yield features[part], mask[part], values[part], weight[part]
 
     # ------------------------------------------------------------------ steps
-    def optimise(self, net, optimizer, loss: torch.Tensor, grad_clip: float | None) -> bool:
+    def optimise(self, net, optimizer, loss: torch.Tensor, grad_clip: float | None) -> torch.Tensor:
         """One step (scaled, unscaled before the clip, under fp16); a non-finite loss is skipped
-        (no backward, no step) and counted."""
-        if self.amp.step(net.parameters(), optimizer, loss, grad_clip):
-            return True
-        self.nonfinite_loss_count += 1
-        return False
+        on the device (weights and optimizer state unchanged) and counted there. Returns the
+        finite flag (a 0-dim bool tensor: no host sync)."""
+        finite = self.amp.step(net.parameters(), optimizer, loss, grad_clip)
+        skipped = (~finite).long()
+        self._nonfinite = skipped if self._nonfinite is None else self._nonfinite + skipped
+        return finite
 
     def bar(self, label: str, total: int):
         return self.progress(label, total) if self.progress is not None else nullcontext()
@@ -213,7 +251,7 @@ class Fitter:
         for group in optimizer.param_groups:
             group["lr"] = schedule.lr
         net.train()
-        tail = []
+        tail = TailMean()
         keep_from = steps - max(1, steps // 4)
         with self.bar(label, steps) as bar:
             batches = self._batches(memory, value_name, schedule, weights_of)
@@ -226,12 +264,13 @@ class Fitter:
                 with self.amp.autocast():
                     outputs = forward(features)
                 loss = loss_fn(outputs, mask, values, weight)
-                if self.optimise(net, optimizer, loss, schedule.grad_clip) and step >= keep_from:
-                    tail.append(float(loss.detach()))
+                finite = self.optimise(net, optimizer, loss, schedule.grad_clip)
+                if step >= keep_from:
+                    tail.add(loss, finite)
                 if bar is not None:
                     bar.advance(1)
         net.eval()
-        return sum(tail) / len(tail) if tail else math.nan
+        return tail.mean()
 
 
-__all__ = ["FitSchedule", "Fitter", "advantage_loss", "lr_factor", "sample_weights", "strategy_loss"]
+__all__ = ["FitSchedule", "Fitter", "TailMean", "advantage_loss", "lr_factor", "sample_weights", "strategy_loss"]

@@ -21,7 +21,9 @@ much faster.
 
 Determinism: every random draw comes from generators this trainer owns (seeded from
 ``run.seed``), never from torch's global generator, so on CPU the same config gives the same
-networks; ``state_dict`` captures them for an exact resume.
+networks; ``state_dict`` captures them for an exact resume. They are CPU generators whatever
+``run.device`` is (they make a few draws per phase or batch; the chunks' own generators live on
+the device), so a checkpoint resumes on another device (README: what is reproducible where).
 """
 
 from __future__ import annotations
@@ -120,8 +122,7 @@ class Trainer:
         seed = int(config.run.seed)
         self.generators: dict[str, torch.Generator] = {}
         for name in GENERATORS:
-            device = self.device if name == "traversal" else torch.device("cpu")
-            self.generators[name] = torch.Generator(device=device).manual_seed(derive_seed(seed, name))
+            self.generators[name] = torch.Generator().manual_seed(derive_seed(seed, name))
 
         self.advantage_nets = [self._new_network() for _ in range(2)]
         self.strategy_net = self._new_network()
@@ -294,7 +295,7 @@ class Trainer:
         traverser_policy = self._sigma_spec(player, networks)
         # One draw per phase from the trainer's (checkpointed) traversal stream seeds every chunk.
         g = self.generators["traversal"]
-        phase_seed = int(torch.randint(0, 2**62, (1,), generator=g, device=g.device))
+        phase_seed = int(torch.randint(0, 2**62, (1,), generator=g))
         chunks = []
         for index, n in enumerate(chunk_sizes(cfg.traversals_per_player, cfg.chunk_size)):
             opponent_policy, on_policy, label = self._opponent_spec(1 - player, networks)

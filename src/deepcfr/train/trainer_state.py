@@ -7,6 +7,8 @@ from __future__ import annotations
 import logging
 from typing import Any, Mapping
 
+import torch
+
 from .checkpoint import cpu_state, optimizer_state
 
 TRAINER_STATE_VERSION = 1
@@ -28,12 +30,14 @@ def trainer_state(self) -> dict[str, Any]:
         "strategy_trained": self.strategy_trained,
         "strategy_final_iteration": self.strategy_final_iteration,
         "memories": {
-            "advantage": [m.state_dict() for m in self.advantage_memories],
-            "strategy": self.strategy_memory.state_dict(),
+            # no copy: the state is written at once (a copy would double gigabytes of host memory)
+            "advantage": [m.state_dict(copy=False) for m in self.advantage_memories],
+            "strategy": self.strategy_memory.state_dict(copy=False),
         } if with_memories else None,
         "league": self.league.state_dict(),
         "exact_average": self.exact_average.state_dict() if self.exact_average is not None else None,
         "rng": {name: g.get_state() for name, g in self.generators.items()},
+        "rng_devices": {name: str(g.device) for name, g in self.generators.items()},
         "counters": {
             "nonfinite_loss_count": self.nonfinite_loss_count,
             "target_overflow_count": self.target_overflow_count,
@@ -79,9 +83,7 @@ def load_trainer_state(self, state: Mapping[str, Any]) -> None:
     self.league.load_state_dict(state["league"])
     if self.exact_average is not None and state.get("exact_average") is not None:
         self.exact_average.load_state_dict(state["exact_average"])
-    for name, g_state in state["rng"].items():
-        if name in self.generators:
-            self.generators[name].set_state(g_state)
+    _restore_generators(self, state["rng"], state.get("rng_devices"))
     counters = state.get("counters", {})
     self.nonfinite_loss_count = int(counters.get("nonfinite_loss_count", 0))
     self.target_overflow_count = int(counters.get("target_overflow_count", 0))
@@ -92,3 +94,29 @@ def load_trainer_state(self, state: Mapping[str, Any]) -> None:
         self.critic.load_state_dict(state.get("critic"))
     for net in [*self.advantage_nets, self.strategy_net]:
         net.eval()
+
+
+def _restore_generators(self, states: Mapping[str, Any], devices: Mapping[str, str] | None) -> None:
+    """Load the generators' states. A state recorded for a generator on another device (an older
+    checkpoint of a CUDA run kept its traversal stream on the GPU; a CUDA state is 16 bytes, a
+    CPU state 5056) cannot be loaded into this trainer's CPU generator: that stream is reseeded
+    from the run seed and the iteration, with a warning, and the run continues (its later draws
+    differ from an uninterrupted run's)."""
+    from .trainer import derive_seed  # the trainer module imports this one
+
+    for name, g_state in states.items():
+        if name not in self.generators:
+            continue
+        generator = self.generators[name]
+        saved_on = (devices or {}).get(name)
+        fits = g_state.numel() == generator.get_state().numel() and (saved_on is None or
+                                                                     torch.device(saved_on).type == generator.device.type)
+        if fits:
+            generator.set_state(g_state)
+            continue
+        seed = derive_seed(int(self.config.run.seed) + 1_000_003 * self.iteration, name)
+        generator.manual_seed(seed)
+        self._log(f"checkpoint: generator {name!r} was saved for device {saved_on or 'unknown'} "
+                  f"({g_state.numel()}-byte state), this trainer keeps it on {generator.device}: reseeded from "
+                  f"run.seed and iteration {self.iteration}; later draws differ from an uninterrupted run",
+                  logging.WARNING)
