@@ -12,12 +12,10 @@ import json
 
 import torch
 
-CASES = {
-    "outcome": ("outcome", dict(epsilon=0.6)),
-    "critic": ("critic", dict(epsilon=0.1)),
-    "critic_every": ("critic", dict(epsilon=0.1, explore="every")),
-    "probe": ("probe", dict(epsilon=0.2, probe_rate=0.02)),
-}
+def cases():
+    from deepcfr.cfr.traversal import CriticSampling, OutcomeSampling
+
+    return {"outcome": OutcomeSampling(epsilon=0.6), "critic": CriticSampling(epsilon=0.1)}
 
 
 def main() -> None:
@@ -45,11 +43,11 @@ def main() -> None:
     nets = [DeepCFRMLP(game.feature_size, game.num_actions, hidden_size=32, num_layers=1).to(args.device) for _ in range(2)]
     traverser, opponent = RegretMatchingPolicy(nets[0], game.encode), StrategyNetPolicy(nets[1], game.encode)
     report = {}
-    for name, (algorithm, options) in CASES.items():
+    for name, options in cases().items():
         steps[0] = 0
         generator = torch.Generator(device=args.device).manual_seed(1)
         with SyncCounter() as counter:
-            traverse(algorithm, game, 0, args.traversals, traverser, opponent, 2, generator, device=args.device, **options)
+            traverse(options, game, 0, args.traversals, traverser, opponent, 2, generator, device=args.device)
         report[name] = {"syncs": counter.count, "lockstep_steps": steps[0],
                         "syncs_per_step": round(counter.count / max(steps[0], 1), 2), "by_op": counter.by_op}
     print(json.dumps(report, indent=1))
