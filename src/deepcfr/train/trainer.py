@@ -189,6 +189,11 @@ class Trainer:
     def _init_seed(self) -> int:
         return int(torch.randint(0, 2**62, (1,), generator=self.generators["init"]))
 
+    def _reseed(self, name: str) -> None:
+        """Reseed generator ``name`` from the run seed and the iteration (a resume that cannot
+        restore its saved state)."""
+        self.generators[name].manual_seed(derive_seed(int(self.config.run.seed) + 1_000_003 * self.iteration, name))
+
     def _new_network(self, input_size: int | None = None) -> DeepCFRMLP:
         # Parameter init draws from torch's global generator: fork it, seeded from our own stream.
         with torch.random.fork_rng(devices=[]):

@@ -102,8 +102,6 @@ def _restore_generators(self, states: Mapping[str, Any], devices: Mapping[str, s
     CPU state 5056) cannot be loaded into this trainer's CPU generator: that stream is reseeded
     from the run seed and the iteration, with a warning, and the run continues (its later draws
     differ from an uninterrupted run's)."""
-    from .trainer import derive_seed  # the trainer module imports this one
-
     for name, g_state in states.items():
         if name not in self.generators:
             continue
@@ -114,8 +112,7 @@ def _restore_generators(self, states: Mapping[str, Any], devices: Mapping[str, s
         if fits:
             generator.set_state(g_state)
             continue
-        seed = derive_seed(int(self.config.run.seed) + 1_000_003 * self.iteration, name)
-        generator.manual_seed(seed)
+        self._reseed(name)
         self._log(f"checkpoint: generator {name!r} was saved for device {saved_on or 'unknown'} "
                   f"({g_state.numel()}-byte state), this trainer keeps it on {generator.device}: reseeded from "
                   f"run.seed and iteration {self.iteration}; later draws differ from an uninterrupted run",
