@@ -86,40 +86,39 @@ def external_sampling(
         trav = torch.nonzero(is_trav).squeeze(1)
         opp = torch.nonzero(~is_trav).squeeze(1)
 
-        src_parts, act_parts, weight_parts = [], [], []
+        children = []  # (parent row among the live rows, action, weight) per kind of node
         if trav.numel():
-            t_obs, t_mask = obs[trav], mask[trav]
-            sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
-            pairs = torch.nonzero(t_mask)  # row-major: children of one node are contiguous
-            row, act = pairs[:, 0], pairs[:, 1]
-            src_parts.append(trav[row])
-            act_parts.append(act)
-            weight_parts.append(sigma[row, act])
-            level.trav_nodes = live[trav]
-            level.trav_obs, level.trav_mask = t_obs, t_mask
-            level.trav_child_row, level.trav_child_action = row, act
+            src, act, weight = _expand_traverser(level, live, trav, obs[trav], mask[trav], traverser_policy, stats)
+            children.append((src, act, weight))
         if opp.numel():
             o_obs, o_mask = obs[opp], mask[opp]
             probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
             a = sample_from_probs(probs, generator)
-            src_parts.append(opp)
-            act_parts.append(a)
-            weight_parts.append(torch.ones(opp.numel(), device=probs.device))
-            if record_strategy:
-                strategy_parts.append({
-                    "obs": o_obs, "mask": o_mask, "policy": probs,
-                    "iteration": torch.full((opp.numel(),), it32, dtype=torch.int32, device=o_obs.device),
-                })
+            children.append((opp, a, torch.ones(opp.numel(), device=probs.device)))
+            if record_strategy:  # the opponent's sigma_t at its on-policy nodes
+                strategy_parts.append({"obs": o_obs, "mask": o_mask, "policy": probs, "iteration": torch.full(
+                    (opp.numel(),), it32, dtype=torch.int32, device=o_obs.device)})
                 strategy_roots.append(root[live[opp]])
-        src = torch.cat(src_parts)
-        actions = torch.cat(act_parts)
+        src, actions, weight = (torch.cat(part) for part in zip(*children))
         level.child_parent = live[src]
-        level.child_weight = torch.cat(weight_parts)
+        level.child_weight = weight
         state = game.step(index_state(live_state, src), actions)
         root = root[level.child_parent]
 
     adv_parts, adv_roots = _back_up(levels, it32)
     return _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
+
+
+def _expand_traverser(level: _Level, live, trav, t_obs, t_mask, traverser_policy: Policy, stats: TraversalStats):
+    """Every legal action of the traverser's nodes as a child: (parent row among the live rows,
+    action, sigma of that action); the level keeps what the back-up needs."""
+    sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
+    pairs = torch.nonzero(t_mask)  # row-major: children of one node are contiguous
+    row, act = pairs[:, 0], pairs[:, 1]
+    level.trav_nodes = live[trav]
+    level.trav_obs, level.trav_mask = t_obs, t_mask
+    level.trav_child_row, level.trav_child_action = row, act
+    return trav[row], act, sigma[row, act]
 
 
 def _back_up(levels: list[_Level], iteration: int) -> tuple[list[dict[str, torch.Tensor]], list[torch.Tensor]]:
