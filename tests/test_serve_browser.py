@@ -9,6 +9,7 @@ test's temporary directory.
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import threading
@@ -79,6 +80,8 @@ def _move(page, selector: str) -> None:
 
 
 def test_a_whole_game_in_the_browser(page, tmp_path):
+    from playwright.sync_api import expect
+
     page.select_option("#play-opponent", "heuristic_careful")
     page.select_option("#play-seat", "0")
     page.fill("#play-seed", "7")
@@ -130,12 +133,16 @@ def test_a_whole_game_in_the_browser(page, tmp_path):
     page.click(".tab[data-tab=replays]")
     page.wait_for_selector("#replay-file option[value='web_games.jsonl']", state="attached")
     page.wait_for_selector("#board-area:not(.hidden)")
-    for _ in range(3):
-        with page.expect_response("**/replays/state*"):
-            page.click("#replay-next")
-    with page.expect_response("**/replays/state*"):
-        page.click("#replay-prev")
-    assert page.inner_text("#replay-pos").startswith("2 / ")
+    # Each step waits for the page to show the new position: the page updates its position only
+    # after the response has been read, so a click that followed the response alone could step
+    # from a stale position on a loaded machine.
+    position = page.locator("#replay-pos")
+    expect(position).to_have_text(re.compile(r"^0 / \d+$"), timeout=TIMEOUT_MS)
+    for step in (1, 2, 3):
+        page.click("#replay-next")
+        expect(position).to_have_text(re.compile(rf"^{step} / \d+$"), timeout=TIMEOUT_MS)
+    page.click("#replay-prev")
+    expect(position).to_have_text(re.compile(r"^2 / \d+$"), timeout=TIMEOUT_MS)
     assert page.locator(".seat.top .hand .hand-card").count() == 8  # both hands open in a replay
     page.screenshot(path=str(tmp_path / "replay.png"), full_page=True)
 
