@@ -50,6 +50,7 @@ def test_result_fields_and_counts():
     assert result.win_rate == pytest.approx((result.wins + 0.5 * result.draws) / 100)
     assert result.mean_score_diff == pytest.approx(result.mean_score_a - result.mean_score_b)
     assert result.score_diff_ci95 > 0
+    assert 0 < result.win_rate_ci95 < 0.5  # over deal pairs
     assert result.mean_game_length >= 2 * (18 - 10)  # the deck holds 8 cards after the deal
     d = result.to_dict()
     for key in ("expeditions_opened_a", "expeditions_opened_b", "negative_expeditions_a", "negative_expeditions_b"):

@@ -1,26 +1,32 @@
-"""``deepcfr arena``: a batched match between two bots, paired deals, one line of figures."""
+"""``deepcfr arena``: a batched match between any two players (bots, checkpoints, search agents),
+paired deals, one line of figures."""
 
 from __future__ import annotations
 
-from .common import add_json_flag, emit
+from .common import add_json_flag, add_search_options, emit, search_figures, search_settings
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "arena",
-        help="play two bots against each other (paired deals, both seat orders)",
-        description="Play bot A against bot B on paired deals (each deal in both seat orders) and "
-        "report A's win rate and mean score difference with a 95%% confidence interval.",
+        help="play two players against each other (paired deals, both seat orders)",
+        description="Play player A against player B on paired deals (each deal in both seat orders) and "
+        "report A's win rate and mean score difference with a 95%% confidence interval. A player is a "
+        "bot name, a checkpoint (PATH = its average policy, PATH@current, PATH@greedy) or search:SPEC "
+        "(rollout search over either; settings from --search-* or --set search.key=value).",
     )
-    p.add_argument("--game", default="lost_cities", help="game name (kuhn, leduc, lost_cities)")
-    p.add_argument("--a", required=True, help="bot A (e.g. heuristic_careful)")
-    p.add_argument("--b", required=True, help="bot B (e.g. random)")
+    p.add_argument("--game", default=None, help="game name (kuhn, leduc, lost_cities; default: the checkpoint's, "
+                   "else lost_cities)")
+    p.add_argument("--a", required=True, help="player A (e.g. heuristic_careful, runs/x/checkpoints/latest.pt, "
+                   "search:runs/x/checkpoints/latest.pt)")
+    p.add_argument("--b", required=True, help="player B (same forms)")
     p.add_argument("--games", type=int, default=2000, help="number of games, even (games/2 deals)")
-    p.add_argument("--seed", type=int, default=0, help="seed for the deals and the bots' randomness")
+    p.add_argument("--seed", type=int, default=0, help="seed for the deals and the players' randomness")
     p.add_argument("--variant", default=None, help="Lost Cities rule variant (classic, mini)")
     p.add_argument("--device", default="cpu", help="torch device to play on")
     p.add_argument("--record", default=None, metavar="PATH",
                    help="append every game to this JSON-lines file (replay with `deepcfr replay`)")
+    add_search_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -38,24 +44,47 @@ def make_arena_game(name: str, variant: str | None):
     return make_game(name, **params)
 
 
+def players_and_game(specs: list[str], game_name: str | None, variant: str | None, device, settings: dict):
+    """The players of ``specs`` and the game they play: ``--game``/``--variant`` when given, else
+    the first checkpoint's game, else classic Lost Cities; every checkpoint must match it."""
+    from ..players import load_player, parse_player
+
+    parsed = [parse_player(s) for s in specs]
+    game = None
+    if game_name is not None or variant is not None:
+        game = make_arena_game(game_name or "lost_cities", variant)
+    players = [None] * len(parsed)
+    if game is None:
+        for i, spec in enumerate(parsed):
+            inner = spec.base if spec.kind == "search" else spec
+            if inner.kind == "checkpoint":
+                players[i] = load_player(spec, None, device, settings)
+                game = players[i].game
+                break
+    if game is None:
+        game = make_arena_game("lost_cities", None)
+    players = [p if p is not None else load_player(s, game, device, settings) for p, s in zip(players, parsed)]
+    return players, game
+
+
 def run(args) -> int:
     from ..evaluate.arena import play_match
-    from ..games.bots import make_bot
 
-    game = make_arena_game(args.game, args.variant)
-    bot_a = make_bot(game, args.a)
-    bot_b = make_bot(game, args.b)
+    (player_a, player_b), game = players_and_game([args.a, args.b], args.game, args.variant, args.device,
+                                                  search_settings(args))
     played = game
     if args.record:
         from ..evaluate.replay import RecordingGame
 
         played = RecordingGame(game)
-    result = play_match(played, bot_a, bot_b, games=args.games, seed=args.seed, device=args.device)
-    out = {"game": args.game, "a": args.a, "b": args.b}
-    if args.game == "lost_cities":
+    result = play_match(played, player_a, player_b, games=args.games, seed=args.seed, device=args.device)
+    out = {"game": game.name, "a": args.a, "b": args.b}
+    if game.name == "lost_cities":
         out["variant"] = args.variant or "classic"
     out.update(result.to_dict())
     out["seed"] = args.seed
+    out.update(search_figures(player_a, "a_"))
+    out.update(search_figures(player_b, "b_"))
     if args.record:
         from ..evaluate.replay import arena_players
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import add_json_flag, emit
+from .common import add_json_flag, add_search_options, emit, search_settings
 
 
 def register(subparsers) -> None:
@@ -42,6 +42,27 @@ def register(subparsers) -> None:
     t.add_argument("--no-train", dest="train", action="store_false", help="skip the advantage-training measurement")
     add_json_flag(t)
     t.set_defaults(func=run_traversal)
+
+    s = benches.add_parser(
+        "search",
+        help="rollout search throughput against the bare forward bound of the same network",
+        description="Search a batch of decisions (positions after some random plies) once untimed, then "
+        "time it: rollout decisions per second (engine + encoding + forward), seconds per decision, capped "
+        "rollouts, beside the bare forward bound of the base network at the starting rollout batch.",
+    )
+    s.add_argument("--player", required=True,
+                   help="the search player, e.g. search:runs/x/checkpoints/latest.pt (a bare checkpoint or bot "
+                   "is searched over)")
+    s.add_argument("--decisions", type=int, default=64, help="decisions searched at once")
+    s.add_argument("--plies", type=int, default=20, help="random plies played before the decisions")
+    s.add_argument("--repeats", type=int, default=2, help="timed calls (the best is reported)")
+    s.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    s.add_argument("--device", default="cpu", help="torch device")
+    s.add_argument("--variant", default=None, help="Lost Cities rule variant for a bot base (classic, mini)")
+    s.add_argument("--seed", type=int, default=0, help="seed of the positions")
+    add_search_options(s)
+    add_json_flag(s)
+    s.set_defaults(func=run_search)
 
 
 def run_engine(args) -> int:
@@ -94,4 +115,25 @@ def run_traversal(args) -> int:
     result = bench_traversal(config, warmup_iterations=args.iterations_warmup, repeats=args.repeats, train=args.train)
     out = {"bench": "traversal", "config": str(config_path), **result}
     emit(out, args.json, title=f"bench traversal: {config_path}")
+    return 0
+
+
+def run_search(args) -> int:
+    import torch
+
+    from ..players import PlayerSpec, parse_player
+    from ..search.bench import bench_search
+    from .arena_cmd import players_and_game
+
+    if args.decisions < 1 or args.repeats < 1 or args.threads < 1 or args.plies < 0:
+        raise ValueError("--decisions, --repeats and --threads must be at least 1, --plies at least 0")
+    torch.set_num_threads(args.threads)
+    spec = parse_player(args.player)
+    if spec.kind != "search":
+        spec = PlayerSpec(kind="search", base=spec)
+    (player,), game = players_and_game([str(spec)], None, args.variant, args.device, search_settings(args))
+    result = bench_search(player.search, args.decisions, args.plies, args.repeats, args.seed)
+    out = {"bench": "search", "player": str(spec), **result,
+           **{f"search_{k}": v for k, v in player.search.config.model_dump().items()}}
+    emit(out, args.json, title=f"bench search: {spec}")
     return 0

@@ -3,7 +3,7 @@ both seat orders) and, for Kuhn and Leduc, exact exploitability."""
 
 from __future__ import annotations
 
-from .common import add_json_flag, emit
+from .common import add_json_flag, add_search_options, emit, search_settings
 
 DEFAULT_OPPONENTS = {"lost_cities": ["heuristic_careful", "random", "discard_only"]}
 
@@ -20,8 +20,8 @@ def register(subparsers) -> None:
     p.add_argument("--checkpoint", required=True, help="checkpoint file (e.g. runs/<run>/checkpoints/latest.pt)")
     p.add_argument(
         "--vs", default=None,
-        help="comma-separated bot names (default for Lost Cities: heuristic_careful,random,discard_only; "
-        "for poker: random)",
+        help="comma-separated opponents: bot names, or 'self' (the checkpoint's own policy, sampled) "
+        "(default for Lost Cities: heuristic_careful,random,discard_only; for poker: random)",
     )
     p.add_argument("--games", type=int, default=500, help="games per opponent, even (games/2 deals)")
     p.add_argument("--policy", choices=["average", "current", "mixture"], default="average",
@@ -30,6 +30,12 @@ def register(subparsers) -> None:
     p.add_argument("--greedy", action="store_true", help="play the most probable action instead of sampling")
     p.add_argument("--seed", type=int, default=0, help="seed for the deals and sampling")
     p.add_argument("--device", default="cpu", help="torch device to play on")
+    p.add_argument("--search", action="store_true",
+                   help="also evaluate rollout search over the policy (Lost Cities; settings: --search-*)")
+    p.add_argument("--sweep", default=None, metavar="KEY=V1,V2,...",
+                   help="with --search: one search agent per value of this search setting, "
+                   "e.g. --sweep determinizations=16,32,64")
+    add_search_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -43,11 +49,26 @@ def _opponents(game, vs: str | None) -> list[str]:
         names = [n.strip() for n in vs.split(",") if n.strip()]
         if not names:
             raise ValueError("--vs needs at least one bot name")
-    valid = bot_names(game)
+    valid = bot_names(game) + [SELF]
     for n in names:
         if n not in valid:
-            raise ValueError(f"--vs: unknown bot {n!r} for {game.name}; valid bots: {', '.join(valid)}")
+            raise ValueError(f"--vs: unknown opponent {n!r} for {game.name}; valid: {', '.join(valid)}")
     return names
+
+
+SELF = "self"
+
+
+def _sweep(text: str | None) -> list[dict]:
+    """Search settings per point of ``--sweep KEY=V1,V2,...`` ([{}] without a sweep)."""
+    if text is None:
+        return [{}]
+    import yaml
+
+    key, eq, values = text.partition("=")
+    if not eq or not key.strip() or not values.strip():
+        raise ValueError(f"--sweep {text!r} must look like KEY=V1,V2,... (e.g. determinizations=16,32)")
+    return [{key.strip(): yaml.safe_load(v)} for v in values.split(",") if v.strip()]
 
 
 def run(args) -> int:
@@ -86,11 +107,56 @@ def run(args) -> int:
             p = policy if kind == args.policy else agent.policy(kind=kind, greedy=args.greedy)
             out[f"{kind}_exploitability"] = exploitability(game, p, device=args.device).exploitability
         out["exploitability"] = out[f"{args.policy}_exploitability"]
+    from ..players import NetworkPlayer
+
+    own = NetworkPlayer(agent, args.policy, False, str(path))  # 'self': the policy, sampled
+
+    def opponent(name):
+        return own if name == SELF else make_bot(game, name)
+
     for name in opponents:
-        result = play_match(game, policy, make_bot(game, name), games=args.games, seed=args.seed, device=args.device)
+        result = play_match(game, policy, opponent(name), games=args.games, seed=args.seed, device=args.device)
         out[f"{name}_win_rate"] = result.win_rate
+        out[f"{name}_win_rate_ci95"] = result.win_rate_ci95
         out[f"{name}_mean_score_diff"] = result.mean_score_diff
         out[f"{name}_score_diff_ci95"] = result.score_diff_ci95
         out[f"{name}_mean_game_length"] = result.mean_game_length
+    if args.sweep is not None and not args.search:
+        raise ValueError("--sweep needs --search")
+    if args.search:
+        out["search"] = _search_points(args, agent, game, opponent, opponents)
     emit(out, args.json, title=f"eval: {path}")
     return 0
+
+
+def _search_points(args, agent, game, opponent, opponents) -> list[dict]:
+    """One entry per search setting: its settings, and per opponent win rate and mean score
+    difference with 95% CIs, rollout decisions per second, seconds per move, capped rollouts."""
+    from ..evaluate.arena import play_match
+    from ..players import NetworkPlayer, SearchPlayer
+    from ..search import RolloutSearch, search_config
+
+    base = NetworkPlayer(agent, args.policy, args.greedy, str(args.checkpoint))
+    points = []
+    for extra in _sweep(args.sweep):
+        config = search_config(search_settings(args), extra)
+        rollout = None
+        if config.rollout_policy != "base":
+            from ..games.bots import make_bot
+
+            rollout = make_bot(game, config.rollout_policy)
+        point = {"settings": config.model_dump()}
+        for name in opponents:
+            search = RolloutSearch(game, base, config, rollout_policy=rollout, device=args.device)
+            player = SearchPlayer(base, search, f"search:{args.checkpoint}")
+            result = play_match(game, player, opponent(name), games=args.games, seed=args.seed, device=args.device)
+            stats = search.stats.to_dict()
+            point[name] = {
+                "win_rate": result.win_rate, "win_rate_ci95": result.win_rate_ci95,
+                "mean_score_diff": result.mean_score_diff, "score_diff_ci95": result.score_diff_ci95,
+                "rollout_decisions_per_second": stats["rollout_decisions_per_second"],
+                "seconds_per_move": stats["seconds_per_move"], "capped_rollouts": stats["capped_rollouts"],
+                "rollouts": stats["rollouts"], "cut_off_games": result.cut_off_games,
+            }
+        points.append(point)
+    return points

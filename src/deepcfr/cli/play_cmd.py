@@ -5,6 +5,8 @@ from __future__ import annotations
 import secrets
 import sys
 
+from .common import add_search_options, search_settings
+
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -26,6 +28,10 @@ def register(subparsers) -> None:
     p.add_argument("--show-probs", action="store_true", help="show the agent's probabilities after each of its moves")
     p.add_argument("--record", default=None, metavar="FILE", help="append the game to FILE (JSON lines)")
     p.add_argument("--plain", action="store_true", help="plain text: no colours or styles")
+    p.add_argument("--search", action="store_true",
+                   help="the agent (or bot) searches each move: determinized rollouts (settings: --search-*); "
+                   "? then shows the moves it weighed with their values and 95%% confidence intervals")
+    add_search_options(p)
     p.set_defaults(func=run)
 
 
@@ -38,6 +44,8 @@ def build_opponent(args, seed: int):
         raise ValueError("give either --checkpoint PATH (play an agent) or --vs BOT (play a bot), not both")
     if not args.checkpoint and not args.vs:
         raise ValueError("play needs an opponent: --checkpoint PATH or --vs BOT (e.g. --vs random)")
+    if args.search:
+        return _search_opponent(args, seed)
     if args.checkpoint:
         from ..train.agent import load_agent
 
@@ -63,6 +71,27 @@ def build_opponent(args, seed: int):
     from ..games.bots import make_bot
 
     return game, BotOpponent(make_bot(game, args.vs), seed=seed + 1)
+
+
+def _search_opponent(args, seed: int):
+    from ..play.opponents import SearchOpponent
+    from ..players import PlayerSpec, load_player
+
+    if args.checkpoint:
+        if args.variant is not None:
+            raise ValueError("--variant applies to --vs only: an agent plays the rules it was trained on")
+        base = PlayerSpec(kind="checkpoint", path=args.checkpoint, policy=args.policy, greedy=args.greedy)
+        game = None
+    else:
+        from .arena_cmd import make_arena_game
+
+        base = PlayerSpec(kind="bot", name=args.vs)
+        game = make_arena_game(args.game or "lost_cities", args.variant)
+    settings = {"seed": seed + 1, **search_settings(args)}
+    player = load_player(PlayerSpec(kind="search", base=base), game, "cpu", settings)
+    if args.game is not None and args.game != player.game.name:
+        raise ValueError(f"--game {args.game} does not match the checkpoint's game {player.game.name}")
+    return player.game, SearchOpponent(player, player.game.action_name)
 
 
 def run(args) -> int:

@@ -39,6 +39,7 @@ class MatchResult:
     mean_score_b: float
     mean_game_length: float  # decisions per game
     cut_off_games: int  # games ended by the ply cap rather than by the rules
+    win_rate_ci95: float = float("nan")  # half-width of the 95% CI of win_rate, over deal pairs
     diagnostics: dict = field(default_factory=dict)  # game-specific (Lost Cities: expeditions)
 
     def to_dict(self) -> dict:
@@ -120,6 +121,9 @@ def play_match(
     diff = score_a - score_b
     pair_diff = (diff[:pairs] + diff[pairs:]) / 2
     ci95 = 1.96 * pair_diff.std(unbiased=True).item() / math.sqrt(pairs) if pairs > 1 else float("nan")
+    points = (diff > 0).double() + 0.5 * (diff == 0).double()  # 1 win, 1/2 draw
+    pair_points = (points[:pairs] + points[pairs:]) / 2
+    win_ci95 = 1.96 * pair_points.std(unbiased=True).item() / math.sqrt(pairs) if pairs > 1 else float("nan")
     wins = int((diff > 0).sum())
     draws = int((diff == 0).sum())
     cut_off = int(game.cut_off(state).sum()) if hasattr(game, "cut_off") else 0
@@ -140,6 +144,7 @@ def play_match(
         mean_score_b=score_b.mean().item(),
         mean_game_length=decisions.double().mean().item(),
         cut_off_games=cut_off,
+        win_rate_ci95=win_ci95,
         diagnostics=diagnostics,
     )
 

@@ -57,3 +57,21 @@ def observation(game, ref, player: int) -> tuple[torch.Tensor, torch.Tensor]:
     obs = torch.tensor([ref.observe(player)], dtype=game.obs_dtype)
     mask = torch.tensor([ref.legal_mask()], dtype=torch.bool)
     return obs, mask
+
+
+class SearchOpponent(Opponent):
+    """A search player (deepcfr.players.SearchPlayer) on a batch of one. Its decide returns, in
+    place of probabilities, the candidates it weighed (``SearchDecision.rows``: mean rollout value
+    with a 95% CI, paired difference to the base move, prior, chosen), best first."""
+
+    def __init__(self, player, action_name=str):
+        self.player = player
+        self.name = player.name
+        self.action_name = action_name
+        cfg = player.search.config
+        self.thinking = (f"{self.name} is thinking ({cfg.determinizations} hidden-card samples x up to "
+                         f"{cfg.candidates} moves, rolled out to the end)...")
+
+    def decide(self, obs, mask):
+        action = int(self.player.act(obs, mask)[0])
+        return action, self.player.last_decision.rows(0, self.action_name)

@@ -41,7 +41,8 @@ TOP_PROBS = 8  # actions listed when showing probabilities
 HELP_TEXT = """Keys:
   1..n           the move with that number in the list
   a move's name  e.g. "discard red 5", "draw deck", "bet" (a unique beginning is enough)
-  ? or p         the opponent's action probabilities for its last moves
+  ? or p         the opponent's action probabilities for its last moves (a search agent:
+                 the moves it weighed, with their rollout values and 95% confidence intervals)
   b              show the board again
   h              this help
   q              leave the game
@@ -217,6 +218,9 @@ def play_game(view: GameView, opponent: Opponent, human_seat: int, seed: int, st
                 if person_moved:
                     recent, person_moved = [], False
                 obs, mask = observation(view.game, ref, player)
+                thinking = getattr(opponent, "thinking", None)
+                if thinking:  # a search takes a moment: say so while it runs
+                    screen.show(Text(thinking, style="dim"))
                 action, probs = opponent.decide(obs, mask)
                 before = copy.deepcopy(ref)
                 ref.apply(action)
@@ -224,7 +228,7 @@ def play_game(view: GameView, opponent: Opponent, human_seat: int, seed: int, st
                 recent.append((before, probs, action))
                 screen.show(Text(f"{opponent.name}: ", style="bold magenta").append_text(view.label_text(before, action)))
                 if show_probs and probs is not None:
-                    screen.show(probs_table(view, before, probs, action))
+                    screen.show(decision_table(view, before, probs, action))
                 continue
             choices = [(a, view.label(ref, a)) for a in ref.legal_actions()]
             screen.rule(f"your turn (seat {human_seat})")
@@ -272,8 +276,31 @@ def _show_probs(screen: Screen, view: GameView, opponent: Opponent, recent) -> N
         screen.show(Text(f"{opponent.name} is a bot: it gives actions, not probabilities."))
         return
     for before, probs, action in moves:
-        screen.show(Text(f"{opponent.name}'s probabilities when it chose ").append_text(view.label_text(before, action))
-                    .append(":"), probs_table(view, before, probs, action))
+        what = "candidates" if isinstance(probs, list) else "probabilities"
+        screen.show(Text(f"{opponent.name}'s {what} when it chose ").append_text(view.label_text(before, action))
+                    .append(":"), decision_table(view, before, probs, action))
+
+
+def decision_table(view: GameView, ref, probs, chosen: int) -> Table:
+    """Probabilities (a tensor), or a search's candidate rows (a list of dicts)."""
+    return candidates_table(view, ref, probs, chosen) if isinstance(probs, list) else probs_table(view, ref, probs, chosen)
+
+
+def candidates_table(view: GameView, ref, rows: list[dict], chosen: int) -> Table:
+    """A search's candidates: mean rollout value +- 95% CI, the paired difference to the base
+    policy's move +- its CI, and the base policy's probability."""
+    table = Table(show_header=True, box=None, pad_edge=False)
+    for title, justify in (("value +- 95% CI", "right"), ("vs base move", "right"), ("prior", "right"), ("move", "left")):
+        table.add_column(title, justify=justify)
+    for r in rows:
+        mark = " <- played" if r["action"] == chosen else ""
+        mark += " (base move)" if r["base"] else ""
+        searched = r["mean"] == r["mean"]  # NaN: the only legal move, not rolled out
+        value = f"{r['mean']:+.1f} +- {r['ci95']:.1f}" if searched else "forced"
+        diff = "" if r["base"] or not searched else f"{r['diff_vs_base']:+.1f} +- {r['diff_ci95']:.1f}"
+        table.add_row(value, diff, f"{100 * r['prior']:.0f}%",
+                      view.label_text(ref, r["action"]).append_text(Text(mark, style="bold")))
+    return table
 
 
 def _record(view: GameView, path, seed, deal, actions, names, ref, screen: Screen) -> None:

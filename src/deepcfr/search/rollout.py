@@ -210,9 +210,10 @@ class RolloutSearch:
 
         nan = torch.tensor(float("nan"), dtype=torch.float64, device=self.device)
         seconds = time.perf_counter() - start
+        rolled = valid & ~single[:, None]  # NaN values: no such candidate, or a forced move (not rolled out)
         self.last = SearchDecision(
-            candidates=candidates, mean=torch.where(valid, mean, nan), ci95=torch.where(valid, ci95, nan),
-            diff_vs_base=torch.where(valid, diff, nan), diff_ci95=torch.where(valid, 1.96 * diff_se, nan),
+            candidates=candidates, mean=torch.where(rolled, mean, nan), ci95=torch.where(rolled, ci95, nan),
+            diff_vs_base=torch.where(rolled, diff, nan), diff_ci95=torch.where(rolled, 1.96 * diff_se, nan),
             prior=prior, score=score, chosen=chosen, determinizations=done_d, seconds=seconds,
         )
         self.stats.decisions += n
