@@ -122,3 +122,31 @@ def test_search_refuses_a_game_without_determinization():
     game = make_game("kuhn")
     with pytest.raises(ValueError, match="determinization"):
         RolloutSearch(game, BotPlayer(make_bot(game, "random"), game))
+
+
+def test_bot_prior_puts_the_rollout_bots_move_among_the_candidates(mini_checkpoint):
+    base = load_player(str(mini_checkpoint))
+    game = base.game
+    bot = make_bot(game, "heuristic_balanced")
+    obs, mask = decision_batch(game, seed=4)
+    search = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=1, bot_prior=0.6), rollout_policy=bot)
+    assert torch.equal(search.decide(obs, mask), bot.act(obs, mask))  # k = 1: the prior's top, the bot's move
+    with pytest.raises(ValueError, match="bot_prior needs a bot"):
+        RolloutSearch(game, base, SearchConfig(bot_prior=0.5))
+
+
+def test_win_bonus_shifts_the_values_of_won_and_lost_rollouts():
+    game = LostCitiesGame.from_params("mini")
+    obs, win = winning_endgame_obs(game)
+    from deepcfr.games.lost_cities.layout import legal_mask_from_obs
+
+    mask = legal_mask_from_obs(game.rules, obs)
+    base = BotPlayer(make_bot(game, "random"), game)
+    plain = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=game.num_actions))
+    bonus = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=game.num_actions, win_bonus=50))
+    plain.decide(obs, mask)
+    bonus.decide(obs, mask)
+    by_action = lambda rows: sorted(rows, key=lambda r: r["action"])  # noqa: E731
+    for a, b in zip(by_action(plain.last.rows(0)), by_action(bonus.last.rows(0))):
+        assert a["action"] == b["action"]
+        assert b["mean"] == pytest.approx(a["mean"] + (50 if a["mean"] > 0 else -50))

@@ -49,6 +49,8 @@ _SEARCH_OPTIONS = (
     ("base_bonus", float, "points added to the base policy's own move"),
     ("min_z", float, "replace the base move only when the paired difference is above this many standard errors"),
     ("rollout_policy", str, "who plays the rollouts: base, or a bot name"),
+    ("bot_prior", float, "weight of the rollout bot's move in the candidates' prior (network base)"),
+    ("win_bonus", float, "points added to a won rollout (subtracted from a lost one)"),
     ("rollout", str, "greedy or sampled rollouts"),
     ("time_limit_s", float, "seconds per batch of decisions after which no new round of determinizations starts"),
     ("max_batch", int, "rollouts in flight at once (memory budget)"),

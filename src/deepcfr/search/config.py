@@ -26,8 +26,14 @@ class SearchConfig(BaseModel):
     # another move replaces the base move only when its mean paired difference over the same
     # determinizations is above min_z standard errors (0: whenever it scores higher)
     min_z: float = Field(0.0, ge=0.0)
+    # points added to a rollout's utility when the decider wins it (subtracted when it loses):
+    # moves the choice from the mean score difference towards the win rate
+    win_bonus: float = Field(0.0, ge=0.0)
     # who plays both seats in the rollouts: "base" or a bot name (e.g. heuristic_balanced)
     rollout_policy: str = "base"
+    # with a bot as rollout_policy and a network base: the candidates and the prior come from
+    # (1 - bot_prior) * pi + bot_prior * (the bot's move), so the bot's move is always weighed
+    bot_prior: float = Field(0.0, ge=0.0, le=1.0)
     # greedy: the rollout policy's most probable action; sampled: drawn from its probabilities
     # with the same random numbers for every candidate
     rollout: str = Field("greedy", pattern="^(greedy|sampled)$")

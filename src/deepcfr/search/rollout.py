@@ -127,6 +127,8 @@ class RolloutSearch:
         self.device = torch.device(device)
         self.rollout = _Rollout(rollout_policy if rollout_policy is not None else base,
                                 self.config.rollout == "sampled")
+        if self.config.bot_prior > 0 and (rollout_policy is None or hasattr(rollout_policy, "policy")):
+            raise ValueError("search.bot_prior needs a bot as search.rollout_policy (e.g. heuristic_balanced)")
         self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
         self.stats = SearchStats()
         self.last: SearchDecision | None = None
@@ -136,6 +138,10 @@ class RolloutSearch:
         """(ranking scores [n, A], -inf on illegal actions; base probabilities [n, A] or None)."""
         if hasattr(self.base, "policy"):
             probs = self.base.policy(obs, mask).float() * mask
+            w = self.config.bot_prior
+            if w > 0:  # mix in the rollout bot's move (checked in __init__: the rollouts are a bot's)
+                bot_move = self.rollout.base.act(obs, mask, None).long()
+                probs = (1 - w) * probs + w * torch.zeros_like(probs).scatter_(1, bot_move[:, None], 1.0)
             # Ties broken towards the lower index, as the greedy policies do.
             return probs.masked_fill(~mask, -torch.inf), probs
         chosen = self.base.act(obs, mask, None).long()
@@ -254,7 +260,8 @@ class RolloutSearch:
                 finished = done.nonzero().squeeze(1)
                 fin = index_state(states, finished)
                 where = rows[finished]
-                utility[where] = game.returns(fin).gather(1, seat[where][:, None]).squeeze(1).double()
+                u = game.returns(fin).gather(1, seat[where][:, None]).squeeze(1).double()
+                utility[where] = u + self.config.win_bonus * u.sign()
                 decisions += (game.num_decisions(fin) - start[where]).sum()
                 capped += game.cut_off(fin).sum()
                 keep = (~done).nonzero().squeeze(1)
