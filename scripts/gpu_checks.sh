@@ -194,7 +194,9 @@ step traversal 50 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench traver
 # The search bench (issue 14's `deepcfr bench search`): its arguments are the search code's to
 # choose; it must take --device and --json (and a small --dry-run size) and print one JSON object.
 if "$PYTHON" -m deepcfr.cli.main bench search --help >/dev/null 2>&1; then
-  SEARCH=(--device "$DEVICE" --json)
+  # A quarter of a million rollouts in one lockstep batch (256 decisions x 4 candidates x 256
+  # deals) over heuristic_balanced (no checkpoint on the lent machine).
+  SEARCH=(--device "$DEVICE" --json --decisions 256 --search-determinizations 256 --search-max-batch 1048576 --repeats 1)
   [ "$DRY" = 1 ] && SEARCH+=(--dry-run)
   step search 40 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${SEARCH[@]}"
 else

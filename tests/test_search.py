@@ -150,3 +150,15 @@ def test_win_bonus_shifts_the_values_of_won_and_lost_rollouts():
     for a, b in zip(by_action(plain.last.rows(0)), by_action(bonus.last.rows(0))):
         assert a["action"] == b["action"]
         assert b["mean"] == pytest.approx(a["mean"] + (50 if a["mean"] > 0 else -50))
+
+
+@pytest.mark.cuda
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
+def test_search_on_cuda_plays_legal_moves():
+    game = LostCitiesGame.from_params("classic")
+    base = BotPlayer(make_bot(game, "heuristic_balanced"), game)
+    search = RolloutSearch(game, base, SearchConfig(determinizations=64, candidates=3), device="cuda")
+    obs, mask = decision_batch(game, n=64, seed=1, plies=30)
+    actions = search.decide(obs.cuda(), mask.cuda())
+    assert actions.device.type == "cuda" and bool(mask.cuda().gather(1, actions[:, None]).all())
+    assert search.stats.rollouts > 0

@@ -50,9 +50,11 @@ def register(subparsers) -> None:
         "time it: rollout decisions per second (engine + encoding + forward), seconds per decision, capped "
         "rollouts, beside the bare forward bound of the base network at the starting rollout batch.",
     )
-    s.add_argument("--player", required=True,
+    s.add_argument("--player", default="search:heuristic_balanced",
                    help="the search player, e.g. search:runs/x/checkpoints/latest.pt (a bare checkpoint or bot "
-                   "is searched over)")
+                   "is searched over; default: search:heuristic_balanced)")
+    s.add_argument("--dry-run", action="store_true",
+                   help="a tiny run (2 decisions, 2 deals, one repeat) that only checks the command works")
     s.add_argument("--decisions", type=int, default=64, help="decisions searched at once")
     s.add_argument("--plies", type=int, default=20, help="random plies played before the decisions")
     s.add_argument("--repeats", type=int, default=2, help="timed calls (the best is reported)")
@@ -128,6 +130,8 @@ def run_search(args) -> int:
     if args.decisions < 1 or args.repeats < 1 or args.threads < 1 or args.plies < 0:
         raise ValueError("--decisions, --repeats and --threads must be at least 1, --plies at least 0")
     torch.set_num_threads(args.threads)
+    if args.dry_run:
+        args.decisions, args.repeats, args.plies, args.search_determinizations = 2, 1, 4, 2
     spec = parse_player(args.player)
     if spec.kind != "search":
         spec = PlayerSpec(kind="search", base=spec)

@@ -75,6 +75,7 @@ class SearchStats:
     rollouts: int = 0
     rollout_decisions: int = 0  # engine decisions made inside rollouts
     capped_rollouts: int = 0  # rollouts ended by the ply cap with cards left in the deck
+    overrides: int = 0  # decisions where the search played another move than the base's greedy one
     seconds: float = 0.0
     calls_seconds: list = field(default_factory=list)
 
@@ -85,6 +86,7 @@ class SearchStats:
         return {
             "searched_decisions": self.decisions, "rollouts": self.rollouts,
             "rollout_decisions": self.rollout_decisions, "capped_rollouts": self.capped_rollouts,
+            "override_rate": self.overrides / self.decisions if self.decisions else float("nan"),
             "search_seconds": self.seconds,
             "rollout_decisions_per_second": self.rollout_decisions / self.seconds if self.seconds else float("nan"),
             "seconds_per_move": self.seconds / self.decisions if self.decisions else float("nan"),
@@ -223,6 +225,7 @@ class RolloutSearch:
             prior=prior, score=score, chosen=chosen, determinizations=done_d, seconds=seconds,
         )
         self.stats.decisions += n
+        self.stats.overrides += int((pick != 0).sum())
         self.stats.calls += 1
         self.stats.seconds += seconds
         return chosen
