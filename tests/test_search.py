@@ -162,3 +162,14 @@ def test_search_on_cuda_plays_legal_moves():
     actions = search.decide(obs.cuda(), mask.cuda())
     assert actions.device.type == "cuda" and bool(mask.cuda().gather(1, actions[:, None]).all())
     assert search.stats.rollouts > 0
+
+
+def test_the_time_limit_stops_after_the_first_round(mini_checkpoint):
+    base = load_player(str(mini_checkpoint))
+    game = base.game
+    obs, mask = decision_batch(game, n=6, seed=6)
+    # max_batch 2 with 2 candidates: one determinization per round; the limit ends it after one.
+    search = RolloutSearch(game, base, SearchConfig(determinizations=8, candidates=2, max_batch=2, time_limit_s=1e-9))
+    actions = search.decide(obs, mask)
+    assert search.last.determinizations == 1
+    assert bool(mask.gather(1, actions[:, None]).all())
