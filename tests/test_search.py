@@ -33,7 +33,7 @@ def test_candidates_share_determinizations_and_random_streams(mini_checkpoint):
     # exactly the same rollout values, even with sampled rollouts.
     base = load_player(str(mini_checkpoint))
     game = base.game
-    search = RolloutSearch(game, base, SearchConfig(determinizations=8, rollout="sampled"))
+    search = RolloutSearch(game, base, SearchConfig(determinizations=8, rollout="sampled", rollout_policy="base"))
     obs, mask = decision_batch(game)
     first = mask.float().argmax(dim=1)
     values = search.candidate_values(obs, first[:, None].expand(-1, 3), torch.ones(obs.shape[0], 3, dtype=torch.bool), 8)
@@ -62,14 +62,14 @@ def test_a_winning_move_in_a_constructed_endgame_is_found():
 def test_one_candidate_plays_the_base_greedy_action(mini_checkpoint):
     base = load_player(str(mini_checkpoint))
     game = base.game
-    search = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=1))
+    search = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=1, rollout_policy="base"))
     obs, mask = decision_batch(game, seed=3)
     greedy = base.policy(obs, mask).masked_fill(~mask, -1).argmax(dim=1)
     assert torch.equal(search.decide(obs, mask), greedy)
     assert search.stats.rollouts == 0  # nothing to compare, nothing rolled out
 
 
-@pytest.mark.parametrize("settings", [dict(), dict(rollout="sampled", min_z=1.0), dict(rollout_policy="heuristic_balanced")])
+@pytest.mark.parametrize("settings", [dict(), dict(rollout="sampled", min_z=1.0, rollout_policy="base"), dict(rollout_policy="base", bot_prior=0)])
 def test_search_never_chooses_an_illegal_action_and_a_seed_repeats_its_moves(mini_checkpoint, settings):
     spec = f"search:{mini_checkpoint}"
     a = load_player(spec, search_settings=dict(determinizations=4, candidates=3, **settings))
@@ -131,8 +131,9 @@ def test_bot_prior_puts_the_rollout_bots_move_among_the_candidates(mini_checkpoi
     obs, mask = decision_batch(game, seed=4)
     search = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=1, bot_prior=0.6), rollout_policy=bot)
     assert torch.equal(search.decide(obs, mask), bot.act(obs, mask))  # k = 1: the prior's top, the bot's move
-    with pytest.raises(ValueError, match="bot_prior needs a bot"):
-        RolloutSearch(game, base, SearchConfig(bot_prior=0.5))
+    # With the base's own rollouts there is no bot move to mix in: k = 1 is the network's greedy move.
+    own = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=1, bot_prior=0.6, rollout_policy="base"))
+    assert torch.equal(own.decide(obs, mask), base.policy(obs, mask).masked_fill(~mask, -1).argmax(dim=1))
 
 
 def test_win_bonus_shifts_the_values_of_won_and_lost_rollouts():

@@ -230,15 +230,7 @@ def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device 
 
     base = load_player(spec.base, game, device)
     config = search_config(search_settings, spec.settings)
-    rollout_policy = None
-    if config.rollout_policy != "base":
-        from .games.bots import make_bot
-
-        try:
-            rollout_policy = make_bot(base.game, config.rollout_policy)
-        except ValueError as e:
-            raise ValueError(f"search.rollout_policy: {e} (or 'base')") from None
-    search = RolloutSearch(base.game, base, config, rollout_policy=rollout_policy, device=device)
+    search = RolloutSearch(base.game, base, config, device=device)
     return SearchPlayer(base, search, str(spec))
 
 

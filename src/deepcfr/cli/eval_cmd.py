@@ -140,14 +140,9 @@ def _search_points(args, agent, game, opponent, opponents) -> list[dict]:
     points = []
     for extra in _sweep(args.sweep):
         config = search_config(search_settings(args), extra)
-        rollout = None
-        if config.rollout_policy != "base":
-            from ..games.bots import make_bot
-
-            rollout = make_bot(game, config.rollout_policy)
         point = {"settings": config.model_dump()}
         for name in opponents:
-            search = RolloutSearch(game, base, config, rollout_policy=rollout, device=args.device)
+            search = RolloutSearch(game, base, config, device=args.device)
             player = SearchPlayer(base, search, f"search:{args.checkpoint}")
             result = play_match(game, player, opponent(name), games=args.games, seed=args.seed, device=args.device)
             stats = search.stats.to_dict()

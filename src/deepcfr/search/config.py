@@ -16,7 +16,7 @@ class SearchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
     # hidden-card samples per decision, shared by every candidate (common random numbers)
-    determinizations: int = Field(32, ge=1)
+    determinizations: int = Field(16, ge=1)
     # the base policy's top-k legal actions that are rolled out (k = 1 plays the base's greedy action)
     candidates: int = Field(4, ge=1)
     # weight of log pi(a) of the base policy in the choice (network bases; bots have no pi)
@@ -30,10 +30,11 @@ class SearchConfig(BaseModel):
     # moves the choice from the mean score difference towards the win rate
     win_bonus: float = Field(0.0, ge=0.0)
     # who plays both seats in the rollouts: "base" or a bot name (e.g. heuristic_balanced)
-    rollout_policy: str = "base"
+    rollout_policy: str = "heuristic_balanced"
     # with a bot as rollout_policy and a network base: the candidates and the prior come from
     # (1 - bot_prior) * pi + bot_prior * (the bot's move), so the bot's move is always weighed
-    bot_prior: float = Field(0.0, ge=0.0, le=1.0)
+    # (ignored when the rollouts are the base's)
+    bot_prior: float = Field(0.5, ge=0.0, le=1.0)
     # greedy: the rollout policy's most probable action; sampled: drawn from its probabilities
     # with the same random numbers for every candidate
     rollout: str = Field("greedy", pattern="^(greedy|sampled)$")

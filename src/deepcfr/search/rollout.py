@@ -114,7 +114,7 @@ class _Rollout:
 class RolloutSearch:
     """Determinized rollout search over ``base`` (see the module docstring) for a game with a
     ``determinize(obs, d, generator)`` (Lost Cities). ``rollout_policy`` is the object that plays
-    the rollouts when it is not the base (a bot, or None for the base itself)."""
+    the rollouts (a bot; None: ``config.rollout_policy``, a bot name or "base")."""
 
     def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
                  device: str | torch.device = "cpu"):
@@ -127,10 +127,17 @@ class RolloutSearch:
         self.base = base
         self.config = config or SearchConfig()
         self.device = torch.device(device)
+        if rollout_policy is None and self.config.rollout_policy != "base":
+            from ..games.bots import make_bot
+
+            try:
+                rollout_policy = make_bot(game, self.config.rollout_policy)
+            except ValueError as e:
+                raise ValueError(f"search.rollout_policy: {e} (or 'base')") from None
         self.rollout = _Rollout(rollout_policy if rollout_policy is not None else base,
                                 self.config.rollout == "sampled")
-        if self.config.bot_prior > 0 and (rollout_policy is None or hasattr(rollout_policy, "policy")):
-            raise ValueError("search.bot_prior needs a bot as search.rollout_policy (e.g. heuristic_balanced)")
+        # The bot's move enters the prior only when a bot plays the rollouts.
+        self.bot_prior = self.config.bot_prior if rollout_policy is not None and not hasattr(rollout_policy, "policy") else 0.0
         self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
         self.stats = SearchStats()
         self.last: SearchDecision | None = None
@@ -140,8 +147,8 @@ class RolloutSearch:
         """(ranking scores [n, A], -inf on illegal actions; base probabilities [n, A] or None)."""
         if hasattr(self.base, "policy"):
             probs = self.base.policy(obs, mask).float() * mask
-            w = self.config.bot_prior
-            if w > 0:  # mix in the rollout bot's move (checked in __init__: the rollouts are a bot's)
+            w = self.bot_prior
+            if w > 0:  # mix in the rollout bot's move
                 bot_move = self.rollout.base.act(obs, mask, None).long()
                 probs = (1 - w) * probs + w * torch.zeros_like(probs).scatter_(1, bot_move[:, None], 1.0)
             # Ties broken towards the lower index, as the greedy policies do.
