@@ -235,10 +235,8 @@ def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device 
 
 
 def _load_agent(path: str, device):
-    try:
-        from .train.agent import load_agent  # after the trainer split
-    except ImportError:
-        from .train.agent import load_agent
+    from .train.agent import load_agent
+
     return load_agent(path, device=device)
 
 
