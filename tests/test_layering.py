@@ -8,14 +8,16 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "deepcfr"
-# lower layers must not import these (cli/serve -> search -> train -> parallel -> cfr -> games;
+# lower layers must not import these (cli/serve -> improve -> search -> train -> parallel -> cfr -> games;
 # evaluate -> games)
 FORBIDDEN = {
-    "games": ("cfr", "parallel", "train", "evaluate", "search", "cli", "serve", "play", "report"),
-    "cfr": ("parallel", "train", "search", "cli", "serve", "play", "report"),
-    "parallel": ("train", "search", "cli", "serve", "play", "report"),
-    "evaluate": ("cfr", "parallel", "train", "search", "cli", "serve"),
-    "train": ("search", "cli", "serve"),
+    "games": ("cfr", "parallel", "train", "evaluate", "search", "improve", "cli", "serve", "play", "report"),
+    "cfr": ("parallel", "train", "search", "improve", "cli", "serve", "play", "report"),
+    "parallel": ("train", "search", "improve", "cli", "serve", "play", "report"),
+    "evaluate": ("cfr", "parallel", "train", "search", "improve", "cli", "serve"),
+    "train": ("search", "improve", "cli", "serve"),
+    "search": ("improve", "cli", "serve"),
+    "improve": ("cli", "serve", "play"),
 }
 
 

@@ -226,12 +226,17 @@ def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device 
             raise ValueError(f"checkpoint {path} is for {_describe(agent.game)}, but this match plays "
                              f"{_describe(game)}")
         return NetworkPlayer(agent, spec.policy, spec.greedy, str(spec))
+    base = load_player(spec.base, game, device)
+    return search_player(base, str(spec), device, search_settings, spec.settings)
+
+
+def search_player(base, name: str, device: str | torch.device = "cpu", *settings: dict | None) -> "SearchPlayer":
+    """Rollout search over an already built ``base`` player (later ``settings`` dicts win)."""
     from .search import RolloutSearch, search_config
 
-    base = load_player(spec.base, game, device)
-    config = search_config(search_settings, spec.settings)
+    config = search_config(*settings)
     search = RolloutSearch(base.game, base, config, device=device)
-    return SearchPlayer(base, search, str(spec))
+    return SearchPlayer(base, search, name)
 
 
 def _load_agent(path: str, device):
@@ -240,5 +245,5 @@ def _load_agent(path: str, device):
     return load_agent(path, device=device)
 
 
-__all__ = ["PlayerSpec", "PlayerSpecError", "parse_player", "load_player", "BotPlayer", "NetworkPlayer",
+__all__ = ["PlayerSpec", "PlayerSpecError", "parse_player", "load_player", "search_player", "BotPlayer", "NetworkPlayer",
            "SearchPlayer", "VALID_FORMS"]

@@ -11,6 +11,7 @@ import sys
 # subcommand name -> module under deepcfr.cli
 COMMANDS = {
     "train": "train_cmd",
+    "improve": "improve_cmd",
     "eval": "eval_cmd",
     "arena": "arena_cmd",
     "bench": "bench_cmd",

@@ -4,6 +4,7 @@ where it is declared."""
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from pathlib import Path
 from typing import Any, Literal
@@ -196,6 +197,52 @@ class RayConfig(_Section):
     address: str = ""  # empty = start a local Ray
 
 
+class ImproveConfig(_Section):
+    """Expert iteration (``deepcfr improve``): rounds of self-play where a search teacher picks
+    every learner move, its improved policy targets distilled into the strategy network, and a
+    gate that keeps the new network only when it beats the previous one."""
+
+    checkpoint: str | None = None  # the checkpoint improved (deepcfr improve --checkpoint CK)
+    rounds: int = Field(4, ge=1)  # improvement rounds (self-play, training, gating, evaluation)
+    games_per_round: int = Field(200, ge=1)  # self-play games per round, over all opponents of the pool
+    batch_games: int = Field(100, ge=1)  # games played in lockstep (one teacher search call per step)
+    # player spec of the teacher, a search spec (search:SPEC or search[key=value,...]:SPEC); the
+    # base name `learner` stands for the current round's network (search:learner), any other
+    # bot or checkpoint spec is searched over as it is (search:heuristic_balanced)
+    teacher: str = "search:learner"
+    # opponent pool, cycled over the batches of a round: `self` (the learner in both seats, both
+    # labelled), `past` (the networks accepted in earlier rounds, cycled; self before there is
+    # one), a bot name or a checkpoint spec (only the learner's seat is labelled)
+    opponents: list[str] = Field(default_factory=lambda: ["self"], min_length=1)
+    # points: the target over the search's candidates is pi(a) * exp(value(a) / temperature),
+    # normalised over the candidates (pi uniform for a bot base, which has no probabilities)
+    temperature: float = Field(5.0, gt=0)
+    # the learner's move in self-play: the search's choice, or a sample from the improved target
+    play: Literal["chosen", "target"] = "chosen"
+    keep_rounds: int = Field(3, ge=1)  # the network trains on the positions of the last k rounds
+    train_steps: int = Field(500, ge=0)  # SGD steps per round (cross-entropy to the targets)
+    batch_size: int = Field(256, ge=1)
+    lr: float = Field(1e-3, gt=0)
+    grad_clip: float | None = Field(1.0, gt=0)
+    # fresh: a newly initialised network each round; fine_tune: continue from the current one
+    init: Literal["fresh", "fine_tune"] = "fresh"
+    # games (paired deals, even) of the new network against the previous one; 0: accept every round
+    gate_games: int = Field(200, ge=0)
+    # the new network is kept when the one-sided test of its mean paired score difference > 0
+    # has p < gate_alpha
+    gate_alpha: float = Field(0.05, gt=0, lt=1)
+    eval_games: int = Field(0, ge=0)  # games (even) per evaluation opponent after each round; 0: none
+    eval_opponents: list[str] = Field(default_factory=lambda: ["heuristic_balanced", "heuristic_careful"])
+    eval_search: bool = False  # also evaluate the teacher (search over the round's network)
+
+    @field_validator("gate_games", "eval_games")
+    @classmethod
+    def _even(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError(f"must be even (paired deals: each deal in both seat orders), got {value}")
+        return value
+
+
 class TrainConfig(_Section):
     game: GameConfig = Field(default_factory=GameConfig)
     run: RunConfig = Field(default_factory=RunConfig)
@@ -211,6 +258,7 @@ class TrainConfig(_Section):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     inference_server: InferenceServerConfig = Field(default_factory=InferenceServerConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
+    improve: ImproveConfig = Field(default_factory=ImproveConfig)  # deepcfr improve (expert iteration)
 
     @model_validator(mode="after")
     def _check(self) -> "TrainConfig":
@@ -354,18 +402,28 @@ def load_config(path: str | Path | None = None, overrides: list[str] | None = No
     data: dict = {}
     source = "defaults"
     if path is not None:
-        p = config_path(path)
-        try:
-            loaded = yaml.safe_load(p.read_text())
-        except yaml.YAMLError as e:
-            raise ConfigError(f"config file {p} is not valid YAML: {e}") from None
-        if loaded is not None and not isinstance(loaded, dict):
-            raise ConfigError(f"config file {p} must hold a mapping of sections")
-        data = loaded or {}
-        source = str(p)
+        data = read_config_file(path)
+        source = str(config_path(path))
     if saved:
         data = upgrade_saved_config(data)
-    data = apply_overrides(data, overrides or [])
+    return config_from_dict(data, overrides, source)
+
+
+def read_config_file(path: str | Path) -> dict:
+    """The raw sections of a YAML config file or shipped config name (not validated yet)."""
+    p = config_path(path)
+    try:
+        loaded = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as e:
+        raise ConfigError(f"config file {p} is not valid YAML: {e}") from None
+    if loaded is not None and not isinstance(loaded, dict):
+        raise ConfigError(f"config file {p} must hold a mapping of sections")
+    return loaded or {}
+
+
+def config_from_dict(data: dict, overrides: list[str] | None = None, source: str = "defaults") -> TrainConfig:
+    """A validated TrainConfig from raw sections plus ``section.key=value`` overrides."""
+    data = apply_overrides(copy.deepcopy(data), overrides or [])
     try:
         return TrainConfig.model_validate(data)
     except ValidationError as e:

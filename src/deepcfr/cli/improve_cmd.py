@@ -1,0 +1,75 @@
+"""``deepcfr improve``: expert iteration from a checkpoint (search-labelled self-play distilled
+into the strategy network, gated round by round) into a run directory; ``--resume RUN_DIR``
+continues a killed run."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from .common import add_json_flag, emit
+from .train_cmd import _default_run_dir, next_steps
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "improve",
+        help="expert iteration: distil a search teacher into a checkpoint's network, round by round",
+        description="Rounds of self-play where the search teacher (improve.teacher, default "
+        "search:learner = search over the current network) picks every learner move; the network "
+        "is trained on the searched positions' improved targets and kept only when it beats the "
+        "previous one on paired deals. The config starts from the checkpoint's own; --config and "
+        "--set change the improve, run and checkpoint sections (not game or network). "
+        "checkpoints/latest.pt loads like any checkpoint (PATH, search:PATH).",
+    )
+    p.add_argument("--checkpoint", default=None, help="the checkpoint to improve (a deepcfr train checkpoint)")
+    p.add_argument("--config", default=None, help="YAML file whose sections override the checkpoint's config")
+    p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="override a config field, e.g. --set improve.games_per_round=400 (repeatable)")
+    p.add_argument("--run-dir", default=None, help="run directory (default: runs/improve-<game>-<timestamp>)")
+    p.add_argument("--resume", default=None, metavar="RUN_DIR", help="resume the improvement run in RUN_DIR")
+    p.add_argument("--rounds", type=int, default=None, help="total rounds (same as --set improve.rounds=N)")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    from ..improve import Improver, improve_config
+    from ..train.config import ConfigError
+    from ..train.run import Run
+
+    overrides = list(args.overrides)
+    if args.rounds is not None:
+        overrides.append(f"improve.rounds={args.rounds}")
+    out = sys.stderr if args.json else sys.stdout
+    if args.resume is not None:
+        if args.checkpoint is not None or args.config is not None or args.run_dir is not None:
+            raise ConfigError("--resume RUN_DIR continues that run with its own config; drop --checkpoint/--config/--run-dir")
+        run_ = Run.open(args.resume, overrides)
+    else:
+        if args.checkpoint is None:
+            raise ConfigError("deepcfr improve needs --checkpoint CK (or --resume RUN_DIR)")
+        config = improve_config(args.checkpoint, args.config, overrides)
+        run_dir = Path(args.run_dir) if args.run_dir is not None else _default_run_dir(f"improve-{config.game.name}")
+        run_ = Run(run_dir, config)
+    print(f"run directory: {run_.dir}", file=out, flush=True)
+    started = time.perf_counter()
+    with run_:
+        improver = Improver(run_.config, run=run_)
+        rounds = improver.improve()
+        metrics = run_.read_metrics()
+    last: dict = {}
+    for record in metrics:
+        last.update(record)
+    summary = {
+        "run_dir": str(run_.dir), "rounds": rounds, "target_rounds": run_.config.improve.rounds,
+        "accepted_rounds": int(last.get("improve/accepted_total", 0)),
+        "wall_seconds": round(time.perf_counter() - started, 3),
+        "checkpoint": str(run_.latest_path) if run_.latest_path.exists() else None,
+        **{k: v for k, v in last.items() if k.startswith(("eval/", "gate/")) and isinstance(v, (int, float))},
+    }
+    emit(summary, args.json, title="improvement finished")
+    if summary["checkpoint"]:
+        print("\n".join(next_steps(run_.config.game.name, summary["checkpoint"], str(run_.dir))), file=out, flush=True)
+    return 0

@@ -1,0 +1,7 @@
+"""Expert iteration (``deepcfr improve``): search-labelled self-play distilled into the strategy
+network, gated round by round. Sits above search and train (it uses both, and the player specs)."""
+
+from .loop import LEARNER, Improver, derived_seed, improve_config, one_sided_p
+from .positions import PositionMemory, Positions, improved_target
+
+__all__ = ["Improver", "improve_config", "PositionMemory", "Positions", "improved_target", "derived_seed", "one_sided_p", "LEARNER"]

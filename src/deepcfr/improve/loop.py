@@ -1,0 +1,377 @@
+"""Expert iteration: distil a search teacher into the strategy network, round after round.
+
+A round (``Improver.run_round``):
+  1. self-play in lockstep batches of ``improve.batch_games`` games against the opponent pool;
+     at each step every game whose learner is to move is decided by ONE batched teacher search
+     call, and each searched position (more than one candidate) is recorded with its improved
+     target (``positions.improved_target``);
+  2. a network (fresh, or the current one fine-tuned) is trained on the last ``keep_rounds``
+     rounds' positions: masked cross-entropy to the targets over the candidates;
+  3. gating: the new network against the current one on paired deals; it replaces the current
+     network only when the one-sided test on the paired score differences has p < gate_alpha;
+  4. evaluation of the (kept) network alone, and optionally of the teacher over it, against bots.
+The figures go to metrics.jsonl / TensorBoard / reports/round_NNN.json through the same
+:class:`~deepcfr.train.run.Run` as ``deepcfr train``; round 0 is the start network's evaluation.
+
+Checkpoints are trainer-shaped (config, advantage networks of the start checkpoint, the current
+network as ``strategy_net``), so every player spec loads ``checkpoints/latest.pt`` like any
+checkpoint (``PATH`` for the network alone, ``search:PATH`` around it). They also hold the
+positions (``memories``), the networks accepted in earlier rounds and the round counter.
+
+Every random stream is seeded from (run.seed, purpose, round, batch): a run killed during a
+round resumes from the checkpoint of the last finished round and replays the round exactly as
+an uninterrupted run does.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import hashlib
+import math
+import time
+from typing import Any, Callable
+
+import torch
+
+from ..cfr.networks import build_network, masked_log_softmax
+from ..evaluate.arena import play_match
+from ..games.base import sample_from_probs
+from ..players import NetworkPlayer, load_player, parse_player, search_player
+from ..train.agent import load_agent
+from ..train.checkpoint import make_meta
+from ..train.config import TrainConfig
+from .positions import PositionMemory, Positions, improved_target
+
+LEARNER = "learner"  # the teacher's base name for the current network
+MATCH_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95")
+
+
+def derived_seed(*parts: Any) -> int:
+    """A 62-bit seed from the run seed and the names of a random stream (stable across runs)."""
+    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "little") >> 2
+
+
+def one_sided_p(mean: float, ci95: float) -> float:
+    """p of the one-sided test 'mean paired difference > 0' from the mean and its 95% CI
+    half-width (normal approximation over the deal pairs)."""
+    se = ci95 / 1.959964 if math.isfinite(ci95) else 0.0
+    if se <= 0:
+        return 0.0 if mean > 0 else 1.0 if mean < 0 else 0.5
+    return 0.5 * math.erfc(mean / se / math.sqrt(2))
+
+
+def _cpu_state(net: torch.nn.Module) -> dict:
+    return {k: v.detach().to("cpu").clone() for k, v in net.state_dict().items()}
+
+
+def improve_config(checkpoint: str, config_file: str | None = None, overrides: list[str] | None = None) -> TrainConfig:
+    """The config of an improvement run: the checkpoint's own config (its game and network), the
+    sections of ``config_file`` over it (key by key), then ``overrides``; improve.checkpoint set."""
+    from ..train.checkpoint import load_checkpoint
+    from ..train.config import config_from_dict, read_config_file, upgrade_saved_config
+
+    payload = load_checkpoint(checkpoint, map_location="cpu")
+    if "config" not in payload:
+        raise ValueError(f"checkpoint {checkpoint} holds no trainer config (not a deepcfr train checkpoint?)")
+    data = upgrade_saved_config(copy.deepcopy(payload["config"]))
+    source = f"{checkpoint}'s config"
+    if config_file is not None:
+        for section, values in read_config_file(config_file).items():
+            if isinstance(values, dict) and isinstance(data.get(section), dict):
+                data[section].update(values)
+            else:
+                data[section] = values
+        source += f" + {config_file}"
+    config = config_from_dict(data, overrides, source)
+    config.improve.checkpoint = str(checkpoint)
+    return config
+
+
+class Improver:
+    """Expert iteration from ``config.improve.checkpoint`` (module docstring). With a resumed
+    ``run``, continues from its latest checkpoint."""
+
+    def __init__(self, config: TrainConfig, run=None):
+        from ..train.trainer import resolve_device
+
+        self.config = config
+        self.cfg = config.improve
+        self.run = run
+        self.device = resolve_device(config.run.device)
+        if config.run.threads > 0:
+            torch.set_num_threads(config.run.threads)
+        self.seed = config.run.seed
+        spec = parse_player(self.cfg.teacher)
+        if spec.kind != "search":
+            raise ValueError(f"improve.teacher must be a search spec (search:SPEC, e.g. search:{LEARNER} or "
+                             f"search:heuristic_balanced), not {self.cfg.teacher!r}")
+        self.teacher_spec = spec
+        self.batch_listeners: list[Callable[[int, int], None]] = []  # called (round, batch) after each batch
+        payload = run.load_latest() if run is not None and run.resume else None
+        if payload is None:
+            if self.cfg.checkpoint is None:
+                raise ValueError("improve.checkpoint is not set: name the checkpoint to improve (--checkpoint CK)")
+            agent = load_agent(self.cfg.checkpoint, device=self.device)
+            for section in ("game", "network"):
+                have = getattr(agent.config, section).model_dump(mode="json")
+                want = getattr(config, section).model_dump(mode="json")
+                if have != want:
+                    raise ValueError(f"improve: the {section} section differs from the checkpoint's "
+                                     f"({want} here, {have} in {self.cfg.checkpoint})")
+            self.round = 0
+            self.past: list[dict] = []  # state dicts of the networks accepted before the current one
+            self.memory = PositionMemory(self.cfg.keep_rounds)
+        else:
+            agent = load_agent(payload, device=self.device)
+            state = payload["improve"]
+            self.round = int(state["round"])
+            self.past = list(state["past"])
+            self.memory = PositionMemory(self.cfg.keep_rounds)
+            self.memory.load_state_dict(payload["memories"])
+            self.memory.keep_rounds = self.cfg.keep_rounds
+        self.agent = agent
+        self.game = agent.game
+        self.current = agent.strategy_net.to(self.device).eval()
+        self._players: dict[str, Any] = {}
+
+    # Players ---------------------------------------------------------------------------------
+    def network_player(self, net: torch.nn.Module, name: str) -> NetworkPlayer:
+        """``net`` as the strategy network of a player (sampled, as checkpoint specs play)."""
+        return NetworkPlayer(dataclasses.replace(self.agent, strategy_net=net), "average", False, name)
+
+    def _spec_player(self, spec: str):
+        if spec not in self._players:
+            self._players[spec] = load_player(spec, self.game, self.device)
+        return self._players[spec]
+
+    def teacher(self):
+        """The search teacher (a SearchPlayer): over the current network for ``search:learner``."""
+        spec = self.teacher_spec
+        if spec.base.kind == "bot" and spec.base.name == LEARNER:
+            base = self.network_player(self.current, LEARNER)
+            return search_player(base, self.cfg.teacher, self.device, spec.settings)
+        return self._spec_player(self.cfg.teacher)
+
+    def opponent(self, entry: str, batch: int):
+        """The pool entry's player for a batch; None: the learner itself (self-play)."""
+        if entry == "self" or (entry == "past" and not self.past):
+            return None
+        if entry == "past":
+            net = build_network(self.config.network, self.game.feature_size, self.game.num_actions)
+            net.load_state_dict(self.past[batch // len(self.cfg.opponents) % len(self.past)])
+            return self.network_player(net.to(self.device).eval(), "past")
+        return self._spec_player(entry)
+
+    # A round ---------------------------------------------------------------------------------
+    def self_play(self, round_index: int) -> tuple[Positions | None, dict]:
+        cfg, game, device = self.cfg, self.game, self.device
+        teacher = self.teacher()
+        uses_prior = hasattr(teacher.base, "policy")
+        blocks: list[Positions] = []
+        diffs, searched = [], 0
+        teacher.stats.reset()
+        start = time.perf_counter()
+        n_batches = math.ceil(cfg.games_per_round / cfg.batch_games)
+        for b in range(n_batches):
+            n = min(cfg.batch_games, cfg.games_per_round - b * cfg.batch_games)
+            opponent = self.opponent(cfg.opponents[b % len(cfg.opponents)], b)
+            teacher.search.generator.manual_seed(derived_seed(self.seed, "teacher", round_index, b))
+            deal_gen = torch.Generator().manual_seed(derived_seed(self.seed, "deal", round_index, b))
+            play_gen = torch.Generator(device=device).manual_seed(derived_seed(self.seed, "play", round_index, b))
+            state = game.init(n, generator=deal_gen, device=device)
+            learner_seat = torch.arange(n, device=device) % 2
+            for _ in range(int(game.max_game_length) + 1):
+                done = game.is_terminal(state)
+                if bool(done.all()):
+                    break
+                live = ~done
+                player = torch.where(live, game.current_player(state), 0)
+                mask = game.legal_mask(state)
+                obs = game.observe(state, player)
+                actions = torch.zeros(n, dtype=torch.long, device=device)
+                learner = live if opponent is None else live & (player == learner_seat)
+                rows = learner.nonzero().squeeze(1)
+                if rows.numel():
+                    chosen = teacher.act(obs[rows], mask[rows]).to(device)
+                    d = teacher.last_decision
+                    target = improved_target(d.candidates, d.mean, d.prior if uses_prior else None, cfg.temperature)
+                    if cfg.play == "target":
+                        chosen = d.candidates.gather(1, sample_from_probs(target, play_gen)[:, None]).squeeze(1)
+                    actions[rows] = chosen
+                    keep = (d.candidates >= 0).sum(dim=1) > 1  # a forced move teaches nothing
+                    if bool(keep.any()):
+                        searched += int(keep.sum())
+                        blocks.append(Positions.make(obs[rows][keep], mask[rows][keep], d.candidates[keep],
+                                                     d.mean[keep], target[keep]))
+                others = (live & ~learner).nonzero().squeeze(1)
+                if others.numel():
+                    actions[others] = opponent.act(obs[others], mask[others], play_gen).to(device)
+                state = game.step(state, actions)
+            else:
+                raise RuntimeError(f"self-play games still running after {game.max_game_length} decisions")
+            if opponent is not None:
+                scores = game.scores(state).double()
+                rows_ = torch.arange(n, device=device)
+                diffs.append(scores[rows_, learner_seat] - scores[rows_, 1 - learner_seat])
+            for listener in self.batch_listeners:
+                listener(round_index, b)
+        seconds = time.perf_counter() - start
+        stats = teacher.stats.to_dict()
+        metrics = {
+            "selfplay/games": cfg.games_per_round, "selfplay/positions": searched,
+            "selfplay/seconds": seconds, "selfplay/positions_per_second": searched / seconds if seconds else 0.0,
+            "selfplay/search_seconds": stats["search_seconds"], "selfplay/rollouts": stats["rollouts"],
+            "selfplay/capped_rollouts": stats["capped_rollouts"],
+        }
+        if diffs:
+            metrics["selfplay/score_diff_vs_pool"] = float(torch.cat(diffs).mean())
+        return (Positions.concat(blocks) if blocks else None), metrics
+
+    def train_network(self, round_index: int) -> tuple[torch.nn.Module, dict]:
+        """A network trained on the kept positions (fresh or fine-tuned per ``improve.init``)."""
+        cfg, game, device = self.cfg, self.game, self.device
+        if cfg.init == "fresh":
+            with torch.random.fork_rng(devices=[]):
+                torch.manual_seed(derived_seed(self.seed, "init", round_index))
+                net = build_network(self.config.network, game.feature_size, game.num_actions)
+        else:
+            net = copy.deepcopy(self.current)
+        net = net.to(device).train()
+        metrics: dict[str, Any] = {"train/positions": len(self.memory)}
+        start = time.perf_counter()
+        if len(self.memory) and cfg.train_steps:
+            data = self.memory.all()
+            valid_all = data.candidates >= 0
+            t_all = data.target.float()
+            entropy = -(t_all * t_all.clamp(min=1e-12).log()).masked_fill(~valid_all, 0).sum(1).mean()
+            optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
+            gen = torch.Generator().manual_seed(derived_seed(self.seed, "train", round_index))
+            losses = []
+            for _ in range(cfg.train_steps):
+                idx = torch.randint(len(data), (cfg.batch_size,), generator=gen)
+                candidates = data.candidates[idx].long().to(device)
+                valid = candidates >= 0
+                logp = masked_log_softmax(net(game.encode(data.obs[idx].to(device))), data.mask[idx].to(device))
+                picked = logp.gather(1, candidates.clamp(min=0)).masked_fill(~valid, 0.0)
+                loss = -(data.target[idx].float().to(device) * picked).sum(dim=1).mean()
+                optimizer.zero_grad(set_to_none=True)
+                loss.backward()
+                if cfg.grad_clip is not None:
+                    torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
+                optimizer.step()
+                losses.append(float(loss.detach()))
+            tail = losses[-max(1, len(losses) // 10):]
+            metrics.update({"train/loss_first": losses[0], "train/loss": sum(tail) / len(tail),
+                            "train/target_entropy": float(entropy)})
+        metrics["train/seconds"] = time.perf_counter() - start
+        return net.eval(), metrics
+
+    def gate(self, candidate: torch.nn.Module, round_index: int) -> tuple[bool, dict]:
+        """Whether ``candidate`` beats the current network significantly (one-sided, paired)."""
+        cfg = self.cfg
+        if cfg.gate_games == 0:
+            return True, {"gate/accepted": 1}
+        start = time.perf_counter()
+        result = play_match(self.game, self.network_player(candidate, "new"), self.network_player(self.current, "current"),
+                            cfg.gate_games, seed=derived_seed(self.seed, "gate", round_index), device=self.device)
+        p = one_sided_p(result.mean_score_diff, result.score_diff_ci95)
+        accepted = p < cfg.gate_alpha
+        return accepted, {"gate/accepted": int(accepted), "gate/p_value": p,
+                          **{f"gate/{k}": float(getattr(result, k)) for k in MATCH_FIGURES},
+                          "gate/seconds": time.perf_counter() - start}
+
+    def evaluate(self) -> dict:
+        """The current network alone (and the teacher over it, with ``eval_search``) against the
+        evaluation bots, on the same deals every round."""
+        cfg = self.cfg
+        if cfg.eval_games == 0:
+            return {}
+        start = time.perf_counter()
+        sides = {"average": self.network_player(self.current, "network")}
+        if cfg.eval_search:
+            sides["search"] = self.teacher()
+        out: dict[str, Any] = {}
+        for opponent in cfg.eval_opponents:
+            for kind, side in sides.items():
+                if kind == "search":
+                    side.search.generator.manual_seed(derived_seed(self.seed, "eval-search", opponent))
+                result = play_match(self.game, side, self._spec_player(opponent), cfg.eval_games,
+                                    seed=derived_seed(self.seed, "eval", opponent), device=self.device)
+                for k in MATCH_FIGURES:
+                    out[f"eval/{opponent}/{kind}/{k}"] = float(getattr(result, k))
+        out["eval/seconds"] = time.perf_counter() - start
+        return out
+
+    def run_round(self) -> dict:
+        """One round (module docstring); returns its metrics (also logged and checkpointed)."""
+        r = self.round + 1
+        start = time.perf_counter()
+        positions, metrics = self.self_play(r)
+        if positions is not None:
+            self.memory.add_round(r, positions)
+        candidate, train_metrics = self.train_network(r)
+        accepted, gate_metrics = self.gate(candidate, r)
+        if accepted:
+            self.past.append(_cpu_state(self.current))
+            self.current = candidate
+        self.round = r
+        metrics = {**metrics, **train_metrics, **gate_metrics, "improve/accepted_total": len(self.past),
+                   **self.evaluate()}
+        total = time.perf_counter() - start
+        metrics["time/round_seconds"] = total
+        for phase, key in (("search", "selfplay/search_seconds"), ("train", "train/seconds"),
+                           ("gate", "gate/seconds"), ("eval", "eval/seconds")):
+            metrics[f"time/share_{phase}"] = metrics.get(key, 0.0) / total if total else 0.0
+        self._record(r, metrics)
+        return metrics
+
+    def improve(self) -> int:
+        """Rounds until ``improve.rounds`` (or ``run.time_budget_seconds`` of this invocation);
+        returns the rounds done."""
+        budget = self.config.run.time_budget_seconds
+        start = time.perf_counter()
+        if self.round == 0 and self.run is not None and not self.run.latest_path.exists():
+            self._record(0, self.evaluate())  # where the start network stands
+        while self.round < self.cfg.rounds:
+            if budget is not None and time.perf_counter() - start > budget:
+                self._log("time budget of %.0fs spent after round %d", budget, self.round)
+                break
+            self.run_round()
+        return self.round
+
+    # State -----------------------------------------------------------------------------------
+    def payload(self) -> dict:
+        """A checkpoint payload: trainer-shaped (load_agent / player specs), plus the improvement state."""
+        agent = self.agent
+        return {
+            "config": self.config.model_dump(mode="json"),
+            "game": {"name": self.game.name, "version": int(self.game.version), "config": self.game.config_dict()},
+            "iteration": int(agent.iteration),
+            "advantage_nets": [_cpu_state(net) for net in agent.advantage_nets],
+            "strategy_net": _cpu_state(self.current),
+            "advantage_trained": list(agent.advantage_trained),
+            "memories": self.memory.state_dict(),
+            "improve": {"round": self.round, "past": self.past},
+            "meta": make_meta(self.config, self.round, self.game),
+        }
+
+    def _record(self, r: int, metrics: dict) -> None:
+        if self.run is None:
+            return
+        self.run.log_metrics(r, metrics)
+        self.run.write_report(f"round_{r:03d}", {"round": r, **metrics})
+        self.run.save_checkpoint(self.payload(), r, self.game)
+        if r:
+            self._log("round %d: %d positions, gate %s (diff %+.2f, p %.3g), %.0fs", r,
+                      metrics.get("selfplay/positions", 0), "accepted" if metrics.get("gate/accepted") else "rejected",
+                      metrics.get("gate/mean_score_diff", float("nan")), metrics.get("gate/p_value", float("nan")),
+                      metrics["time/round_seconds"])
+
+    def _log(self, message: str, *args) -> None:
+        if self.run is not None:
+            self.run.log(message, *args)
+
+
+__all__ = ["Improver", "improve_config", "derived_seed", "one_sided_p", "LEARNER"]
