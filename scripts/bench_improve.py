@@ -1,0 +1,68 @@
+"""One expert-iteration round (deepcfr.improve): searched positions labelled per second and the
+share of the round's time in search, training and gating. Without --checkpoint it improves an
+untrained tiny network of the given variant (what a machine without a trained run has).
+
+    PYTHONPATH=src python scripts/bench_improve.py --variant mini --games 64
+    PYTHONPATH=src python scripts/bench_improve.py --checkpoint runs/.../latest.pt --device cuda --games 400
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--checkpoint", default=None, help="checkpoint to improve (default: an untrained tiny network)")
+    p.add_argument("--variant", default="mini", help="variant of the untrained network (without --checkpoint)")
+    p.add_argument("--hidden", type=int, default=64, help="hidden size of the untrained network")
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--games", type=int, default=64, help="self-play games in the round")
+    p.add_argument("--batch-games", type=int, default=64, help="games in lockstep")
+    p.add_argument("--determinizations", type=int, default=16)
+    p.add_argument("--candidates", type=int, default=4)
+    p.add_argument("--train-steps", type=int, default=200)
+    p.add_argument("--gate-games", type=int, default=100)
+    p.add_argument("--threads", type=int, default=1)
+    p.add_argument("--json-out", default=None, help="also write the figures to this JSON file")
+    args = p.parse_args()
+    torch.set_num_threads(args.threads)
+
+    from deepcfr.improve import Improver, improve_config
+
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from search_helpers import tiny_checkpoint  # the tests' untrained checkpoint
+
+    with tempfile.TemporaryDirectory() as tmp:
+        checkpoint = args.checkpoint or str(tiny_checkpoint(Path(tmp) / "tiny.pt", args.variant, args.hidden))
+        config = improve_config(checkpoint, overrides=[
+            f"improve.teacher=search[determinizations={args.determinizations},candidates={args.candidates}]:learner",
+            "improve.rounds=1", f"improve.games_per_round={args.games}", f"improve.batch_games={args.batch_games}",
+            f"improve.train_steps={args.train_steps}", f"improve.gate_games={args.gate_games}", "improve.eval_games=0",
+            f"run.device={args.device}", f"run.threads={args.threads}",
+        ])
+        improver = Improver(config)
+        start = time.perf_counter()
+        metrics = improver.run_round()
+        wall = time.perf_counter() - start
+    keys = ("selfplay/positions", "selfplay/positions_per_second", "selfplay/search_seconds", "train/seconds",
+            "gate/seconds", "gate/mean_score_diff", "gate/score_diff_ci95", "gate/accepted", "time/share_search",
+            "time/share_train", "time/share_gate")
+    figures = {"device": args.device, "checkpoint": args.checkpoint or f"untrained {args.variant} {args.hidden}x2",
+               "games": args.games, "determinizations": args.determinizations, "candidates": args.candidates,
+               "round_seconds": wall, **{k: metrics.get(k) for k in keys}}
+    print(json.dumps(figures, indent=1))
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(figures, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
