@@ -154,13 +154,15 @@ def test_a_kill_during_a_round_resumes_to_the_uninterrupted_result(mini_checkpoi
 def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint, tmp_path, capsys):
     run_dir = tmp_path / "run"
     args = ["improve", "--checkpoint", str(mini_checkpoint), "--run-dir", str(run_dir), "--rounds", "1", "--json",
-            *[x for item in [*TINY, "improve.eval_games=4", "improve.eval_opponents=[random]"] for x in ("--set", item)]]
+            *[x for item in [*TINY, "improve.eval_games=4", "improve.eval_opponents=[random]",
+                                                        "improve.eval_search=true"] for x in ("--set", item)]]
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["rounds"] == 1 and summary["checkpoint"].endswith("latest.pt")
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [0, 1]
     assert "eval/random/average/win_rate" in records[0] and records[1]["selfplay/positions"] > 0
+    assert 0 <= records[1]["eval/random/search/win_rate"] <= 1
     assert (run_dir / "reports" / "round_001.json").is_file()
     network = load_player(summary["checkpoint"])
     searched = load_player(f"search[determinizations=2,candidates=2]:{summary['checkpoint']}")
