@@ -25,7 +25,7 @@ import torch
 
 from .engine import (CAP_FLAG, DECISION_BITS, DECK_FLAG, T_DECISIONS, T_DECK, T_DISCARD, T_PLAYER, T_PLY, LostCitiesGame,
                      LostCitiesState)
-from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, LOC_UNKNOWN
+from .layout import card_kinds, LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, LOC_UNKNOWN
 
 
 
@@ -107,8 +107,8 @@ def state_from_hidden(game: LostCitiesGame, obs: torch.Tensor, to_opp: torch.Ten
                              torch.where(first[:, None], opp_in_hand * opp_digit, obs_hand * copy_digit))
 
     # Expeditions per seat: the codes of the seat's own plane.
-    kinds = torch.tensor([r.card_kind(c) for c in range(D)], device=device)
-    values = torch.tensor([r.kind_value(r.card_kind(c)) for c in range(D)], device=device)
+    kinds = card_kinds(r, device).reshape(D)  # card ids run colour-major, as in the layout
+    values = torch.where(kinds == 0, 0, r.min_rank + kinds - 1)
     color = torch.arange(D, device=device) // P
     blocked = torch.zeros(N, 2, C, R1, dtype=torch.long, device=device)
     exp_words = torch.zeros(N, 2, C, dtype=torch.long, device=device)
