@@ -248,8 +248,10 @@ class Improver:
             entropy = -(t_all * t_all.clamp(min=1e-12).log()).masked_fill(~valid_all, 0).sum(1).mean()
             optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
             gen = torch.Generator().manual_seed(derived_seed(self.seed, "train", round_index))
-            losses = []
-            for _ in range(cfg.train_steps):
+            # Losses stay on the device and are read once: a read per step would make the host
+            # wait for every step.
+            step_losses = torch.empty(cfg.train_steps, device=device)
+            for step in range(cfg.train_steps):
                 idx = torch.randint(len(data), (cfg.batch_size,), generator=gen)
                 candidates = data.candidates[idx].long().to(device)
                 valid = candidates >= 0
@@ -261,7 +263,8 @@ class Improver:
                 if cfg.grad_clip is not None:
                     torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
                 optimizer.step()
-                losses.append(float(loss.detach()))
+                step_losses[step] = loss.detach()
+            losses = step_losses.tolist()
             tail = losses[-max(1, len(losses) // 10):]
             metrics.update({"train/loss_first": losses[0], "train/loss": sum(tail) / len(tail),
                             "train/target_entropy": float(entropy)})
