@@ -67,6 +67,17 @@ def test_searched_positions_target_legal_actions_only(mini_checkpoint):
     assert torch.allclose(positions.target.float().sum(dim=1), torch.ones(len(positions)), atol=2e-3)
 
 
+def test_a_bot_teachers_target_is_its_searchs_choice(mini_checkpoint):
+    overrides = [x for x in TINY if not x.startswith("improve.teacher=")]
+    config = improve_config(str(mini_checkpoint), overrides=[
+        *overrides, "improve.teacher=search[determinizations=3,candidates=3]:heuristic_balanced"])
+    positions, _ = Improver(config).self_play(1)
+    target = positions.target.float()
+    assert len(positions) > 0
+    assert torch.all((target == 0) | (target == 1)) and torch.all(target.sum(dim=1) == 1)  # one-hot
+    assert bool((positions.candidates.long()[target == 1] >= 0).all())  # on a candidate
+
+
 def test_position_memory_keeps_the_last_rounds_and_round_trips():
     memory = PositionMemory(keep_rounds=2)
     for r in (1, 2, 3):
@@ -155,7 +166,7 @@ def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint
     run_dir = tmp_path / "run"
     args = ["improve", "--checkpoint", str(mini_checkpoint), "--run-dir", str(run_dir), "--rounds", "1", "--json",
             *[x for item in [*TINY, "improve.eval_games=4", "improve.eval_opponents=[random]",
-                                                        "improve.eval_search=true"] for x in ("--set", item)]]
+                                                        "improve.eval_search=search:learner"] for x in ("--set", item)]]
     assert main(args) == 0
     summary = json.loads(capsys.readouterr().out)
     assert summary["rounds"] == 1 and summary["checkpoint"].endswith("latest.pt")

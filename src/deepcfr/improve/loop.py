@@ -103,11 +103,11 @@ class Improver:
         if config.run.threads > 0:
             torch.set_num_threads(config.run.threads)
         self.seed = config.run.seed
-        spec = parse_player(self.cfg.teacher)
-        if spec.kind != "search":
-            raise ValueError(f"improve.teacher must be a search spec (search:SPEC, e.g. search:{LEARNER} or "
-                             f"search:heuristic_balanced), not {self.cfg.teacher!r}")
-        self.teacher_spec = spec
+        for key in ("teacher", "eval_search"):
+            text = getattr(self.cfg, key)
+            if text is not None and parse_player(text).kind != "search":
+                raise ValueError(f"improve.{key} must be a search spec (search:SPEC, e.g. search:{LEARNER} or "
+                                 f"search:heuristic_balanced), not {text!r}")
         self.batch_listeners: list[Callable[[int, int], None]] = []  # called (round, batch) after each batch
         payload = run.load_latest() if run is not None and run.resume else None
         if payload is None:
@@ -148,11 +148,15 @@ class Improver:
 
     def teacher(self):
         """The search teacher (a SearchPlayer): over the current network for ``search:learner``."""
-        spec = self.teacher_spec
+        return self.search_agent(self.cfg.teacher)
+
+    def search_agent(self, text: str):
+        """The search player of spec ``text``; the base ``learner`` is the current network."""
+        spec = parse_player(text)
         if spec.base.kind == "bot" and spec.base.name == LEARNER:
             base = self.network_player(self.current, LEARNER)
-            return search_player(base, self.cfg.teacher, self.device, spec.settings)
-        return self._spec_player(self.cfg.teacher)
+            return search_player(base, text, self.device, spec.settings)
+        return self._spec_player(text)
 
     def opponent(self, entry: str, batch: int):
         """The pool entry's player for a batch; None: the learner itself (self-play)."""
@@ -196,7 +200,10 @@ class Improver:
                 if rows.numel():
                     chosen = teacher.act(obs[rows], mask[rows]).to(device)
                     d = teacher.last_decision
-                    target = improved_target(d.candidates, d.mean, d.prior if uses_prior else None, cfg.temperature)
+                    if uses_prior:
+                        target = improved_target(d.candidates, d.mean, d.prior, cfg.temperature)
+                    else:  # a bot has no probabilities to improve: its search's choice (paired test included) is the target
+                        target = (d.candidates == d.chosen[:, None]).float()
                     if cfg.play == "target":
                         chosen = d.candidates.gather(1, sample_from_probs(target, play_gen)[:, None]).squeeze(1)
                     actions[rows] = chosen
@@ -294,7 +301,7 @@ class Improver:
         start = time.perf_counter()
         sides = {"average": self.network_player(self.current, "network")}
         if cfg.eval_search:
-            sides["search"] = self.teacher()
+            sides["search"] = self.search_agent(cfg.eval_search)
         out: dict[str, Any] = {}
         for opponent in cfg.eval_opponents:
             for kind, side in sides.items():

@@ -215,7 +215,7 @@ class ImproveConfig(_Section):
     # one), a bot name or a checkpoint spec (only the learner's seat is labelled)
     opponents: list[str] = Field(default_factory=lambda: ["self"], min_length=1)
     # points: the target over the search's candidates is pi(a) * exp(value(a) / temperature),
-    # normalised over the candidates (pi uniform for a bot base, which has no probabilities)
+    # normalised over the candidates; a bot base has no pi: its target is the search's choice
     temperature: float = Field(5.0, gt=0)
     # the learner's move in self-play: the search's choice, or a sample from the improved target
     play: Literal["chosen", "target"] = "chosen"
@@ -233,7 +233,10 @@ class ImproveConfig(_Section):
     gate_alpha: float = Field(0.05, gt=0, lt=1)
     eval_games: int = Field(0, ge=0)  # games (even) per evaluation opponent after each round; 0: none
     eval_opponents: list[str] = Field(default_factory=lambda: ["heuristic_balanced", "heuristic_careful"])
-    eval_search: bool = False  # also evaluate the teacher (search over the round's network)
+    # a search spec also evaluated after each round, e.g. search:learner (search over the round's
+    # network at the search defaults; the teacher may be another search, such as one over a bot);
+    # null: the network alone only
+    eval_search: str | None = None
 
     @field_validator("gate_games", "eval_games")
     @classmethod
