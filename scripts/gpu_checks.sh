@@ -15,7 +15,10 @@
 #   server         the inference server on CUDA against the local (worker CPU) backend
 #   forward        the forward profile at batch 1 ... 65536 (fp32, bf16) against the matmul peak
 #   traversal      traversal decisions/s of the default config (512x3) against the forward bound
-#   search         the search bench (`deepcfr bench search`), when it exists
+#   search         the search bench (`deepcfr bench search` over the train step's network):
+#                  rollout decisions/s against the forward bound
+#   search_eval    the search agent over the train step's network against it, 2000 paired games
+#   improve        one short expert-iteration round from that checkpoint (`deepcfr improve`)
 #   compile        training step with torch.compile off and on (fp32, bf16); last, so that a
 #                  slow compilation costs only its own figures
 #
@@ -191,18 +194,34 @@ step traversal 50 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench traver
   --set run.device="$DEVICE" "${TRAVERSAL[@]}" --json
 
 # ---------------------------------------------------------------------------------------------
-# The search bench (issue 14's `deepcfr bench search`): its arguments are the search code's to
-# choose; it must take --device and --json (and a small --dry-run size) and print one JSON object.
-if "$PYTHON" -m deepcfr.cli.main bench search --help >/dev/null 2>&1; then
-  # A quarter of a million rollouts in one lockstep batch (256 decisions x 4 candidates x 256
-  # deals) over heuristic_balanced (no checkpoint on the lent machine).
-  SEARCH=(--device "$DEVICE" --json --decisions 256 --search-determinizations 256 --search-max-batch 1048576 --repeats 1)
-  [ "$DRY" = 1 ] && SEARCH+=(--dry-run)
-  step search 40 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${SEARCH[@]}"
+# The search bench: a quarter of a million rollouts in one lockstep batch (256 decisions x 4
+# candidates x 256 deals) by the search at the shipped defaults over the train step's network.
+CK="$WORK/run/checkpoints/latest.pt"
+SEARCH=(--player "search:$CK" --device "$DEVICE" --json --decisions 256 --search-determinizations 256
+        --search-max-batch 1048576 --repeats 1)
+[ "$DRY" = 1 ] && SEARCH+=(--dry-run)
+step search 40 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${SEARCH[@]}"
+
+# ---------------------------------------------------------------------------------------------
+# The search agent at the shipped defaults over the train step's network against that network
+# (2000 paired games, every deciding game x candidates x deals in one lockstep batch), then one
+# short expert-iteration round from the same checkpoint (search-labelled self-play, training,
+# gate, evaluation of the network and the search over it).
+if [ "$DRY" = 1 ]; then
+  SEARCH_GAMES=4
+  IMPROVE_SIZE=(--set improve.games_per_round=4 --set improve.batch_games=4 --set improve.train_steps=3
+                --set improve.batch_size=16 --set improve.gate_games=4 --set improve.eval_games=4
+                --set "improve.teacher=search[determinizations=2,candidates=2]:learner" --set run.threads=1)
 else
-  printf 'search\tskipped\t-\t0\t40\t`deepcfr bench search` does not exist yet\n' >> "$WORK/steps.tsv"
-  echo "== search: skipped (deepcfr bench search does not exist yet)" | tee -a "$LOG"
+  SEARCH_GAMES=2000
+  IMPROVE_SIZE=(--set improve.games_per_round=256 --set improve.batch_games=256 --set improve.train_steps=300
+                --set improve.batch_size=1024 --set improve.gate_games=400 --set improve.eval_games=400)
 fi
+step search_eval 70 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main arena --a "search:$CK" --b "$CK" \
+  --games "$SEARCH_GAMES" --device "$DEVICE" --json
+step improve 50 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main improve --checkpoint "$CK" \
+  --run-dir "$WORK/improve" --rounds 1 --set run.device="$DEVICE" --set run.progress=false \
+  --set "improve.eval_opponents=[heuristic_balanced]" --set improve.eval_search=search:learner "${IMPROVE_SIZE[@]}" --json
 
 # ---------------------------------------------------------------------------------------------
 # Last: a slow compilation (minutes, at worst) can only cost its own figures.

@@ -172,6 +172,17 @@ def tables(summary: dict) -> str:
     search = summary["steps"].get("search", {}).get("figures")
     if search:
         out += ["## Search", "", "```", json.dumps(search, indent=1)[:3000], "```", ""]
+    match = summary["steps"].get("search_eval", {}).get("figures")
+    if match:
+        out += ["## Search agent against its network", ""]
+        out += table(["games", "win rate", "mean diff", "ci95", "s/move", "rollout decisions/s", "capped rollouts"],
+                     [[match.get("games"), match.get("win_rate"), match.get("mean_score_diff"), match.get("score_diff_ci95"),
+                       match.get("a_seconds_per_move"), match.get("a_rollout_decisions_per_second"),
+                       match.get("a_capped_rollouts")]])
+    improve = summary["steps"].get("improve", {}).get("figures")
+    if improve:
+        out += ["## Expert iteration round", ""]
+        out += table(["figure", "value"], [[k, v] for k, v in improve.items() if isinstance(v, (int, float))])
     return "\n".join(out)
 
 

@@ -24,9 +24,10 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ok"] and summary["dry_run"] and not summary["problems"]
     steps = summary["steps"]
-    expected = ["env", "cuda_tests", "train", "resume", "amp", "server", "forward", "traversal", "search", "compile"]
+    expected = ["env", "cuda_tests", "train", "resume", "amp", "server", "forward", "traversal", "search", "search_eval", "improve",
+                "compile"]
     assert list(steps) == expected
-    for name in [n for n in expected if n != "search"]:
+    for name in expected:
         assert steps[name]["status"] == "ok", steps[name]
         assert steps[name]["seconds"] <= steps[name]["limit_seconds"]
     assert steps["env"]["figures"]["checks_device"] == "cpu"
@@ -40,10 +41,16 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     assert steps["server"]["figures"]["traversal_speedup_server_vs_local"] > 0
     assert [r["batch"] for r in steps["forward"]["figures"]["results"]] == [1, 64]
     assert steps["traversal"]["figures"]["decisions_per_second"] > 0
-    assert steps["search"]["status"] in ("ok", "skipped")
+    assert steps["search"]["figures"]["rollout_decisions_per_second"] > 0
+    match = steps["search_eval"]["figures"]
+    assert match["games"] == 4 and match["a_searched_decisions"] > 0
+    improved = steps["improve"]["figures"]
+    assert improved["rounds"] == 1 and improved["selfplay/positions"] > 0
+    assert 0 <= improved["eval/heuristic_balanced/search/win_rate"] <= 1
     tables = (out / "tables.md").read_text()
     for heading in ("## CUDA tests", "## Lost Cities training run", "## Training step (amp)", "## Forward pass",
-                    "## Traversal against the forward bound", "## Inference server"):
+                    "## Traversal against the forward bound", "## Inference server",
+                    "## Search agent against its network", "## Expert iteration round"):
         assert heading in tables
     assert not list(tmp_path.glob("gpu_checks.*"))  # its work folder is removed
 

@@ -67,7 +67,8 @@ def run(args) -> int:
         "accepted_rounds": int(last.get("improve/accepted_total", 0)),
         "wall_seconds": round(time.perf_counter() - started, 3),
         "checkpoint": str(run_.latest_path) if run_.latest_path.exists() else None,
-        **{k: v for k, v in last.items() if k.startswith(("eval/", "gate/")) and isinstance(v, (int, float))},
+        **{k: v for k, v in last.items()
+           if k.startswith(("eval/", "gate/", "selfplay/", "time/share_")) and isinstance(v, (int, float))},
     }
     emit(summary, args.json, title="improvement finished")
     if summary["checkpoint"]:
