@@ -168,7 +168,12 @@ def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint
             *[x for item in [*TINY, "improve.eval_games=4", "improve.eval_opponents=[random]",
                                                         "improve.eval_search=search:learner"] for x in ("--set", item)]]
     assert main(args) == 0
-    summary = json.loads(capsys.readouterr().out)
+    captured = capsys.readouterr()
+    summary = json.loads(captured.out)
+    # progress on stderr (--json keeps stdout to the one object): batches, the round, the evaluations
+    assert "round 1: self-play batch 1/1 done" in captured.err
+    assert "round 1/1" in captured.err and "ETA" in captured.err
+    assert "vs random" in captured.err and "search" in captured.err
     assert summary["rounds"] == 1 and summary["checkpoint"].endswith("latest.pt")
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [0, 1]

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from .common import add_json_flag, emit
-from .train_cmd import _default_run_dir, next_steps
+from .train_cmd import TrainingProgress, _default_run_dir, next_steps
 
 
 def register(subparsers) -> None:
@@ -56,7 +56,13 @@ def run(args) -> int:
     print(f"run directory: {run_.dir}", file=out, flush=True)
     started = time.perf_counter()
     with run_:
+        cfg = run_.config.improve
+        run_.metrics_listeners.append(TrainingProgress(run_.config, out, unit="round", target=cfg.rounds,
+                                                       eval_games=cfg.eval_games))
         improver = Improver(run_.config, run=run_)
+        batches = -(-cfg.games_per_round // cfg.batch_games)
+        improver.batch_listeners.append(lambda r, b: print(
+            f"round {r}: self-play batch {b + 1}/{batches} done ({time.perf_counter() - started:.0f}s)", file=out, flush=True))
         rounds = improver.improve()
         metrics = run_.read_metrics()
     last: dict = {}

@@ -69,10 +69,13 @@ class TrainingProgress:
 
     BAR = 24
 
-    def __init__(self, config, out, clock=time.perf_counter):
+    def __init__(self, config, out, clock=time.perf_counter, *, unit: str = "iteration", target: int | None = None,
+                 eval_games: int | None = None):
+        # unit "round" serves `deepcfr improve` (target improve.rounds, records with time/round_seconds)
         self.budget = config.run.time_budget_seconds
-        self.target = config.run.iterations
-        self.eval_games = config.eval.games
+        self.unit = unit
+        self.target = config.run.iterations if target is None else target
+        self.eval_games = config.eval.games if eval_games is None else eval_games
         self.out = out
         self.clock = clock
         self.started = clock()
@@ -80,7 +83,7 @@ class TrainingProgress:
 
     def __call__(self, record: dict) -> None:
         iteration = int(record["iteration"])
-        if "time/iteration_seconds" in record:
+        if f"time/{self.unit}_seconds" in record:
             print(self.progress_line(iteration), file=self.out, flush=True)
         for line in self.evaluation_lines(record):
             print(line, file=self.out, flush=True)
@@ -90,7 +93,7 @@ class TrainingProgress:
             self.first = iteration
         elapsed = self.clock() - self.started
         per_iteration = elapsed / (iteration - self.first + 1)
-        eta, by = (self.target - iteration) * per_iteration, "iterations"
+        eta, by = (self.target - iteration) * per_iteration, f"{self.unit}s"
         fraction = iteration / self.target
         if self.budget is not None:
             fraction = max(fraction, elapsed / self.budget)
@@ -98,8 +101,8 @@ class TrainingProgress:
                 eta, by = max(self.budget - elapsed, 0.0), "time budget"
         filled = min(self.BAR, int(round(self.BAR * min(fraction, 1.0))))
         budget = f" of {_duration(self.budget)}" if self.budget is not None else ""
-        return (f"progress [{'#' * filled}{'.' * (self.BAR - filled)}] {_duration(elapsed)}{budget}, iteration "
-                f"{iteration}/{self.target}, {per_iteration:.1f}s per iteration, ETA {_duration(eta)} ({by})")
+        return (f"progress [{'#' * filled}{'.' * (self.BAR - filled)}] {_duration(elapsed)}{budget}, {self.unit} "
+                f"{iteration}/{self.target}, {per_iteration:.1f}s per {self.unit}, ETA {_duration(eta)} ({by})")
 
     def evaluation_lines(self, record: dict) -> list[str]:
         from ..report.metrics import MetricsLog
