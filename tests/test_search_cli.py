@@ -72,7 +72,7 @@ def test_eval_json_reports_each_search_setting(checkpoints, capsys):
 def test_bench_search_prints_the_rate_beside_the_forward_bound(checkpoints, capsys):
     a, _, _ = checkpoints
     assert main(["bench", "search", "--player", str(a), "--decisions", "4", "--plies", "4", "--repeats", "1",
-                 "--search-determinizations", "2", "--json"]) == 0
+                 "--search-determinizations", "2", "--search-candidates", "4", "--json"]) == 0
     out = _json(capsys)
     assert out["player"] == f"search:{a}" and out["rollout_decisions_per_second"] > 0
     assert out["forward_bound_states_per_second"] > 0 and out["fraction_of_forward_bound"] > 0
@@ -84,7 +84,7 @@ def test_play_search_shows_progress_and_the_candidates_at_question_mark(terminal
     t = terminal("play", "--checkpoint", str(a), "--search", "--search-determinizations", "4", "--seat", "1",
                  "--seed", "2")
     screen = t.expect(PROMPT)
-    assert "is thinking (4 hidden-card samples x up to 4 moves" in screen
+    assert "is thinking (4 hidden-card samples x up to 2 moves" in screen
     t.send("?\n")
     shown = t.expect(PROMPT)
     assert "candidates when it chose" in shown

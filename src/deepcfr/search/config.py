@@ -15,17 +15,19 @@ class SearchConfigError(ValueError):
 class SearchConfig(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
+    # Defaults measured in docs/results.md ("Search"): few candidates on many shared deals, and
+    # the paired test, beat more candidates on fewer deals, over a network and over a bot alike.
     # hidden-card samples per decision, shared by every candidate (common random numbers)
-    determinizations: int = Field(16, ge=1)
+    determinizations: int = Field(48, ge=1)
     # the base policy's top-k legal actions that are rolled out (k = 1 plays the base's greedy action)
-    candidates: int = Field(4, ge=1)
+    candidates: int = Field(2, ge=1)
     # weight of log pi(a) of the base policy in the choice (network bases; bots have no pi)
     prior_weight: float = Field(2.0, ge=0.0)
     # points added to the base policy's own (greedy) move before choosing
     base_bonus: float = 0.0
     # another move replaces the base move only when its mean paired difference over the same
     # determinizations is above min_z standard errors (0: whenever it scores higher)
-    min_z: float = Field(0.0, ge=0.0)
+    min_z: float = Field(1.0, ge=0.0)
     # points added to a rollout's utility when the decider wins it (subtracted when it loses):
     # moves the choice from the mean score difference towards the win rate
     win_bonus: float = Field(0.0, ge=0.0)
