@@ -187,11 +187,13 @@ def _rules_identity(game) -> dict:
     return {k: v for k, v in game.config_dict().items() if k != "ply_cap"}
 
 
-def _same_game(a, b) -> bool:
+def same_game(a, b) -> bool:
+    """Whether two games have the same rules (the ply cap aside): a checkpoint can play in the other."""
     return a.name == b.name and _rules_identity(a) == _rules_identity(b)
 
 
-def _describe(game) -> str:
+def describe_game(game) -> str:
+    """The game in words for error messages (a Lost Cities variant by name, with what differs)."""
     if game.name == "lost_cities":
         from .games.lost_cities.rules import VARIANTS, make_rules
 
@@ -222,9 +224,9 @@ def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device 
         if not path.is_file():
             raise CheckpointError(f"checkpoint not found: {path}")
         agent = _load_agent(str(path), device)
-        if game is not None and not _same_game(agent.game, game):
-            raise ValueError(f"checkpoint {path} is for {_describe(agent.game)}, but this match plays "
-                             f"{_describe(game)}")
+        if game is not None and not same_game(agent.game, game):
+            raise ValueError(f"checkpoint {path} is for {describe_game(agent.game)}, but this match plays "
+                             f"{describe_game(game)}")
         return NetworkPlayer(agent, spec.policy, spec.greedy, str(spec))
     base = load_player(spec.base, game, device)
     return search_player(base, str(spec), device, search_settings, spec.settings)
@@ -245,5 +247,5 @@ def _load_agent(path: str, device):
     return load_agent(path, device=device)
 
 
-__all__ = ["PlayerSpec", "PlayerSpecError", "parse_player", "load_player", "search_player", "BotPlayer", "NetworkPlayer",
-           "SearchPlayer", "VALID_FORMS"]
+__all__ = ["PlayerSpec", "PlayerSpecError", "parse_player", "load_player", "search_player", "same_game", "describe_game",
+           "BotPlayer", "NetworkPlayer", "SearchPlayer", "VALID_FORMS"]

@@ -23,7 +23,7 @@ from typing import Callable, Sequence
 
 import torch
 
-from ..players import PlayerSpec, PlayerSpecError, _describe, _same_game, load_player, parse_player
+from ..players import PlayerSpec, PlayerSpecError, describe_game, same_game, load_player, parse_player
 from .paths import PathError, is_under
 
 TOP_PROBS = 8  # actions shown with the agent's probabilities
@@ -129,8 +129,8 @@ class PlayerCache:
                 except (ValueError, OSError, RuntimeError, KeyError) as e:
                     raise ValueError(f"cannot load player {text!r}: {e}") from None
             seated = self._players[key]
-        if game is not None and seated.game is not None and not _same_game(seated.game, game):
-            raise ValueError(f"player {text!r} plays {_describe(seated.game)}, but this table plays {_describe(game)}")
+        if game is not None and seated.game is not None and not same_game(seated.game, game):
+            raise ValueError(f"player {text!r} plays {describe_game(seated.game)}, but this table plays {describe_game(game)}")
         return seated
 
     def game_of(self, text: str):
