@@ -40,6 +40,17 @@ def _iterations(run_dir: Path) -> list[int]:
     return [json.loads(x)["iteration"] for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()]
 
 
+def kill_when(proc, ready) -> None:
+    """SIGKILL ``proc`` as soon as ``ready()`` holds (unless it ended first), and reap it."""
+    try:
+        while proc.poll() is None and not ready():
+            time.sleep(0.02)
+    finally:
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGKILL)
+        proc.wait()
+
+
 @pytest.fixture(scope="module")
 def smoke_run(tmp_path_factory):
     run_dir = tmp_path_factory.mktemp("smoke") / "run"
@@ -120,15 +131,9 @@ def test_killed_run_resumes_to_the_uninterrupted_runs_metrics(tmp_path):
     proc = subprocess.Popen(_cmd(*args(run_dir)), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
                             stderr=subprocess.PIPE)
     metrics = run_dir / "metrics.jsonl"
-    try:
-        # The known point: iteration 2's metrics line is written (its checkpoint goes in place
-        # right after it), then the process is killed during iteration 3.
-        while proc.poll() is None and not (metrics.exists() and len(_iterations(run_dir)) >= 2):
-            time.sleep(0.02)
-    finally:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGKILL)
-        proc.wait()
+    # The known point: iteration 2's metrics line is written (its checkpoint goes in place
+    # right after it), then the process is killed during iteration 3.
+    kill_when(proc, lambda: metrics.exists() and len(_iterations(run_dir)) >= 2)
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
     done_before = _iterations(run_dir)
     assert 2 <= max(done_before) < 6, done_before

@@ -149,6 +149,17 @@ class NetworkPlayer:
         self.name = name
         self._policy = agent.policy(kind=kind, greedy=False)
 
+    @classmethod
+    def of_network(cls, game, net, name: str) -> "NetworkPlayer":
+        """A bare strategy network's average policy, sampled (what ``agent.policy('average')``
+        plays), for a network that has no checkpoint around it (``agent`` is None)."""
+        from .cfr.policies import StrategyNetPolicy
+
+        player = cls.__new__(cls)
+        player.agent, player.game, player.kind, player.greedy, player.name = None, game, "average", False, name
+        player._policy = StrategyNetPolicy(net, game.encode)
+        return player
+
     def policy(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         """The policy's probabilities [n, A] (the sampled policy's, also for a greedy player)."""
         return self._policy(obs, mask)

@@ -59,11 +59,11 @@ def run(args) -> int:
         cfg = run_.config.improve
         run_.metrics_listeners.append(TrainingProgress(run_.config, out, unit="round", target=cfg.rounds,
                                                        eval_games=cfg.eval_games))
-        improver = Improver(run_.config, run=run_)
-        batches = -(-cfg.games_per_round // cfg.batch_games)
-        improver.batch_listeners.append(lambda r, b: print(
-            f"round {r}: self-play batch {b + 1}/{batches} done ({time.perf_counter() - started:.0f}s)", file=out, flush=True))
-        rounds = improver.improve()
+        with Improver(run_.config, run=run_) as improver:
+            batches = -(-cfg.games_per_round // cfg.batch_games)
+            improver.batch_listeners.append(lambda r, b: print(
+                f"round {r}: self-play batch {b + 1}/{batches} done ({time.perf_counter() - started:.0f}s)", file=out, flush=True))
+            rounds = improver.improve()
         metrics = run_.read_metrics()
     last: dict = {}
     for record in metrics:

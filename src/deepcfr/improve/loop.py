@@ -4,7 +4,8 @@ A round (``Improver.run_round``):
   1. self-play in lockstep batches of ``improve.batch_games`` games against the opponent pool;
      at each step every game whose learner is to move is decided by ONE batched teacher search
      call, and each searched position (more than one candidate) is recorded with its improved
-     target (``positions.improved_target``);
+     target (``positions.improved_target``). Each batch is a chunk (``labelling.LabelChunk``)
+     run by the executor of ``improve.executor`` (inline, worker processes, Ray actors);
   2. a network (fresh, or the current one fine-tuned) is trained on the last ``keep_rounds``
      rounds' positions: masked cross-entropy to the targets over the candidates;
   3. gating: the new network against the current one on paired deals; it replaces the current
@@ -26,7 +27,6 @@ an uninterrupted run does.
 from __future__ import annotations
 
 import copy
-import dataclasses
 import hashlib
 import math
 import time
@@ -36,14 +36,13 @@ import torch
 
 from ..cfr.networks import build_network, masked_log_softmax
 from ..evaluate.arena import play_match
-from ..games.base import sample_from_probs
 from ..players import NetworkPlayer, load_player, parse_player, search_player
 from ..train.agent import load_agent
 from ..train.checkpoint import make_meta
 from ..train.config import TrainConfig
-from .positions import PositionMemory, Positions, improved_target
+from .labelling import LEARNER, LabelChunk, teaches_over_learner, total_search_stats
+from .positions import PositionMemory, Positions
 
-LEARNER = "learner"  # the teacher's base name for the current network
 MATCH_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95")
 
 
@@ -108,7 +107,8 @@ class Improver:
             if text is not None and parse_player(text).kind != "search":
                 raise ValueError(f"improve.{key} must be a search spec (search:SPEC, e.g. search:{LEARNER} or "
                                  f"search:heuristic_balanced), not {text!r}")
-        self.batch_listeners: list[Callable[[int, int], None]] = []  # called (round, batch) after each batch
+        # called (round, batch) for each batch, in batch order, once the round's self-play is done
+        self.batch_listeners: list[Callable[[int, int], None]] = []
         payload = run.load_latest() if run is not None and run.resume else None
         if payload is None:
             if self.cfg.checkpoint is None:
@@ -135,102 +135,89 @@ class Improver:
         self.game = agent.game
         self.current = agent.strategy_net.to(self.device).eval()
         self._players: dict[str, Any] = {}
+        self._executor = None
 
     # Players ---------------------------------------------------------------------------------
     def network_player(self, net: torch.nn.Module, name: str) -> NetworkPlayer:
         """``net`` as the strategy network of a player (sampled, as checkpoint specs play)."""
-        return NetworkPlayer(dataclasses.replace(self.agent, strategy_net=net), "average", False, name)
+        return NetworkPlayer.of_network(self.game, net, name)
 
     def _spec_player(self, spec: str):
         if spec not in self._players:
             self._players[spec] = load_player(spec, self.game, self.device)
         return self._players[spec]
 
-    def teacher(self):
-        """The search teacher (a SearchPlayer): over the current network for ``search:learner``."""
-        return self.search_agent(self.cfg.teacher)
-
     def search_agent(self, text: str):
         """The search player of spec ``text``; the base ``learner`` is the current network."""
-        spec = parse_player(text)
-        if spec.base.kind == "bot" and spec.base.name == LEARNER:
+        if teaches_over_learner(text):
             base = self.network_player(self.current, LEARNER)
-            return search_player(base, text, self.device, spec.settings)
+            return search_player(base, text, self.device, parse_player(text).settings)
         return self._spec_player(text)
 
-    def opponent(self, entry: str, batch: int):
-        """The pool entry's player for a batch; None: the learner itself (self-play)."""
-        if entry == "self" or (entry == "past" and not self.past):
-            return None
-        if entry == "past":
-            net = build_network(self.config.network, self.game.feature_size, self.game.num_actions)
-            net.load_state_dict(self.past[batch // len(self.cfg.opponents) % len(self.past)])
-            return self.network_player(net.to(self.device).eval(), "past")
-        return self._spec_player(entry)
-
     # A round ---------------------------------------------------------------------------------
+    def executor(self):
+        """The executor of ``improve.executor`` for the self-play batches (workers start on first
+        use; ``close`` stops them)."""
+        if self._executor is None:
+            from ..parallel.chunks import GameSpec
+            from ..parallel.executors import build_executor
+            from ..train.checkpoint import game_params
+
+            cfg = self.cfg
+            spec = GameSpec.of(self.config.game.name, game_params(self.config))
+            self._executor = build_executor(cfg.executor, cfg.num_workers, self.game, self.device, spec,
+                                            ray_address=self.config.ray.address, role="labelling",
+                                            setting="improve.executor")
+        return self._executor
+
+    def label_chunks(self, round_index: int) -> tuple[list[LabelChunk], dict[str, torch.nn.Module]]:
+        """A round's self-play batches as chunks, and the networks they name (the current one as
+        ``learner``, accepted earlier ones as ``past_J``)."""
+        cfg = self.cfg
+        networks: dict[str, torch.nn.Module] = {LEARNER: self.current}
+        chunks = []
+        for b in range(math.ceil(cfg.games_per_round / cfg.batch_games)):
+            entry = cfg.opponents[b % len(cfg.opponents)]
+            opponent = opponent_network = None
+            if entry == "past" and self.past:
+                j = b // len(cfg.opponents) % len(self.past)
+                opponent_network = f"past_{j}"
+                if opponent_network not in networks:
+                    net = build_network(self.config.network, self.game.feature_size, self.game.num_actions)
+                    net.load_state_dict(self.past[j])
+                    networks[opponent_network] = net.to(self.device).eval()
+            elif entry not in ("self", "past"):
+                opponent = entry
+            chunks.append(LabelChunk(
+                index=b, round=round_index, games=min(cfg.batch_games, cfg.games_per_round - b * cfg.batch_games),
+                teacher=cfg.teacher, temperature=cfg.temperature, play=cfg.play,
+                teacher_seed=derived_seed(self.seed, "teacher", round_index, b),
+                deal_seed=derived_seed(self.seed, "deal", round_index, b),
+                play_seed=derived_seed(self.seed, "play", round_index, b),
+                opponent=opponent, opponent_network=opponent_network))
+        names = set().union(*(c.network_names() for c in chunks))
+        return chunks, {name: net for name, net in networks.items() if name in names}
+
     def self_play(self, round_index: int) -> tuple[Positions | None, dict]:
-        cfg, game, device = self.cfg, self.game, self.device
-        teacher = self.teacher()
-        uses_prior = hasattr(teacher.base, "policy")
-        blocks: list[Positions] = []
-        diffs, searched = [], 0
-        teacher.stats.reset()
+        """The round's self-play batches through the executor: the searched positions (None:
+        none) and the self-play metrics."""
+        chunks, networks = self.label_chunks(round_index)
         start = time.perf_counter()
-        n_batches = math.ceil(cfg.games_per_round / cfg.batch_games)
-        for b in range(n_batches):
-            n = min(cfg.batch_games, cfg.games_per_round - b * cfg.batch_games)
-            opponent = self.opponent(cfg.opponents[b % len(cfg.opponents)], b)
-            teacher.search.generator.manual_seed(derived_seed(self.seed, "teacher", round_index, b))
-            deal_gen = torch.Generator().manual_seed(derived_seed(self.seed, "deal", round_index, b))
-            play_gen = torch.Generator(device=device).manual_seed(derived_seed(self.seed, "play", round_index, b))
-            state = game.init(n, generator=deal_gen, device=device)
-            learner_seat = torch.arange(n, device=device) % 2
-            for _ in range(int(game.max_game_length) + 1):
-                done = game.is_terminal(state)
-                if bool(done.all()):
-                    break
-                live = ~done
-                player = torch.where(live, game.current_player(state), 0)
-                mask = game.legal_mask(state)
-                obs = game.observe(state, player)
-                actions = torch.zeros(n, dtype=torch.long, device=device)
-                learner = live if opponent is None else live & (player == learner_seat)
-                rows = learner.nonzero().squeeze(1)
-                if rows.numel():
-                    chosen = teacher.act(obs[rows], mask[rows]).to(device)
-                    d = teacher.last_decision
-                    if uses_prior:
-                        target = improved_target(d.candidates, d.mean, d.prior, cfg.temperature)
-                    else:  # a bot has no probabilities to improve: its search's choice (paired test included) is the target
-                        target = (d.candidates == d.chosen[:, None]).float()
-                    if cfg.play == "target":
-                        chosen = d.candidates.gather(1, sample_from_probs(target, play_gen)[:, None]).squeeze(1)
-                    actions[rows] = chosen
-                    keep = (d.candidates >= 0).sum(dim=1) > 1  # a forced move teaches nothing
-                    if bool(keep.any()):
-                        searched += int(keep.sum())
-                        blocks.append(Positions.make(obs[rows][keep], mask[rows][keep], d.candidates[keep],
-                                                     d.mean[keep], target[keep]))
-                others = (live & ~learner).nonzero().squeeze(1)
-                if others.numel():
-                    actions[others] = opponent.act(obs[others], mask[others], play_gen).to(device)
-                state = game.step(state, actions)
-            else:
-                raise RuntimeError(f"self-play games still running after {game.max_game_length} decisions")
-            if opponent is not None:
-                scores = game.scores(state).double()
-                rows_ = torch.arange(n, device=device)
-                diffs.append(scores[rows_, learner_seat] - scores[rows_, 1 - learner_seat])
-            for listener in self.batch_listeners:
-                listener(round_index, b)
+        results = self.executor().run(networks, chunks)
         seconds = time.perf_counter() - start
-        stats = teacher.stats.to_dict()
+        for result in results:
+            for listener in self.batch_listeners:
+                listener(round_index, result.index)
+        blocks = [r.positions for r in results if r.positions is not None]
+        diffs = [r.score_diffs for r in results if r.score_diffs is not None]
+        searched = sum(len(b) for b in blocks)
+        stats = total_search_stats(results).to_dict()
+        worker_seconds = sum(r.seconds for r in results)
         metrics = {
-            "selfplay/games": cfg.games_per_round, "selfplay/positions": searched,
+            "selfplay/games": self.cfg.games_per_round, "selfplay/positions": searched,
             "selfplay/seconds": seconds, "selfplay/positions_per_second": searched / seconds if seconds else 0.0,
-            "selfplay/search_seconds": stats["search_seconds"], "selfplay/rollouts": stats["rollouts"],
-            "selfplay/capped_rollouts": stats["capped_rollouts"],
+            "selfplay/search_seconds": stats["search_seconds"], "selfplay/worker_seconds": worker_seconds,
+            "selfplay/rollouts": stats["rollouts"], "selfplay/capped_rollouts": stats["capped_rollouts"],
         }
         if diffs:
             metrics["selfplay/score_diff_vs_pool"] = float(torch.cat(diffs).mean())
@@ -331,9 +318,13 @@ class Improver:
                    **self.evaluate()}
         total = time.perf_counter() - start
         metrics["time/round_seconds"] = total
-        for phase, key in (("search", "selfplay/search_seconds"), ("train", "train/seconds"),
-                           ("gate", "gate/seconds"), ("eval", "eval/seconds")):
-            metrics[f"time/share_{phase}"] = metrics.get(key, 0.0) / total if total else 0.0
+        # search: the self-play wall time times the batches' share of their time in search (with
+        # workers, their summed search seconds exceed the wall time)
+        search_wall = metrics["selfplay/seconds"] * min(1.0, metrics["selfplay/search_seconds"] / metrics["selfplay/worker_seconds"]) \
+            if metrics["selfplay/worker_seconds"] else 0.0
+        for phase, seconds in (("search", search_wall), ("train", metrics.get("train/seconds", 0.0)),
+                               ("gate", metrics.get("gate/seconds", 0.0)), ("eval", metrics.get("eval/seconds", 0.0))):
+            metrics[f"time/share_{phase}"] = seconds / total if total else 0.0
         self._record(r, metrics)
         return metrics
 
@@ -350,6 +341,18 @@ class Improver:
                 break
             self.run_round()
         return self.round
+
+    def close(self) -> None:
+        """Stop the executor's worker processes or Ray actors (if any)."""
+        if self._executor is not None:
+            executor, self._executor = self._executor, None
+            executor.close()
+
+    def __enter__(self) -> "Improver":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
 
     # State -----------------------------------------------------------------------------------
     def payload(self) -> dict:

@@ -6,7 +6,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from .chunks import ChunkResult, ChunkSpec, referenced_networks
+from .chunks import Task, referenced_networks
 
 EXECUTORS = ("inline", "processes", "ray")
 DEFAULT_CHUNK_TIMEOUT = 1800.0  # seconds without any finished chunk before a run gives up
@@ -17,10 +17,10 @@ class ExecutorError(RuntimeError):
 
 
 class WorkerError(ExecutorError):
-    """A traversal worker died or failed a chunk; the message says which and why."""
+    """A worker died or failed a chunk; the message says which and why."""
 
 
-def check_networks(networks: Mapping[str, Any], chunks: Sequence[ChunkSpec]) -> set[str]:
+def check_networks(networks: Mapping[str, Any], chunks: Sequence[Task]) -> set[str]:
     """The networks ``chunks`` name; a ValueError when ``networks`` lacks any of them."""
     names = referenced_networks(chunks)
     missing = names - set(networks)
@@ -30,13 +30,14 @@ def check_networks(networks: Mapping[str, Any], chunks: Sequence[ChunkSpec]) -> 
 
 
 class TraversalExecutor:
-    """Runs the chunks of a traversal phase: ``run(networks, chunks)`` returns one ChunkResult per
-    chunk, in chunk order, samples on the trainer's device."""
+    """Runs the chunks of a phase (traversal ChunkSpecs, or any :class:`~.chunks.Task`):
+    ``run(networks, chunks)`` returns one result per chunk, in chunk order, its tensors on the
+    caller's device; ``on_chunk(chunk.size)`` is called as each chunk finishes."""
 
     kind = "base"
 
-    def run(self, networks: Mapping[str, torch.nn.Module], chunks: Sequence[ChunkSpec],
-            on_chunk: Callable[[int], None] | None = None) -> list[ChunkResult]:
+    def run(self, networks: Mapping[str, torch.nn.Module], chunks: Sequence[Task],
+            on_chunk: Callable[[int], None] | None = None) -> list[Any]:
         raise NotImplementedError
 
     def metrics(self) -> dict[str, float]:

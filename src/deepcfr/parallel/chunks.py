@@ -1,4 +1,4 @@
-"""The unit of traversal work shared by every executor: a *chunk* of lockstep traversals.
+"""The unit of work shared by every executor: a *chunk* (of lockstep traversals, or any task).
 
 A :class:`ChunkSpec` names everything one batch of traversals depends on: the game's traverser,
 the iteration, how many traversals, the policies of both seats (as :class:`PolicySpec`, by
@@ -11,6 +11,12 @@ set of samples of an iteration does not depend on the executor or on the number 
 Networks reach :func:`run_chunk` through a *network source*: anything with
 ``network(name) -> callable(features [n, F]) -> outputs [n, A]`` (local modules, modules loaded
 from shared memory, or proxies of an inference server).
+
+Executors run any picklable *task* of the :class:`Task` shape, ChunkSpec being one kind: a
+task names its networks, runs on a :class:`ChunkRunner` (the worker's game, device and caches)
+and packs its result into plain picklable data (numpy arrays) for the way back. Other layers
+define their own tasks (the self-play batches of ``deepcfr improve``); a worker resolves a task's
+class when it unpickles it, so this package imports none of them.
 
 This module knows nothing of a particular game (games are rebuilt by name through the registry)
 nor of the trainer.
@@ -85,6 +91,31 @@ class ChunkSpec:
     def network_names(self) -> set[str]:
         return {p.network for p in (self.traverser_policy, self.opponent_policy) if p.network is not None}
 
+    @property
+    def size(self) -> int:
+        """Work units reported to ``on_chunk`` when the chunk finishes (traversals)."""
+        return self.num_traversals
+
+    def describe(self) -> str:
+        return f"chunk {self.index}"
+
+    def run(self, runner: "ChunkRunner", networks: "NetworkSource") -> "ChunkResult":
+        start = time.perf_counter()
+        generator = torch.Generator(device=runner.device).manual_seed(int(self.seed))
+        traverser_policy = runner.policy(self.traverser_policy, networks, generator, self.fallback)
+        opponent_policy = runner.policy(self.opponent_policy, networks, generator, self.fallback)
+        result = traverse(
+            self.options, runner.game, self.traverser, self.num_traversals, traverser_policy, opponent_policy,
+            self.iteration, generator, record_strategy=self.record_strategy, device=runner.device,
+        )
+        return ChunkResult(self.index, result.advantage, result.strategy, result.stats, time.perf_counter() - start)
+
+    def pack(self, result: "ChunkResult") -> dict[str, Any]:
+        return result_to_arrays(result)
+
+    def unpack(self, payload: Mapping[str, Any], device: str | torch.device | None = None) -> "ChunkResult":
+        return result_from_arrays(payload, device)
+
 
 @dataclass
 class ChunkResult:
@@ -106,6 +137,25 @@ class ChunkResult:
 
 class NetworkSource(Protocol):
     def network(self, name: str) -> Callable[[torch.Tensor], torch.Tensor]: ...
+
+
+class Task(Protocol):
+    """What an executor runs (ChunkSpec is one): picklable, with its position in the phase."""
+
+    index: int  # results come back in this order
+
+    @property
+    def size(self) -> int: ...  # work units passed to on_chunk when it finishes
+
+    def network_names(self) -> set[str]: ...
+
+    def describe(self) -> str: ...  # for error messages: which task failed
+
+    def run(self, runner: "ChunkRunner", networks: NetworkSource) -> Any: ...
+
+    def pack(self, result: Any) -> Any: ...  # the result as plain picklable data (numpy arrays)
+
+    def unpack(self, payload: Any, device: str | torch.device | None = None) -> Any: ...
 
 
 class ModuleNetworks:
@@ -136,12 +186,14 @@ def chunk_sizes(total: int, chunk_size: int) -> list[int]:
 
 
 class ChunkRunner:
-    """Runs chunks of one game on one device (caches the bots it builds)."""
+    """Runs chunks (tasks) of one game on one device; caches the bots it builds, and whatever a
+    task keeps in ``cache`` (players it built, for the next tasks of this runner)."""
 
     def __init__(self, game, device: str | torch.device = "cpu"):
         self.game = game
         self.device = torch.device(device)
         self._bots: dict[str, Any] = {}
+        self.cache: dict[Any, Any] = {}
 
     def policy(self, spec: PolicySpec, networks: NetworkSource, generator: torch.Generator, fallback: str = "argmax"):
         if spec.kind == "uniform":
@@ -157,16 +209,8 @@ class ChunkRunner:
             return RegretMatchingPolicy(net, self.game.encode, fallback)
         return StrategyNetPolicy(net, self.game.encode)
 
-    def run(self, spec: ChunkSpec, networks: NetworkSource) -> ChunkResult:
-        start = time.perf_counter()
-        generator = torch.Generator(device=self.device).manual_seed(int(spec.seed))
-        traverser_policy = self.policy(spec.traverser_policy, networks, generator, spec.fallback)
-        opponent_policy = self.policy(spec.opponent_policy, networks, generator, spec.fallback)
-        result = traverse(
-            spec.options, self.game, spec.traverser, spec.num_traversals, traverser_policy, opponent_policy,
-            spec.iteration, generator, record_strategy=spec.record_strategy, device=self.device,
-        )
-        return ChunkResult(spec.index, result.advantage, result.strategy, result.stats, time.perf_counter() - start)
+    def run(self, spec: Task, networks: NetworkSource) -> Any:
+        return spec.run(self, networks)
 
 
 def run_chunk(game, spec: ChunkSpec, networks: NetworkSource | Mapping[str, Any],
@@ -204,7 +248,7 @@ def result_from_arrays(payload: Mapping[str, Any], device: str | torch.device | 
     )
 
 
-def referenced_networks(chunks: Sequence[ChunkSpec]) -> set[str]:
+def referenced_networks(chunks: Sequence[Task]) -> set[str]:
     names: set[str] = set()
     for c in chunks:
         names |= c.network_names()

@@ -1,7 +1,8 @@
-"""Traversal executors: who runs the chunks of a traversal phase.
+"""Executors: who runs the chunks of a traversal phase (or of any other :class:`~.chunks.Task`,
+such as the self-play batches of ``deepcfr improve``).
 
 Every executor takes the phase's networks (name -> module, on the trainer's device) and its
-chunks (see :mod:`deepcfr.parallel.chunks`) and returns one :class:`ChunkResult` per chunk, in
+chunks (see :mod:`deepcfr.parallel.chunks`) and returns one result (``ChunkResult``) per chunk, in
 chunk order, with samples as tensors on the trainer's device. A chunk's samples depend on its
 seed and on the device it runs on, not on the executor: every chunk that runs on the CPU (inline
 with ``run.device: cpu``, worker processes, Ray actors) gives exactly the same samples, so for
@@ -21,6 +22,8 @@ runs its forwards in CUDA's arithmetic, so its samples differ from the CPU's for
   networks on its device instead, and workers send their forward passes there.
 - ``RayExecutor`` (:mod:`deepcfr.parallel.ray_executor`): the same worker function as Ray actors.
 
+The server backend runs traversal chunks only (its networks are proxies, not modules).
+
 Failures: a dead worker or server is noticed through its process sentinel within a second and
 raises :class:`WorkerError` / ``InferenceServerError``; a chunk that raises in a worker raises
 :class:`WorkerError` carrying the worker's traceback; if no chunk finishes for
@@ -39,15 +42,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
-from .chunks import (
-    ChunkResult,
-    ChunkRunner,
-    ChunkSpec,
-    GameSpec,
-    ModuleNetworks,
-    referenced_networks,
-    result_from_arrays,
-)
+from .chunks import ChunkRunner, ChunkSpec, GameSpec, ModuleNetworks, Task
 from .base import DEFAULT_CHUNK_TIMEOUT, EXECUTORS, ExecutorError, TraversalExecutor, WorkerError, check_networks
 from .child import child_environment
 from .inference_server import InferenceServer, InferenceServerError, ServerOptions
@@ -70,19 +65,20 @@ class InlineExecutor(TraversalExecutor):
         for spec in chunks:
             results.append(self.runner.run(spec, source))
             if on_chunk is not None:
-                on_chunk(spec.num_traversals)
+                on_chunk(spec.size)
         return results
 
 
 class _Worker:
-    def __init__(self, index: int, process, conn):
+    def __init__(self, index: int, process, conn, role: str = "traversal"):
         self.index = index
         self.process = process
         self.conn = conn
+        self.role = role
         self.in_flight: deque[int] = deque()
 
     def describe(self) -> str:
-        return f"traversal worker {self.index} (pid {self.process.pid})"
+        return f"{self.role} worker {self.index} (pid {self.process.pid})"
 
 
 class _Resources:
@@ -129,7 +125,7 @@ class ProcessExecutor(TraversalExecutor):
                  result_device: str | torch.device = "cpu", server: ServerOptions | None = None,
                  slot_rows: int = 1024, feature_size: int | None = None, output_size: int | None = None,
                  weight_sync_every: int = 1, in_flight: int = 2, start_timeout: float = 120.0,
-                 chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT):
+                 chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT, role: str = "traversal"):
         if num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {num_workers}")
         if weight_sync_every < 1:
@@ -141,6 +137,7 @@ class ProcessExecutor(TraversalExecutor):
         self.weight_sync_every = int(weight_sync_every)
         self.in_flight = max(1, int(in_flight))
         self.chunk_timeout = float(chunk_timeout)
+        self.role = role  # what the workers do, in their names and messages
         self._resources = _Resources()
         self._finalizer = weakref.finalize(self, self._resources.shutdown)
         self._broken: str | None = None
@@ -166,13 +163,13 @@ class ProcessExecutor(TraversalExecutor):
                 parent_end, child_end = ctx.Pipe(duplex=True)
                 endpoint = res.server.endpoint(i) if res.server is not None else None
                 process = ctx.Process(
-                    target=worker_main, name=f"deepcfr-traversal-{i}", daemon=True,
+                    target=worker_main, name=f"deepcfr-{self.role}-{i}", daemon=True,
                     args=(child_end, i, self.game_spec, self.threads, endpoint,
                           server_options.response_timeout if server_options else 300.0),
                 )
                 process.start()
                 child_end.close()
-                res.workers.append(_Worker(i, process, parent_end))
+                res.workers.append(_Worker(i, process, parent_end, self.role))
         if res.server is not None:
             res.server.release_endpoints()
         deadline = time.monotonic() + start_timeout
@@ -239,18 +236,21 @@ class ProcessExecutor(TraversalExecutor):
             return []
         try:
             names = check_networks(networks, chunks)
-            handle = self._weights_for(networks, names, chunks[0].iteration)
+            if self._resources.server is not None and not all(isinstance(c, ChunkSpec) for c in chunks):
+                raise ValueError("the inference server backend runs traversal chunks only; "
+                                 "run other tasks with the local backend")
+            handle = self._weights_for(networks, names, chunks[0].iteration if self._resources.server else 0)
             return self._run(chunks, handle, on_chunk)
         except BaseException as e:
             if not isinstance(e, ValueError):
                 self._broken = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
             raise
 
-    def _run(self, chunks: list[ChunkSpec], handle, on_chunk) -> list[ChunkResult]:
+    def _run(self, chunks: list[Task], handle, on_chunk) -> list:
         res = self._resources
         by_index = {c.index: c for c in chunks}
         queue = deque(chunks)
-        results: dict[int, ChunkResult] = {}
+        results: dict[int, Any] = {}
         for w in res.workers:
             w.in_flight.clear()
 
@@ -295,17 +295,18 @@ class ProcessExecutor(TraversalExecutor):
                     raise res.server.died_error()
             if time.monotonic() - last_progress > self.chunk_timeout:
                 busy = {w.describe(): list(w.in_flight) for w in res.workers if w.in_flight}
-                raise ExecutorError(f"no traversal chunk finished within {self.chunk_timeout:g}s (in flight: {busy})")
+                raise ExecutorError(f"no {self.role} chunk finished within {self.chunk_timeout:g}s (in flight: {busy})")
         return [results[c.index] for c in chunks]
 
     def _handle(self, w: _Worker, msg, by_index, results, on_chunk) -> None:
         if msg[0] == "result":
-            result = result_from_arrays(msg[1], self.result_device)
-            results[result.index] = result
-            if result.index in w.in_flight:
-                w.in_flight.remove(result.index)
+            _, index, payload = msg
+            spec = by_index[index]
+            results[index] = spec.unpack(payload, self.result_device)
+            if index in w.in_flight:
+                w.in_flight.remove(index)
             if on_chunk is not None:
-                on_chunk(by_index[result.index].num_traversals)
+                on_chunk(spec.size)
             return
         if msg[0] == "error":
             _, index, kind, text = msg
@@ -314,7 +315,8 @@ class ProcessExecutor(TraversalExecutor):
                 server.process.join(1.0)
                 raise server.died_error()
             error = InferenceServerError if kind == "server" else WorkerError
-            raise error(f"{w.describe()} failed on chunk {index}:\n{text}")
+            what = by_index[index].describe() if index in by_index else "a chunk it could not unpickle"
+            raise error(f"{w.describe()} failed on {what}:\n{text}")
         raise WorkerError(f"{w.describe()} sent an unexpected message {msg[0]!r}")
 
     def _death(self, w: _Worker) -> Exception:
@@ -347,17 +349,30 @@ def make_executor(config: Any, game, device: str | torch.device, game_spec: Game
             f"traversal.inference_backend=server needs traversal.executor=processes (got {t.executor!r}); "
             "the inline executor already runs its forwards on the trainer's device"
         )
-    if t.executor == "inline":
+    server = None
+    sync_every = 1
+    if t.executor == "processes" and t.inference_backend == "server":
+        s = config.inference_server
+        server = ServerOptions(device=s.device, max_batch=s.max_batch, batch_window_us=s.batch_window_us)
+        sync_every = s.weight_sync_every
+    return build_executor(t.executor, t.num_workers, game, device, game_spec, ray_address=config.ray.address,
+                          server=server, slot_rows=t.chunk_size, weight_sync_every=sync_every)
+
+
+def build_executor(kind: str, num_workers: int, game, device: str | torch.device, game_spec: GameSpec, *,
+                   ray_address: str = "", role: str = "traversal", server: ServerOptions | None = None,
+                   slot_rows: int = 1024, weight_sync_every: int = 1, setting: str = "traversal.executor") -> TraversalExecutor:
+    """An executor of ``kind`` (one of EXECUTORS): inline on ``device``, or ``num_workers`` worker
+    processes / Ray actors on CPU whose results come back to ``device``. ``role`` names the
+    workers in messages; ``setting`` names the config key in the error for a bad ``kind``."""
+    if kind not in EXECUTORS:
+        raise ValueError(f"{setting} must be one of {EXECUTORS}, got {kind!r}")
+    if kind == "inline":
         return InlineExecutor(game, device)
-    if t.executor == "processes":
-        server = None
-        sync_every = 1
-        if t.inference_backend == "server":
-            s = config.inference_server
-            server = ServerOptions(device=s.device, max_batch=s.max_batch, batch_window_us=s.batch_window_us)
-            sync_every = s.weight_sync_every
+    if kind == "processes":
         return ProcessExecutor(
-            game_spec, t.num_workers, result_device=device, server=server, slot_rows=t.chunk_size,
-            feature_size=int(game.feature_size), output_size=int(game.num_actions), weight_sync_every=sync_every,
+            game_spec, num_workers, result_device=device, server=server, slot_rows=slot_rows,
+            feature_size=int(game.feature_size), output_size=int(game.num_actions),
+            weight_sync_every=weight_sync_every, role=role,
         )
-    return RayExecutor(game_spec, t.num_workers, address=config.ray.address, result_device=device)
+    return RayExecutor(game_spec, num_workers, address=ray_address, result_device=device, role=role)

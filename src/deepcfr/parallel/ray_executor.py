@@ -1,10 +1,11 @@
-"""``traversal.executor: ray``: the traversal worker function as Ray actors, for clusters.
+"""``traversal.executor: ray`` (and ``improve.executor: ray``): the worker function as Ray actors,
+for clusters.
 
-Each actor rebuilds the game, holds CPU networks and runs chunks with the same
-:class:`~deepcfr.parallel.chunks.ChunkRunner` as the other executors, so the samples equal the
-inline executor's for the same seed and chunk size. A phase's weights go into Ray's object store
-once (``ray.put`` of numpy arrays); an actor fetches them only when the version changes. Samples
-come back as numpy arrays.
+Each actor rebuilds the game, holds CPU networks and runs chunks (traversal ChunkSpecs or other
+tasks) with the same :class:`~deepcfr.parallel.chunks.ChunkRunner` as the other executors, so the
+results equal the inline executor's on CPU for the same seed and chunk size. A phase's weights go
+into Ray's object store once (``ray.put`` of numpy arrays); an actor fetches them only when the
+version changes. Results come back as the task packs them (numpy arrays).
 
 ``address`` empty starts a local Ray on this machine; otherwise ``ray.init(address=...)`` joins a
 running cluster (``ray start --head`` on one machine, ``ray start --address=HEAD:6379`` on the
@@ -22,7 +23,7 @@ from typing import Any
 
 import torch
 
-from .chunks import ChunkRunner, GameSpec, ModuleNetworks, result_from_arrays, result_to_arrays
+from .chunks import ChunkRunner, GameSpec, ModuleNetworks
 from .base import DEFAULT_CHUNK_TIMEOUT, ExecutorError, TraversalExecutor, WorkerError, check_networks
 from .shm import build_from_arch, network_arch
 
@@ -34,7 +35,7 @@ def require_ray():
     try:
         import ray
     except ImportError as e:
-        raise ImportError(f"traversal.executor=ray needs Ray, which is not installed: {INSTALL_HINT}") from e
+        raise ImportError(f"the ray executor (traversal.executor or improve.executor: ray) needs Ray, which is not installed: {INSTALL_HINT}") from e
     return ray
 
 
@@ -64,7 +65,7 @@ class TraversalActor:
                     module.load_state_dict({k: torch.from_numpy(v.copy()) for k, v in state.items()})
                     modules[name] = module
             self.modules, self.version = modules, version
-        return result_to_arrays(self.runner.run(spec, ModuleNetworks(self.modules)))
+        return spec.pack(self.runner.run(spec, ModuleNetworks(self.modules)))
 
 
 def _local_runtime_env(threads: int) -> dict[str, Any]:
@@ -81,7 +82,7 @@ class RayExecutor(TraversalExecutor):
 
     def __init__(self, game_spec: GameSpec, num_workers: int, *, address: str = "", threads: int = 1,
                  result_device: str | torch.device = "cpu", in_flight: int = 2, start_timeout: float = 300.0,
-                 chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT):
+                 chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT, role: str = "traversal"):
         ray = require_ray()
         if num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {num_workers}")
@@ -89,6 +90,7 @@ class RayExecutor(TraversalExecutor):
         self.result_device = torch.device(result_device)
         self.in_flight = max(1, int(in_flight))
         self.chunk_timeout = float(chunk_timeout)
+        self.role = role  # what the actors do, in messages
         self.version = 0
         self._owns_ray = False
         self._broken: str | None = None
@@ -148,20 +150,20 @@ class RayExecutor(TraversalExecutor):
                 for ref in ready:
                     actor, index = pending.pop(ref)
                     load[actor] -= 1
+                    spec = by_index[index]
                     try:
                         payload = ray.get(ref)
                     except ray.exceptions.RayActorError as e:
-                        raise WorkerError(f"Ray traversal actor {actor} died while running chunk {index}: {e}") from None
+                        raise WorkerError(f"Ray {self.role} actor {actor} died while running {spec.describe()}: {e}") from None
                     except ray.exceptions.RayTaskError as e:
-                        raise WorkerError(f"Ray traversal actor {actor} failed on chunk {index}:\n{e}") from None
-                    result = result_from_arrays(payload, self.result_device)
-                    results[result.index] = result
+                        raise WorkerError(f"Ray {self.role} actor {actor} failed on {spec.describe()}:\n{e}") from None
+                    results[index] = spec.unpack(payload, self.result_device)
                     if on_chunk is not None:
-                        on_chunk(by_index[result.index].num_traversals)
+                        on_chunk(spec.size)
                     last_progress = time.monotonic()
                     dispatch(actor)
                 if time.monotonic() - last_progress > self.chunk_timeout:
-                    raise ExecutorError(f"no traversal chunk finished within {self.chunk_timeout:g}s on Ray")
+                    raise ExecutorError(f"no {self.role} chunk finished within {self.chunk_timeout:g}s on Ray")
         except BaseException as e:
             self._broken = f"{type(e).__name__}"
             raise

@@ -1,10 +1,11 @@
-"""The traversal worker process (``traversal.executor: processes``).
+"""The worker process (``traversal.executor: processes``, ``improve.executor: processes``).
 
 A worker rebuilds the game from its :class:`~deepcfr.parallel.chunks.GameSpec`, then loops: it
-receives ``("chunk", ChunkSpec, WeightsHandle)`` on its pipe, loads that weights version from
-shared memory when it differs from the one it holds (or binds it at the inference server),
-runs the chunk with :class:`~deepcfr.parallel.chunks.ChunkRunner` on CPU and sends the samples
-back as numpy arrays. ``None`` (or the trainer's end of the pipe closing) ends it.
+receives ``("chunk", task, WeightsHandle)`` on its pipe (a ChunkSpec, or another task whose
+class unpickling imports), loads that weights version from shared memory when it differs from
+the one it holds (or binds it at the inference server), runs the task with
+:class:`~deepcfr.parallel.chunks.ChunkRunner` on CPU and sends back ``("result", index,
+task.pack(result))`` (numpy arrays). ``None`` (or the trainer's end of the pipe closing) ends it.
 
 Threads and signals are set up by :mod:`deepcfr.parallel.child`.
 """
@@ -12,11 +13,12 @@ Threads and signals are set up by :mod:`deepcfr.parallel.child`.
 from __future__ import annotations
 
 import os
+import pickle
 import traceback
 from multiprocessing.connection import Connection
 
 from .child import configure_process
-from .chunks import ChunkRunner, ModuleNetworks, result_to_arrays
+from .chunks import ChunkRunner, ModuleNetworks
 from .inference_server import InferenceClient, InferenceServerError
 from .shm import WeightsReader
 
@@ -39,15 +41,21 @@ def worker_main(conn: Connection, index: int, game_spec, threads: int = 1, endpo
     try:
         while True:
             try:
-                msg = conn.recv()
+                data = conn.recv_bytes()
             except (EOFError, ConnectionResetError, OSError):
                 break  # the trainer is gone
+            try:
+                msg = pickle.loads(data)
+            except Exception:  # a task whose class this worker cannot import
+                if not _send(conn, ("error", None, "chunk", traceback.format_exc())):
+                    break
+                continue
             if msg is None:
                 break
             _, spec, handle = msg
             try:
                 networks = client.bind(handle) if client is not None else ModuleNetworks(reader.load(handle))
-                reply = ("result", result_to_arrays(runner.run(spec, networks)))
+                reply = ("result", spec.index, spec.pack(runner.run(spec, networks)))
             except InferenceServerError:
                 reply = ("error", spec.index, "server", traceback.format_exc())
             except Exception:

@@ -206,6 +206,13 @@ class ImproveConfig(_Section):
     rounds: int = Field(4, ge=1)  # improvement rounds (self-play, training, gating, evaluation)
     games_per_round: int = Field(200, ge=1)  # self-play games per round, over all opponents of the pool
     batch_games: int = Field(100, ge=1)  # games played in lockstep (one teacher search call per step)
+    # who plays the self-play batches, each batch one chunk seeded by itself (so on CPU a round's
+    # positions and metrics do not depend on the executor or worker count): inline (this process,
+    # on run.device), processes (improve.num_workers worker processes on CPU, one thread each,
+    # weights through shared memory) or ray (Ray actors; ray.address). Workers load bots and
+    # checkpoint specs of the teacher and the pool themselves (a checkpoint path must exist there)
+    executor: Literal["inline", "processes", "ray"] = "inline"
+    num_workers: int = Field(2, ge=1)
     # player spec of the teacher, a search spec (search:SPEC or search[key=value,...]:SPEC); the
     # base name `learner` stands for the current round's network (search:learner), any other
     # bot or checkpoint spec is searched over as it is (search:heuristic_balanced)

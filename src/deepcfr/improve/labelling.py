@@ -1,0 +1,180 @@
+"""Self-play labelling as executor tasks: each lockstep batch of a round's self-play is one chunk.
+
+A :class:`LabelChunk` names everything its batch depends on: round and batch index, the number
+of games, the teacher (a search spec whose base ``learner`` is the network named ``learner``),
+the opponent (self-play, a network by name such as ``past_0``, or a bot / checkpoint spec), the
+target settings and the three seeds (teacher search, deals, play) derived from (run seed,
+purpose, round, batch). :meth:`LabelChunk.run` plays the batch on the runner's game and device,
+so a batch gives the same positions wherever it runs: inline, in a worker process or in a Ray
+actor, which resolve this class when they unpickle a chunk (``deepcfr.parallel`` imports
+nothing of this layer). Networks arrive by name through the executor's network source (shared
+memory for worker processes); bots and checkpoint specs are loaded by the runner and cached
+there. A cached search player's generator is reseeded and its stats reset by every chunk.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Mapping
+
+import numpy as np
+import torch
+
+from ..games.base import sample_from_probs
+from ..players import NetworkPlayer, load_player, parse_player, search_player
+from ..search import SearchStats
+from .positions import Positions, improved_target
+
+LEARNER = "learner"  # the teacher's base name for the current network, and that network's name
+SEARCH_COUNTERS = ("decisions", "calls", "rollouts", "rollout_decisions", "capped_rollouts", "overrides", "seconds")
+
+
+def teaches_over_learner(teacher: str) -> bool:
+    """Whether the search spec ``teacher`` searches over the current network (base ``learner``)."""
+    spec = parse_player(teacher)
+    return spec.base.kind == "bot" and spec.base.name == LEARNER
+
+
+@dataclass
+class LabelResult:
+    """A batch's searched positions (None: none searched), the learner's score minus the
+    opponent's per game (None in self-play), the teacher's SearchStats counters and the seconds
+    the batch took where it ran. Everything on the CPU (where the position memory keeps it)."""
+
+    index: int
+    positions: Positions | None
+    score_diffs: torch.Tensor | None
+    search: dict[str, float]
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class LabelChunk:
+    """One self-play batch of a round (module docstring); a task for any executor."""
+
+    index: int  # batch index within the round (results come back in this order)
+    round: int
+    games: int
+    teacher: str  # search spec
+    temperature: float
+    play: str  # "chosen" | "target": the learner's move in self-play
+    teacher_seed: int
+    deal_seed: int
+    play_seed: int
+    opponent: str | None = None  # a bot or checkpoint spec
+    opponent_network: str | None = None  # a network by name; neither: self-play
+
+    @property
+    def size(self) -> int:
+        return self.games
+
+    def describe(self) -> str:
+        return f"self-play batch {self.index} of round {self.round}"
+
+    def network_names(self) -> set[str]:
+        names = {LEARNER} if teaches_over_learner(self.teacher) else set()
+        return names | ({self.opponent_network} if self.opponent_network else set())
+
+    # Players ---------------------------------------------------------------------------------
+    def _spec_player(self, runner, text: str):
+        key = ("player", text)
+        if key not in runner.cache:
+            runner.cache[key] = load_player(text, runner.game, runner.device)
+        return runner.cache[key]
+
+    def _teacher(self, runner, networks):
+        if teaches_over_learner(self.teacher):
+            base = NetworkPlayer.of_network(runner.game, networks.network(LEARNER), LEARNER)
+            return search_player(base, self.teacher, runner.device, parse_player(self.teacher).settings)
+        return self._spec_player(runner, self.teacher)
+
+    def _opponent(self, runner, networks):
+        if self.opponent_network is not None:
+            return NetworkPlayer.of_network(runner.game, networks.network(self.opponent_network), self.opponent_network)
+        if self.opponent is not None:
+            return self._spec_player(runner, self.opponent)
+        return None
+
+    # The batch -------------------------------------------------------------------------------
+    def run(self, runner, networks) -> LabelResult:
+        start = time.perf_counter()
+        game, device, n = runner.game, runner.device, self.games
+        teacher = self._teacher(runner, networks)
+        opponent = self._opponent(runner, networks)
+        uses_prior = hasattr(teacher.base, "policy")
+        teacher.stats.reset()
+        teacher.search.generator.manual_seed(self.teacher_seed)
+        deal_gen = torch.Generator().manual_seed(self.deal_seed)
+        play_gen = torch.Generator(device=device).manual_seed(self.play_seed)
+        state = game.init(n, generator=deal_gen, device=device)
+        learner_seat = torch.arange(n, device=device) % 2
+        blocks: list[Positions] = []
+        for _ in range(int(game.max_game_length) + 1):
+            done = game.is_terminal(state)
+            if bool(done.all()):
+                break
+            live = ~done
+            player = torch.where(live, game.current_player(state), 0)
+            mask = game.legal_mask(state)
+            obs = game.observe(state, player)
+            actions = torch.zeros(n, dtype=torch.long, device=device)
+            learner = live if opponent is None else live & (player == learner_seat)
+            rows = learner.nonzero().squeeze(1)
+            if rows.numel():
+                chosen = teacher.act(obs[rows], mask[rows]).to(device)
+                d = teacher.last_decision
+                if uses_prior:
+                    target = improved_target(d.candidates, d.mean, d.prior, self.temperature)
+                else:  # a bot has no probabilities to improve: its search's choice (paired test included) is the target
+                    target = (d.candidates == d.chosen[:, None]).float()
+                if self.play == "target":
+                    chosen = d.candidates.gather(1, sample_from_probs(target, play_gen)[:, None]).squeeze(1)
+                actions[rows] = chosen
+                keep = (d.candidates >= 0).sum(dim=1) > 1  # a forced move teaches nothing
+                if bool(keep.any()):
+                    blocks.append(Positions.make(obs[rows][keep], mask[rows][keep], d.candidates[keep],
+                                                 d.mean[keep], target[keep]))
+            others = (live & ~learner).nonzero().squeeze(1)
+            if others.numel():
+                actions[others] = opponent.act(obs[others], mask[others], play_gen).to(device)
+            state = game.step(state, actions)
+        else:
+            raise RuntimeError(f"self-play games still running after {game.max_game_length} decisions")
+        diffs = None
+        if opponent is not None:
+            scores = game.scores(state).double()
+            rows_ = torch.arange(n, device=device)
+            diffs = (scores[rows_, learner_seat] - scores[rows_, 1 - learner_seat]).cpu()
+        search = {k: getattr(teacher.stats, k) for k in SEARCH_COUNTERS}
+        return LabelResult(self.index, Positions.concat(blocks) if blocks else None, diffs, search,
+                           time.perf_counter() - start)
+
+    # Across process boundaries: numpy arrays -------------------------------------------------
+    def pack(self, result: LabelResult) -> dict[str, Any]:
+        positions = None if result.positions is None else {k: v.numpy() for k, v in result.positions.state_dict().items()}
+        return {"index": result.index, "positions": positions, "search": dict(result.search), "seconds": result.seconds,
+                "score_diffs": None if result.score_diffs is None else result.score_diffs.numpy()}
+
+    def unpack(self, payload: Mapping[str, Any], device: str | torch.device | None = None) -> LabelResult:
+        """The result on the CPU whatever ``device`` (positions live in host memory)."""
+        def tensor(array):  # Ray hands back read-only arrays: copy those (torch wants writable memory)
+            return torch.from_numpy(np.require(array, requirements="W"))
+
+        positions = payload["positions"]
+        diffs = payload["score_diffs"]
+        return LabelResult(int(payload["index"]),
+                           None if positions is None else Positions.from_state_dict({k: tensor(v) for k, v in positions.items()}),
+                           None if diffs is None else tensor(diffs), dict(payload["search"]), float(payload["seconds"]))
+
+
+def total_search_stats(results: list[LabelResult]) -> SearchStats:
+    """The teacher's SearchStats over the batches (counters summed)."""
+    stats = SearchStats()
+    for result in results:
+        for key in SEARCH_COUNTERS:
+            setattr(stats, key, getattr(stats, key) + result.search[key])
+    return stats
+
+
+__all__ = ["LabelChunk", "LabelResult", "LEARNER", "teaches_over_learner", "total_search_stats"]
