@@ -123,3 +123,10 @@ def test_killed_improve_resumes_to_the_uninterrupted_run(mini_checkpoint, tmp_pa
     nets = [torch.load(p / "checkpoints" / "latest.pt", map_location="cpu", weights_only=False)["strategy_net"]
             for p in (straight, run_dir)]
     assert all(torch.equal(nets[0][k], nets[1][k]) for k in nets[0])
+
+
+def test_an_unknown_executor_is_a_clear_error(mini_checkpoint):
+    from deepcfr.train.config import ConfigError
+
+    with pytest.raises(ConfigError, match=r"improve\.executor(?s:.*)inline(?s:.*)processes(?s:.*)ray"):
+        improve_config(str(mini_checkpoint), overrides=["improve.executor=threads"])

@@ -44,6 +44,9 @@ from .labelling import LEARNER, LabelChunk, teaches_over_learner, total_search_s
 from .positions import PositionMemory, Positions
 
 MATCH_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95")
+# A batch of full games with a deep search can take an hour on a loaded core; a dead worker is
+# noticed at once anyway, this only bounds a hung one.
+LABEL_CHUNK_TIMEOUT = 4 * 3600.0
 
 
 def derived_seed(*parts: Any) -> int:
@@ -167,7 +170,7 @@ class Improver:
             spec = GameSpec.of(self.config.game.name, game_params(self.config))
             self._executor = build_executor(cfg.executor, cfg.num_workers, self.game, self.device, spec,
                                             ray_address=self.config.ray.address, role="labelling",
-                                            setting="improve.executor")
+                                            setting="improve.executor", chunk_timeout=LABEL_CHUNK_TIMEOUT)
         return self._executor
 
     def label_chunks(self, round_index: int) -> tuple[list[LabelChunk], dict[str, torch.nn.Module]]:

@@ -361,10 +361,12 @@ def make_executor(config: Any, game, device: str | torch.device, game_spec: Game
 
 def build_executor(kind: str, num_workers: int, game, device: str | torch.device, game_spec: GameSpec, *,
                    ray_address: str = "", role: str = "traversal", server: ServerOptions | None = None,
-                   slot_rows: int = 1024, weight_sync_every: int = 1, setting: str = "traversal.executor") -> TraversalExecutor:
+                   slot_rows: int = 1024, weight_sync_every: int = 1, setting: str = "traversal.executor",
+                   chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT) -> TraversalExecutor:
     """An executor of ``kind`` (one of EXECUTORS): inline on ``device``, or ``num_workers`` worker
     processes / Ray actors on CPU whose results come back to ``device``. ``role`` names the
-    workers in messages; ``setting`` names the config key in the error for a bad ``kind``."""
+    workers in messages; ``setting`` names the config key in the error for a bad ``kind``;
+    ``chunk_timeout``: seconds without a finished chunk before the run gives up."""
     if kind not in EXECUTORS:
         raise ValueError(f"{setting} must be one of {EXECUTORS}, got {kind!r}")
     if kind == "inline":
@@ -373,6 +375,7 @@ def build_executor(kind: str, num_workers: int, game, device: str | torch.device
         return ProcessExecutor(
             game_spec, num_workers, result_device=device, server=server, slot_rows=slot_rows,
             feature_size=int(game.feature_size), output_size=int(game.num_actions),
-            weight_sync_every=weight_sync_every, role=role,
+            weight_sync_every=weight_sync_every, role=role, chunk_timeout=chunk_timeout,
         )
-    return RayExecutor(game_spec, num_workers, address=ray_address, result_device=device, role=role)
+    return RayExecutor(game_spec, num_workers, address=ray_address, result_device=device, role=role,
+                       chunk_timeout=chunk_timeout)
