@@ -110,7 +110,8 @@ class Improver:
             if text is not None and parse_player(text).kind != "search":
                 raise ValueError(f"improve.{key} must be a search spec (search:SPEC, e.g. search:{LEARNER} or "
                                  f"search:heuristic_balanced), not {text!r}")
-        # called (round, batch) for each batch, in batch order, once the round's self-play is done
+        # called (round, k) as the k-th batch of a round (0-based) finishes: in batch order inline,
+        # in finishing order with workers
         self.batch_listeners: list[Callable[[int, int], None]] = []
         payload = run.load_latest() if run is not None and run.resume else None
         if payload is None:
@@ -205,12 +206,16 @@ class Improver:
         """The round's self-play batches through the executor: the searched positions (None:
         none) and the self-play metrics."""
         chunks, networks = self.label_chunks(round_index)
-        start = time.perf_counter()
-        results = self.executor().run(networks, chunks)
-        seconds = time.perf_counter() - start
-        for result in results:
+        finished = [0]
+
+        def on_batch(_games: int) -> None:
             for listener in self.batch_listeners:
-                listener(round_index, result.index)
+                listener(round_index, finished[0])
+            finished[0] += 1
+
+        start = time.perf_counter()
+        results = self.executor().run(networks, chunks, on_chunk=on_batch)
+        seconds = time.perf_counter() - start
         blocks = [r.positions for r in results if r.positions is not None]
         diffs = [r.score_diffs for r in results if r.score_diffs is not None]
         searched = sum(len(b) for b in blocks)
