@@ -93,9 +93,9 @@ def test_a_batch_that_fails_in_a_worker_is_named(mini_checkpoint):
 
 
 def test_killed_improve_resumes_to_the_uninterrupted_run(mini_checkpoint, tmp_path):
-    """The real command labelling in worker processes, SIGKILLed during round 2 (round 1's metrics
-    line written; its checkpoint goes in place with it), then --resume: the same metrics and
-    network as an inline run never killed."""
+    """The real command labelling in worker processes, SIGKILLed in round 2's self-play (once its
+    first batch is done), then --resume: the same metrics and network as an inline run never
+    killed, and nothing left in shared memory."""
     def args(run_dir, *executor):
         return ["improve", "--checkpoint", mini_checkpoint, "--run-dir", run_dir, "--rounds", 3,
                 *[x for item in [*POOL, *executor] for x in ("--set", item)]]
@@ -104,14 +104,23 @@ def test_killed_improve_resumes_to_the_uninterrupted_run(mini_checkpoint, tmp_pa
     assert _json(deepcfr(*args(straight), "--json", timeout=300))["rounds"] == 3
     run_dir = tmp_path / "killed"
     killed = args(run_dir, "improve.executor=processes", "improve.num_workers=2")
-    proc = subprocess.Popen(_cmd(*killed), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
-    # iterations 0 (the start network's evaluation) and 1 are logged: round 2 is running
-    kill_when(proc, lambda: (run_dir / "metrics.jsonl").exists() and len(_iterations(run_dir)) >= 2)
+    proc = subprocess.Popen(_cmd(*killed), cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
+
+    def labelling_round_2() -> bool:  # the progress line of round 2's first finished batch
+        line = proc.stdout.readline()
+        return not line or "round 2: self-play batch 1/" in line
+
+    kill_when(proc, labelling_round_2)  # the other batches are in the workers' hands
+    proc.stdout.close()
     assert proc.returncode == -signal.SIGKILL, "the run ended before it could be killed"
-    done_before = _iterations(run_dir)
-    assert done_before[:2] == [0, 1] and max(done_before) < 3, done_before
-    time.sleep(0.5)  # the orphaned workers notice their parent is gone (its pipe closes) and exit
+    assert _iterations(run_dir) == [0, 1]  # round 0 (the start network's evaluation) and round 1
+    # the orphaned workers see their parent's pipe close and exit; the resource tracker then
+    # unlinks the weights segment the killed run left
+    deadline = time.monotonic() + 30
+    while [s for s in list_segments() if s.startswith(f"deepcfr_{proc.pid}_")] and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not [s for s in list_segments() if s.startswith(f"deepcfr_{proc.pid}_")]
 
     assert _json(deepcfr("improve", "--resume", run_dir, "--json", timeout=300))["rounds"] == 3
     assert _iterations(run_dir) == [0, 1, 2, 3]  # nothing lost, nothing duplicated
