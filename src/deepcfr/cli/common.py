@@ -44,7 +44,6 @@ def add_json_flag(parser) -> None:
 # Search settings: --search-* options and --set search.key=value (one place for every command).
 _SEARCH_OPTIONS = (
     ("determinizations", int, "hidden-card samples per decision (common to all candidates)"),
-    ("max_determinizations", int, "more samples, in rounds, for the close decisions, up to this many"),
     ("candidates", int, "the base policy's top-k moves that are rolled out"),
     ("prior_weight", float, "weight of log pi(a) of a network base in the choice"),
     ("base_bonus", float, "points added to the base policy's own move"),

@@ -19,10 +19,6 @@ class SearchConfig(BaseModel):
     # the paired test, beat more candidates on fewer deals, over a network and over a bot alike.
     # hidden-card samples per decision, shared by every candidate (common random numbers)
     determinizations: int = Field(48, ge=1)
-    # decisions still close after `determinizations` deals (an alternative within one standard
-    # error of the min_z threshold) get rounds of `determinizations` more, up to this many in all;
-    # null: every decision gets exactly `determinizations`
-    max_determinizations: int | None = Field(None, ge=1)
     # the base policy's top-k legal actions that are rolled out (k = 1 plays the base's greedy action)
     candidates: int = Field(2, ge=1)
     # weight of log pi(a) of the base policy in the choice (network bases; bots have no pi)

@@ -47,8 +47,7 @@ class SearchDecision:
     prior: torch.Tensor  # [n, k] base probability (1 for a bot's own move, 0 for the others)
     score: torch.Tensor  # [n, k] the choice criterion (-inf: not allowed)
     chosen: torch.Tensor  # [n] the actions played
-    deals: torch.Tensor  # [n] determinizations played per decision (0 for a forced move)
-    determinizations: int  # the most of any decision (fewer than configured when the time limit stopped it)
+    determinizations: int  # per decision (fewer than configured when the time limit stopped it)
     seconds: float
 
     def rows(self, i: int, action_name=str) -> list[dict]:
@@ -189,45 +188,30 @@ class RolloutSearch:
         squares = torch.zeros_like(sums)
         diff_sums = torch.zeros_like(sums)
         diff_squares = torch.zeros_like(sums)
-        deals = torch.zeros(n, 1, dtype=torch.float64, device=self.device)  # deals played per decision
-
-        def paired_stats():
-            D = deals.clamp(min=1)
-            diff = diff_sums / D
-            diff_var = (diff_squares / D - diff ** 2).clamp(min=0) * D / (D - 1).clamp(min=1)
-            return diff, (diff_var / D).sqrt()
-
+        done_d = 0
         if todo.numel():
             per_round = max(1, min(cfg.determinizations, cfg.max_batch // k))
             chunk = max(1, cfg.max_batch // (k * per_round))
-            limit = max(cfg.max_determinizations or 0, cfg.determinizations)
-            active, done_d = todo, 0  # the decisions still sampled (all with done_d deals so far)
-            while active.numel():
-                d = min(per_round, limit - done_d)
-                for c0 in range(0, active.numel(), chunk):
-                    rows = active[c0:c0 + chunk]
+            while done_d < cfg.determinizations:
+                d = min(per_round, cfg.determinizations - done_d)
+                for c0 in range(0, todo.numel(), chunk):
+                    rows = todo[c0:c0 + chunk]
                     values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d)  # [m, k, d]
                     base_v = values[:, :1]
                     sums[rows] += values.sum(dim=2)
                     squares[rows] += (values ** 2).sum(dim=2)
                     diff_sums[rows] += (values - base_v).sum(dim=2)
                     diff_squares[rows] += ((values - base_v) ** 2).sum(dim=2)
-                deals[active] += d
                 done_d += d
-                if done_d >= limit or (cfg.time_limit_s is not None and time.perf_counter() - start > cfg.time_limit_s):
+                if cfg.time_limit_s is not None and time.perf_counter() - start > cfg.time_limit_s:
                     break
-                if done_d >= cfg.determinizations:
-                    # Past the first `determinizations` deals only the close decisions go on: an
-                    # alternative within one standard error of the switching threshold.
-                    diff, diff_se = paired_stats()
-                    z = diff[active, 1:] / diff_se[active, 1:].clamp(min=1e-9)
-                    close = ((z - cfg.min_z).abs() < 1.0) & valid[active, 1:]
-                    active = active[close.any(dim=1)]
-        D = deals.clamp(min=1)
+        D = max(done_d, 1)
         mean = sums / D
-        var = (squares / D - mean ** 2).clamp(min=0) * D / (D - 1).clamp(min=1)
+        var = (squares / D - mean ** 2).clamp(min=0) * D / max(D - 1, 1)
         ci95 = 1.96 * (var / D).sqrt()
-        diff, diff_se = paired_stats()
+        diff = diff_sums / D
+        diff_var = (diff_squares / D - diff ** 2).clamp(min=0) * D / max(D - 1, 1)
+        diff_se = (diff_var / D).sqrt()
 
         log_prior = prior.clamp(min=_LOG_FLOOR).log() if probs is not None else torch.zeros(n, k, device=self.device)
         score = mean.float() + cfg.prior_weight * log_prior
@@ -245,8 +229,7 @@ class RolloutSearch:
         self.last = SearchDecision(
             candidates=candidates, mean=torch.where(rolled, mean, nan), ci95=torch.where(rolled, ci95, nan),
             diff_vs_base=torch.where(rolled, diff, nan), diff_ci95=torch.where(rolled, 1.96 * diff_se, nan),
-            prior=prior, score=score, chosen=chosen, deals=deals.squeeze(1).long(),
-            determinizations=int(deals.max()) if n else 0, seconds=seconds,
+            prior=prior, score=score, chosen=chosen, determinizations=done_d, seconds=seconds,
         )
         self.stats.decisions += n
         self.stats.overrides += int((pick != 0).sum())
