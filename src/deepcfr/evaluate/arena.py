@@ -71,6 +71,23 @@ def _scores(game, state) -> torch.Tensor:
     return game.returns(state).to(torch.float64)
 
 
+def play_out(game, state, decide: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]):
+    """Step a batch of games to their end in lockstep and return the final state. At each step
+    ``decide(obs, mask, live, player)`` gives every row's action (rows not ``live`` are finished:
+    any action; their ``player`` is 0), ``obs`` being each row's mover's observation."""
+    max_steps = int(getattr(game, "max_game_length", 10**6))
+    for _ in range(max_steps + 1):
+        done = game.is_terminal(state)
+        if bool(done.all()):
+            return state
+        live = ~done
+        # Some games report no seat (-1) for finished rows; observe them as seat 0 (unused).
+        player = torch.where(live, game.current_player(state), 0)
+        mask = game.legal_mask(state)
+        state = game.step(state, decide(game.observe(state, player), mask, live, player))
+    raise RuntimeError(f"{game.name}: games still running after max_game_length={max_steps} decisions")
+
+
 def play_match(
     game,
     policy_a: Side,
@@ -93,26 +110,18 @@ def play_match(
     seat_a = torch.cat([torch.zeros(pairs, dtype=torch.long), torch.ones(pairs, dtype=torch.long)]).to(device)
 
     decisions = torch.zeros(games, dtype=torch.long, device=device)
-    max_steps = int(getattr(game, "max_game_length", 10**6))
-    for _ in range(max_steps + 1):
-        done = game.is_terminal(state)
-        if bool(done.all()):
-            break
-        live = ~done
-        # Some games report no seat (-1) for finished rows; observe them as seat 0 (unused).
-        player = torch.where(live, game.current_player(state), 0)
-        mask = game.legal_mask(state)
-        obs = game.observe(state, player)
+
+    def decide(obs, mask, live, player):
         actions = torch.zeros(games, dtype=torch.long, device=device)
         a_moves = live & (player == seat_a)
         for side, rows in ((policy_a, a_moves), (policy_b, live & ~a_moves)):
             idx = rows.nonzero().squeeze(1)
             if idx.numel():
                 actions[idx] = _decide(side, obs[idx], mask[idx], action_gen).to(device)
-        state = game.step(state, actions)
-        decisions += live.long()
-    else:
-        raise RuntimeError(f"{game.name}: games still running after max_game_length={max_steps} decisions")
+        decisions.add_(live.long())
+        return actions
+
+    state = play_out(game, state, decide)
 
     rows = torch.arange(games, device=device)
     scores = _scores(game, state)

@@ -21,6 +21,7 @@ from typing import Any, Mapping
 import numpy as np
 import torch
 
+from ..evaluate.arena import play_out
 from ..games.base import sample_from_probs
 from ..players import NetworkPlayer, load_player, parse_player, search_player
 from ..search import SearchStats
@@ -110,14 +111,8 @@ class LabelChunk:
         state = game.init(n, generator=deal_gen, device=device)
         learner_seat = torch.arange(n, device=device) % 2
         blocks: list[Positions] = []
-        for _ in range(int(game.max_game_length) + 1):
-            done = game.is_terminal(state)
-            if bool(done.all()):
-                break
-            live = ~done
-            player = torch.where(live, game.current_player(state), 0)
-            mask = game.legal_mask(state)
-            obs = game.observe(state, player)
+
+        def decide(obs, mask, live, player):
             actions = torch.zeros(n, dtype=torch.long, device=device)
             learner = live if opponent is None else live & (player == learner_seat)
             rows = learner.nonzero().squeeze(1)
@@ -138,9 +133,9 @@ class LabelChunk:
             others = (live & ~learner).nonzero().squeeze(1)
             if others.numel():
                 actions[others] = opponent.act(obs[others], mask[others], play_gen).to(device)
-            state = game.step(state, actions)
-        else:
-            raise RuntimeError(f"self-play games still running after {game.max_game_length} decisions")
+            return actions
+
+        state = play_out(game, state, decide)
         diffs = None
         if opponent is not None:
             scores = game.scores(state).double()
