@@ -11,6 +11,7 @@ from hypothesis import strategies as st
 
 from deepcfr.cli.main import main
 from deepcfr.evaluate.arena import play_match
+from deepcfr.improve.distil import held_out_split, relabel
 from deepcfr.improve import Improver, PositionMemory, Positions, improve_config, improved_target, one_sided_p
 from deepcfr.players import load_player
 from deepcfr.train.config import ConfigError
@@ -76,6 +77,36 @@ def test_a_bot_teachers_target_is_its_searchs_choice(mini_checkpoint):
     assert len(positions) > 0
     assert torch.all((target == 0) | (target == 1)) and torch.all(target.sum(dim=1) == 1)  # one-hot
     assert bool((positions.candidates.long()[target == 1] >= 0).all())  # on a candidate
+
+
+def test_relabelled_positions_keep_their_candidates_legal_and_invert(mini_checkpoint):
+    config = improve_config(str(mini_checkpoint), overrides=TINY)
+    improver = Improver(config)
+    positions, _ = improver.self_play(1)
+    symmetry = improver.game.symmetry
+    colour_of = symmetry.sample(len(positions), generator=torch.Generator().manual_seed(3))
+    moved = relabel(positions, symmetry, colour_of)
+    valid = positions.candidates >= 0
+    assert torch.equal(moved.candidates >= 0, valid) and torch.equal(moved.target, positions.target)
+    assert bool(moved.mask.gather(1, moved.candidates.long().clamp(min=0))[valid].all())
+    assert not torch.equal(moved.obs, positions.obs)  # some colour really moved
+    back = relabel(moved, symmetry, symmetry.inverse(colour_of))
+    for name in ("obs", "mask", "candidates"):
+        assert torch.equal(getattr(back, name), getattr(positions, name)), name
+
+
+def test_a_round_reports_held_out_fit_and_the_greedy_network(mini_checkpoint):
+    config = improve_config(str(mini_checkpoint), overrides=[
+        *TINY, "improve.holdout=0.25", "improve.eval_games=4", "improve.eval_opponents=[random]"])
+    improver = Improver(config)
+    metrics = improver.run_round()
+    held = int(metrics["selfplay/positions"] * 0.25)
+    assert held > 0 and metrics["train/heldout_loss"] > 0 and 0 <= metrics["train/heldout_agreement"] <= 1
+    for kind in ("average", "greedy"):
+        assert 0 <= metrics[f"eval/random/{kind}/win_rate"] <= 1
+    # the held-out positions are a fixed share, and no position is both trained on and held out
+    train_rows, held_rows = held_out_split(100, 0.25, torch.Generator().manual_seed(0))
+    assert len(held_rows) == 25 and len(set(train_rows.tolist()) | set(held_rows.tolist())) == 100
 
 
 def test_position_memory_keeps_the_last_rounds_and_round_trips():

@@ -7,10 +7,14 @@ A round (``Improver.run_round``):
      target (``positions.improved_target``). Each batch is a chunk (``labelling.LabelChunk``)
      run by the executor of ``improve.executor`` (inline, worker processes, Ray actors);
   2. a network (fresh, or the current one fine-tuned) is trained on the last ``keep_rounds``
-     rounds' positions: masked cross-entropy to the targets over the candidates;
-  3. gating: the new network against the current one on paired deals; it replaces the current
-     network only when the one-sided test on the paired score differences has p < gate_alpha;
-  4. evaluation of the (kept) network alone, and optionally of the teacher over it, against bots.
+     rounds' positions (``distil.fit_policy``: masked cross-entropy to the targets over the
+     candidates, batches relabelled by the game's symmetry), less a held-out share whose fit
+     is reported;
+  3. gating: the new network against the current one on paired deals, both playing their most
+     probable action; it replaces the current network only when the one-sided test on the
+     paired score differences has p < gate_alpha;
+  4. evaluation of the (kept) network alone, sampled and greedy, and optionally of the teacher
+     over it, against bots.
 The figures go to metrics.jsonl / TensorBoard / reports/round_NNN.json through the same
 :class:`~deepcfr.train.run.Run` as ``deepcfr train``; round 0 is the start network's evaluation.
 
@@ -34,12 +38,13 @@ from typing import Any, Callable
 
 import torch
 
-from ..cfr.networks import build_network, masked_log_softmax
+from ..cfr.networks import build_network
 from ..evaluate.arena import play_match
 from ..players import NetworkPlayer, load_player, parse_player, search_player
 from ..train.agent import load_agent
 from ..train.checkpoint import make_meta
 from ..train.config import TrainConfig
+from .distil import evaluate_fit, fit_policy, held_out_split, rows
 from .labelling import LEARNER, LabelChunk, teaches_over_learner, total_search_stats
 from .positions import PositionMemory, Positions
 
@@ -142,9 +147,12 @@ class Improver:
         self._executor = None
 
     # Players ---------------------------------------------------------------------------------
-    def network_player(self, net: torch.nn.Module, name: str) -> NetworkPlayer:
-        """``net`` as the strategy network of a player (sampled, as checkpoint specs play)."""
-        return NetworkPlayer.of_network(self.game, net, name)
+    def network_player(self, net: torch.nn.Module, name: str, greedy: bool = False) -> NetworkPlayer:
+        """``net`` as the strategy network of a player: sampled, as checkpoint specs play, or its
+        most probable action (``PATH@greedy``)."""
+        player = NetworkPlayer.of_network(self.game, net, name)
+        player.greedy = greedy
+        return player
 
     def _spec_player(self, spec: str):
         if spec not in self._players:
@@ -245,31 +253,20 @@ class Improver:
         start = time.perf_counter()
         if len(self.memory) and cfg.train_steps:
             data = self.memory.all()
-            valid_all = data.candidates >= 0
-            t_all = data.target.float()
-            entropy = -(t_all * t_all.clamp(min=1e-12).log()).masked_fill(~valid_all, 0).sum(1).mean()
-            optimizer = torch.optim.Adam(net.parameters(), lr=cfg.lr)
+            valid = data.candidates >= 0
+            target = data.target.float()
+            entropy = -(target * target.clamp(min=1e-12).log()).masked_fill(~valid, 0).sum(1).mean()
             gen = torch.Generator().manual_seed(derived_seed(self.seed, "train", round_index))
-            # Losses stay on the device and are read once: a read per step would make the host
-            # wait for every step.
-            step_losses = torch.empty(cfg.train_steps, device=device)
-            for step in range(cfg.train_steps):
-                idx = torch.randint(len(data), (cfg.batch_size,), generator=gen)
-                candidates = data.candidates[idx].long().to(device)
-                valid = candidates >= 0
-                logp = masked_log_softmax(net(game.encode(data.obs[idx].to(device))), data.mask[idx].to(device))
-                picked = logp.gather(1, candidates.clamp(min=0)).masked_fill(~valid, 0.0)
-                loss = -(data.target[idx].float().to(device) * picked).sum(dim=1).mean()
-                optimizer.zero_grad(set_to_none=True)
-                loss.backward()
-                if cfg.grad_clip is not None:
-                    torch.nn.utils.clip_grad_norm_(net.parameters(), cfg.grad_clip)
-                optimizer.step()
-                step_losses[step] = loss.detach()
-            losses = step_losses.tolist()
+            train_rows, held_rows = held_out_split(len(data), cfg.holdout, gen)
+            losses = fit_policy(net, game, rows(data, train_rows), steps=cfg.train_steps, batch_size=cfg.batch_size,
+                                lr=cfg.lr, grad_clip=cfg.grad_clip, generator=gen,
+                                augment=self.config.memory.augment).tolist()
             tail = losses[-max(1, len(losses) // 10):]
             metrics.update({"train/loss_first": losses[0], "train/loss": sum(tail) / len(tail),
                             "train/target_entropy": float(entropy)})
+            if len(held_rows):
+                # over- or under-fitting shows as the held-out figures against the training ones
+                metrics["train/heldout_loss"], metrics["train/heldout_agreement"] = evaluate_fit(net, game, rows(data, held_rows))
         metrics["train/seconds"] = time.perf_counter() - start
         return net.eval(), metrics
 
@@ -279,7 +276,10 @@ class Improver:
         if cfg.gate_games == 0:
             return True, {"gate/accepted": 1}
         start = time.perf_counter()
-        result = play_match(self.game, self.network_player(candidate, "new"), self.network_player(self.current, "current"),
+        # greedy on both sides: a distilled network plays its argmax (sampling its ~20% of
+        # mass off the teacher's choice cost 6-13 points a game against heuristic_balanced)
+        result = play_match(self.game, self.network_player(candidate, "new", greedy=True),
+                            self.network_player(self.current, "current", greedy=True),
                             cfg.gate_games, seed=derived_seed(self.seed, "gate", round_index), device=self.device)
         p = one_sided_p(result.mean_score_diff, result.score_diff_ci95)
         accepted = p < cfg.gate_alpha
@@ -294,7 +294,8 @@ class Improver:
         if cfg.eval_games == 0:
             return {}
         start = time.perf_counter()
-        sides = {"average": self.network_player(self.current, "network")}
+        sides = {"average": self.network_player(self.current, "network"),
+                 "greedy": self.network_player(self.current, "network", greedy=True)}
         if cfg.eval_search:
             sides["search"] = self.search_agent(cfg.eval_search)
         out: dict[str, Any] = {}
