@@ -109,6 +109,21 @@ def test_a_round_reports_held_out_fit_and_the_greedy_network(mini_checkpoint):
     assert len(held_rows) == 25 and len(set(train_rows.tolist()) | set(held_rows.tolist())) == 100
 
 
+def test_a_teacher_list_names_the_teacher_of_each_round(mini_checkpoint):
+    bot, learner = "search[determinizations=3,candidates=3]:heuristic_balanced", "search[determinizations=3]:learner"
+    config = improve_config(str(mini_checkpoint), overrides=[*TINY, f'improve.teacher=["{bot}", "{learner}"]'])
+    assert [config.improve.teacher_of(r) for r in (1, 2, 3)] == [bot, learner, learner]
+    improver = Improver(config)
+    for r, teacher in ((1, bot), (2, learner), (5, learner)):
+        chunks, networks = improver.label_chunks(r)
+        assert {c.teacher for c in chunks} == {teacher}
+        assert ("learner" in networks) == (teacher == learner)  # a bot teacher needs no network
+    with pytest.raises(ValueError, match="must be a search spec"):
+        Improver(improve_config(str(mini_checkpoint), overrides=[*TINY, f'improve.teacher=["{bot}", "random"]']))
+    with pytest.raises(ConfigError, match="improve.teacher"):
+        improve_config(str(mini_checkpoint), overrides=["improve.teacher=[]"])
+
+
 def test_position_memory_keeps_the_last_rounds_and_round_trips():
     memory = PositionMemory(keep_rounds=2)
     for r in (1, 2, 3):

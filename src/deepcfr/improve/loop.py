@@ -110,8 +110,8 @@ class Improver:
         if config.run.threads > 0:
             torch.set_num_threads(config.run.threads)
         self.seed = config.run.seed
-        for key in ("teacher", "eval_search"):
-            text = getattr(self.cfg, key)
+        teachers = [self.cfg.teacher] if isinstance(self.cfg.teacher, str) else self.cfg.teacher
+        for key, text in [*(("teacher", t) for t in teachers), ("eval_search", self.cfg.eval_search)]:
             if text is not None and parse_player(text).kind != "search":
                 raise ValueError(f"improve.{key} must be a search spec (search:SPEC, e.g. search:{LEARNER} or "
                                  f"search:heuristic_balanced), not {text!r}")
@@ -202,7 +202,7 @@ class Improver:
                 opponent = entry
             chunks.append(LabelChunk(
                 index=b, round=round_index, games=min(cfg.batch_games, cfg.games_per_round - b * cfg.batch_games),
-                teacher=cfg.teacher, temperature=cfg.temperature, play=cfg.play,
+                teacher=cfg.teacher_of(round_index), temperature=cfg.temperature, play=cfg.play,
                 teacher_seed=derived_seed(self.seed, "teacher", round_index, b),
                 deal_seed=derived_seed(self.seed, "deal", round_index, b),
                 play_seed=derived_seed(self.seed, "play", round_index, b),

@@ -215,8 +215,10 @@ class ImproveConfig(_Section):
     num_workers: int = Field(2, ge=1)
     # player spec of the teacher, a search spec (search:SPEC or search[key=value,...]:SPEC); the
     # base name `learner` stands for the current round's network (search:learner), any other
-    # bot or checkpoint spec is searched over as it is (search:heuristic_balanced)
-    teacher: str = "search:learner"
+    # bot or checkpoint spec is searched over as it is (search:heuristic_balanced). A list gives
+    # round r the r-th spec (the last one for every later round): e.g. a bot teacher to
+    # bootstrap, then the search over the learner
+    teacher: str | list[str] = "search:learner"
     # opponent pool, cycled over the batches of a round: `self` (the learner in both seats, both
     # labelled), `past` (the networks accepted in earlier rounds, cycled; self before there is
     # one), a bot name or a checkpoint spec (only the learner's seat is labelled)
@@ -248,6 +250,19 @@ class ImproveConfig(_Section):
     # network at the search defaults; the teacher may be another search, such as one over a bot);
     # null: the network alone only
     eval_search: str | None = None
+
+    @field_validator("teacher")
+    @classmethod
+    def _some_teacher(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list) and not value:
+            raise ValueError("name at least one search spec")
+        return value
+
+    def teacher_of(self, round_index: int) -> str:
+        """The teacher's spec in round ``round_index`` (1-based)."""
+        if isinstance(self.teacher, str):
+            return self.teacher
+        return self.teacher[min(round_index, len(self.teacher)) - 1]
 
     @field_validator("gate_games", "eval_games")
     @classmethod
