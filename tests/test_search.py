@@ -108,6 +108,24 @@ def test_memory_budget_and_rounds_give_the_same_choice_shape(mini_checkpoint):
     assert small.stats.rollouts <= obs.shape[0] * 2 * 6
 
 
+def test_bfloat16_network_rollouts_play_the_float32_moves_where_the_network_is_sure(mini_checkpoint):
+    base = load_player(str(mini_checkpoint))
+    game = base.game
+    obs, mask = decision_batch(game, n=64, seed=7)
+    uniform = torch.rand(obs.shape[0])
+    moves = {}
+    for dtype in ("float32", "bfloat16"):
+        search = RolloutSearch(game, base, SearchConfig(rollout_policy="base", rollout_dtype=dtype))
+        moves[dtype] = search.rollout.act(obs, mask, uniform)
+        assert bool(mask.gather(1, moves[dtype][:, None]).all())
+    probs = base.policy(obs, mask).float()
+    top2 = probs.topk(2, dim=1).values
+    sure = top2[:, 0] - top2[:, 1] > 0.05  # bfloat16 keeps ~3 significant digits of the logits
+    assert bool(sure.any()) and torch.equal(moves["float32"][sure], moves["bfloat16"][sure])
+    with pytest.raises(SearchConfigError, match="rollout_dtype"):
+        search_config({"rollout_dtype": "float16"})
+
+
 def test_bad_search_settings_name_the_key_and_the_valid_ones():
     with pytest.raises(SearchConfigError, match="determinizations.*valid settings: determinizations"):
         search_config({"determinizations": 0})

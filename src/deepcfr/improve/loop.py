@@ -277,7 +277,7 @@ class Improver:
             return True, {"gate/accepted": 1}
         start = time.perf_counter()
         # greedy on both sides: a distilled network plays its argmax (sampling its ~20% of
-        # mass off the teacher's choice cost 6-13 points a game against heuristic_balanced)
+        # mass off the teacher's choice cost 4-9 points a game against heuristic_balanced)
         result = play_match(self.game, self.network_player(candidate, "new", greedy=True),
                             self.network_player(self.current, "current", greedy=True),
                             cfg.gate_games, seed=derived_seed(self.seed, "gate", round_index), device=self.device)

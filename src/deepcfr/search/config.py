@@ -40,6 +40,9 @@ class SearchConfig(BaseModel):
     # greedy: the rollout policy's most probable action; sampled: drawn from its probabilities
     # with the same random numbers for every candidate
     rollout: str = Field("greedy", pattern="^(greedy|sampled)$")
+    # a network rollout policy's forward passes: float32, or bfloat16 under autocast (measured
+    # 3x faster on a CPU with avx512_bf16 for a 256x2 network on 9600 rows; fast on GPUs too)
+    rollout_dtype: str = Field("float32", pattern="^(float32|bfloat16)$")
     # stop starting new rounds of determinizations after this many seconds per batch of decisions
     # (at least one round always runs); null: no limit
     time_limit_s: float | None = Field(None, gt=0)

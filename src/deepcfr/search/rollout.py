@@ -97,15 +97,18 @@ class SearchStats:
 class _Rollout:
     """How the rollout policy picks actions for a batch of rollout rows."""
 
-    def __init__(self, base, sampled: bool):
+    def __init__(self, base, sampled: bool, dtype: str = "float32"):
         self.base = base
         self.sampled = sampled
         self.has_policy = hasattr(base, "policy")
+        self.bfloat16 = dtype == "bfloat16"
 
     def act(self, obs: torch.Tensor, mask: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
         if not self.has_policy:
             return self.base.act(obs, mask, None).long()
-        probs = self.base.policy(obs, mask).float() * mask
+        # the masked softmax of the policy runs in float32 under autocast (cfr.networks)
+        with torch.autocast(device_type=obs.device.type, dtype=torch.bfloat16, enabled=self.bfloat16):
+            probs = self.base.policy(obs, mask).float() * mask
         if self.sampled:
             return sample_from_probs(probs, uniform=uniform)
         return probs.masked_fill(~mask, -1.0).argmax(dim=1)
@@ -135,7 +138,7 @@ class RolloutSearch:
             except ValueError as e:
                 raise ValueError(f"search.rollout_policy: {e} (or 'base')") from None
         self.rollout = _Rollout(rollout_policy if rollout_policy is not None else base,
-                                self.config.rollout == "sampled")
+                                self.config.rollout == "sampled", self.config.rollout_dtype)
         # The bot's move enters the prior only when a bot plays the rollouts.
         self.bot_prior = self.config.bot_prior if rollout_policy is not None and not hasattr(rollout_policy, "policy") else 0.0
         self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
