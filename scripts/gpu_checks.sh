@@ -16,7 +16,8 @@
 #   forward        the forward profile at batch 1 ... 65536 (fp32, bf16) against the matmul peak
 #   traversal      traversal decisions/s of the default config (512x3) against the forward bound
 #   search         the search bench (`deepcfr bench search` over the train step's network):
-#                  rollout decisions/s against the forward bound
+#                  rollout decisions/s against the forward bound; then with the network in
+#                  the rollouts (search_network_rollouts_float32, _bfloat16)
 #   search_eval    the search agent over the train step's network against it, 2000 paired games
 #   improve        one short expert-iteration round from that checkpoint (`deepcfr improve`)
 #   compile        training step with torch.compile off and on (fp32, bf16); last, so that a
@@ -201,6 +202,12 @@ SEARCH=(--player "search:$CK" --device "$DEVICE" --json --decisions 256 --search
         --search-max-batch 1048576 --repeats 1)
 [ "$DRY" = 1 ] && SEARCH+=(--dry-run)
 step search 40 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${SEARCH[@]}"
+# The same bench with the network playing the rollouts (the expert-iteration teacher after its
+# bootstrap round), its forward passes in float32 and in bfloat16
+for dtype in float32 bfloat16; do
+  step "search_network_rollouts_$dtype" 25 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${SEARCH[@]}" \
+    --search-rollout-policy base --search-rollout-dtype "$dtype"
+done
 
 # ---------------------------------------------------------------------------------------------
 # The search agent at the shipped defaults over the train step's network against that network

@@ -172,6 +172,16 @@ def tables(summary: dict) -> str:
     search = summary["steps"].get("search", {}).get("figures")
     if search:
         out += ["## Search", "", "```", json.dumps(search, indent=1)[:3000], "```", ""]
+    rollouts = {dtype: summary["steps"].get(f"search_network_rollouts_{dtype}", {}).get("figures")
+                for dtype in ("float32", "bfloat16")}
+    if any(rollouts.values()):
+        out += ["## Search with the network in the rollouts", "",
+                "| forward dtype | rollout decisions/s | s per decision | forward bound states/s |", "|---|---|---|---|"]
+        for dtype, figures in rollouts.items():
+            if figures:
+                out.append(f"| {dtype} | {figures.get('rollout_decisions_per_second', 0):.0f} | "
+                           f"{figures.get('seconds_per_decision', 0):.4f} | {figures.get('forward_bound_states_per_second', 0):.0f} |")
+        out.append("")
     match = summary["steps"].get("search_eval", {}).get("figures")
     if match:
         out += ["## Search agent against its network", ""]

@@ -24,8 +24,8 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     summary = json.loads((out / "summary.json").read_text())
     assert summary["ok"] and summary["dry_run"] and not summary["problems"]
     steps = summary["steps"]
-    expected = ["env", "cuda_tests", "train", "resume", "amp", "server", "forward", "traversal", "search", "search_eval", "improve",
-                "compile"]
+    expected = ["env", "cuda_tests", "train", "resume", "amp", "server", "forward", "traversal", "search",
+                "search_network_rollouts_float32", "search_network_rollouts_bfloat16", "search_eval", "improve", "compile"]
     assert list(steps) == expected
     for name in expected:
         assert steps[name]["status"] == "ok", steps[name]
@@ -42,6 +42,9 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     assert [r["batch"] for r in steps["forward"]["figures"]["results"]] == [1, 64]
     assert steps["traversal"]["figures"]["decisions_per_second"] > 0
     assert steps["search"]["figures"]["rollout_decisions_per_second"] > 0
+    for dtype in ("float32", "bfloat16"):
+        figures = steps[f"search_network_rollouts_{dtype}"]["figures"]
+        assert figures["rollout_decisions_per_second"] > 0 and figures["search_rollout_dtype"] == dtype
     match = steps["search_eval"]["figures"]
     assert match["games"] == 4 and match["a_searched_decisions"] > 0
     improved = steps["improve"]["figures"]
@@ -50,7 +53,7 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     tables = (out / "tables.md").read_text()
     for heading in ("## CUDA tests", "## Lost Cities training run", "## Training step (amp)", "## Forward pass",
                     "## Traversal against the forward bound", "## Inference server",
-                    "## Search agent against its network", "## Expert iteration round"):
+                    "## Search agent against its network", "## Search with the network in the rollouts", "## Expert iteration round"):
         assert heading in tables
     assert not list(tmp_path.glob("gpu_checks.*"))  # its work folder is removed
 

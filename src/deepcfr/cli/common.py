@@ -52,6 +52,7 @@ _SEARCH_OPTIONS = (
     ("bot_prior", float, "weight of the rollout bot's move in the candidates' prior (network base)"),
     ("win_bonus", float, "points added to a won rollout (subtracted from a lost one)"),
     ("rollout", str, "greedy or sampled rollouts"),
+    ("rollout_dtype", str, "float32, or bfloat16 (autocast) for a network's forward passes in the rollouts"),
     ("time_limit_s", float, "seconds per batch of decisions after which no new round of determinizations starts"),
     ("max_batch", int, "rollouts in flight at once (memory budget)"),
     ("seed", int, "seed of the determinizations and sampled rollouts"),
