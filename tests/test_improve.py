@@ -263,6 +263,14 @@ def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint
     assert json.loads(capsys.readouterr().out)["rounds"] == 2
 
 
+def test_the_shipped_improve_config_lays_over_a_checkpoints_config(mini_checkpoint):
+    config = improve_config(str(mini_checkpoint), "lost_cities/improve.yaml")
+    assert config.game.variant == "mini"  # the game and network stay the checkpoint's
+    assert config.improve.teacher_of(1).endswith(":heuristic_balanced") and config.run.time_budget_seconds == 7200
+    improver = Improver(config)  # every teacher in it is a search spec
+    assert improver.cfg.executor == "processes"
+
+
 def test_bad_improve_settings_are_clear_errors(mini_checkpoint):
     with pytest.raises(ConfigError, match="unknown key 'improve.round'"):
         improve_config(str(mini_checkpoint), overrides=["improve.round=3"])
