@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 
 from deepcfr.cli.main import main
 from deepcfr.evaluate.arena import play_match
-from deepcfr.games.lost_cities.layout import LOC_MY_EXP
 from deepcfr.improve.distil import held_out_split, relabel
 from deepcfr.improve import Improver, PositionMemory, Positions, improve_config, improved_target, one_sided_p
 from deepcfr.players import load_player
@@ -110,16 +109,14 @@ def test_a_round_reports_held_out_fit_and_the_greedy_network(mini_checkpoint):
     assert len(held_rows) == 25 and len(set(train_rows.tolist()) | set(held_rows.tolist())) == 100
 
 
-def test_teacher_and_play_lists_name_each_rounds_setting(mini_checkpoint):
+def test_a_teacher_list_names_the_teacher_of_each_round(mini_checkpoint):
     bot, learner = "search[determinizations=3,candidates=3]:heuristic_balanced", "search[determinizations=3]:learner"
-    config = improve_config(str(mini_checkpoint), overrides=[*TINY, f'improve.teacher=["{bot}", "{learner}"]',
-                                                              'improve.play=[chosen, chosen, network]'])
+    config = improve_config(str(mini_checkpoint), overrides=[*TINY, f'improve.teacher=["{bot}", "{learner}"]'])
     assert [config.improve.teacher_of(r) for r in (1, 2, 3)] == [bot, learner, learner]
-    assert [config.improve.play_of(r) for r in (1, 2, 3, 4)] == ["chosen", "chosen", "network", "network"]
     improver = Improver(config)
     for r, teacher in ((1, bot), (2, learner), (5, learner)):
         chunks, networks = improver.label_chunks(r)
-        assert {c.teacher for c in chunks} == {teacher} and {c.play for c in chunks} == {config.improve.play_of(r)}
+        assert {c.teacher for c in chunks} == {teacher}
         assert ("learner" in networks) == (teacher == learner)  # a bot teacher needs no network
     with pytest.raises(ValueError, match="must be a search spec"):
         Improver(improve_config(str(mini_checkpoint), overrides=[*TINY, f'improve.teacher=["{bot}", "random"]']))
@@ -150,31 +147,6 @@ def _wager_happy(game, net):
             name = game.action_name(a)
             net.head.bias[a] = 8.0 if name.startswith("play") and name.endswith("wager") else 4.0 if name.startswith("discard") else 0.0
     return net
-
-
-def _wager_share_of_my_expeditions(game, positions):
-    r = game.rules
-    per_colour = r.n_wagers + r.n_ranks
-    wager = torch.tensor([card % per_colour < r.n_wagers for card in range(r.deck_size)])
-    mine = positions.obs[:, :r.deck_size] == LOC_MY_EXP
-    return float((mine & wager).sum()) / max(1, int(mine.sum()))
-
-
-def test_play_network_labels_the_positions_the_learner_network_reaches(mini_checkpoint):
-    bot_teacher = "improve.teacher=search[determinizations=3,candidates=3]:heuristic_balanced"
-    shares = {}
-    for play in ("chosen", "network"):
-        config = improve_config(str(mini_checkpoint), overrides=[*TINY, bot_teacher, f"improve.play={play}",
-                                                                  "improve.games_per_round=16", "improve.batch_games=16"])
-        improver = Improver(config)
-        improver.current = _wager_happy(improver.game, improver.current)
-        chunks, networks = improver.label_chunks(1)
-        assert ("learner" in networks) == (play == "network")  # a bot teacher needs the network only to play
-        positions, _ = improver.self_play(1)
-        assert len(positions) > 0 and torch.all(positions.target.float().sum(dim=1) == 1)  # still the teacher's labels
-        shares[play] = _wager_share_of_my_expeditions(improver.game, positions)
-    # the wager-happy network lays wagers where the teacher lays numbered cards
-    assert shares["network"] > shares["chosen"] + 0.2, shares
 
 
 def test_gating_keeps_the_old_network_against_a_weakened_candidate_and_takes_a_better_one(mini_checkpoint):

@@ -59,7 +59,7 @@ class LabelChunk:
     games: int
     teacher: str  # search spec
     temperature: float
-    play: str  # "chosen" | "target" | "network": the learner's move in self-play
+    play: str  # "chosen" | "target": the learner's move in self-play
     teacher_seed: int
     deal_seed: int
     play_seed: int
@@ -74,7 +74,7 @@ class LabelChunk:
         return f"self-play batch {self.index} of round {self.round}"
 
     def network_names(self) -> set[str]:
-        names = {LEARNER} if teaches_over_learner(self.teacher) or self.play == "network" else set()
+        names = {LEARNER} if teaches_over_learner(self.teacher) else set()
         return names | ({self.opponent_network} if self.opponent_network else set())
 
     # Players ---------------------------------------------------------------------------------
@@ -104,10 +104,6 @@ class LabelChunk:
         teacher = self._teacher(runner, networks)
         opponent = self._opponent(runner, networks)
         uses_prior = hasattr(teacher.base, "policy")
-        learner_net = None
-        if self.play == "network":
-            learner_net = NetworkPlayer.of_network(game, networks.network(LEARNER), LEARNER)
-            learner_net.greedy = True
         teacher.stats.reset()
         teacher.search.generator.manual_seed(self.teacher_seed)
         deal_gen = torch.Generator().manual_seed(self.deal_seed)
@@ -129,8 +125,6 @@ class LabelChunk:
                     target = (d.candidates == d.chosen[:, None]).float()
                 if self.play == "target":
                     chosen = d.candidates.gather(1, sample_from_probs(target, play_gen)[:, None]).squeeze(1)
-                elif self.play == "network":
-                    chosen = learner_net.act(obs[rows], mask[rows]).to(device)
                 actions[rows] = chosen
                 keep = (d.candidates >= 0).sum(dim=1) > 1  # a forced move teaches nothing
                 if bool(keep.any()):

@@ -202,7 +202,7 @@ class Improver:
                 opponent = entry
             chunks.append(LabelChunk(
                 index=b, round=round_index, games=min(cfg.batch_games, cfg.games_per_round - b * cfg.batch_games),
-                teacher=cfg.teacher_of(round_index), temperature=cfg.temperature, play=cfg.play_of(round_index),
+                teacher=cfg.teacher_of(round_index), temperature=cfg.temperature, play=cfg.play,
                 teacher_seed=derived_seed(self.seed, "teacher", round_index, b),
                 deal_seed=derived_seed(self.seed, "deal", round_index, b),
                 play_seed=derived_seed(self.seed, "play", round_index, b),

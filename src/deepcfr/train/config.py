@@ -197,13 +197,6 @@ class RayConfig(_Section):
     address: str = ""  # empty = start a local Ray
 
 
-def _of_round(value: str | list[str], round_index: int) -> str:
-    """A per-round setting: the value, or round r's entry of a list (its last for later rounds)."""
-    if isinstance(value, str):
-        return value
-    return value[min(round_index, len(value)) - 1]
-
-
 class ImproveConfig(_Section):
     """Expert iteration (``deepcfr improve``): rounds of self-play where a search teacher picks
     every learner move, its improved policy targets distilled into the strategy network, and a
@@ -233,10 +226,8 @@ class ImproveConfig(_Section):
     # points: the target over the search's candidates is pi(a) * exp(value(a) / temperature),
     # normalised over the candidates; a bot base has no pi: its target is the search's choice
     temperature: float = Field(5.0, gt=0)
-    # the learner's move in self-play: the search's choice, a sample from the improved target,
-    # or the learner network's own most probable move (DAgger: the teacher labels the positions
-    # the network itself reaches, where its mistakes lead). A list: per round, as `teacher`
-    play: Literal["chosen", "target", "network"] | list[Literal["chosen", "target", "network"]] = "chosen"
+    # the learner's move in self-play: the search's choice, or a sample from the improved target
+    play: Literal["chosen", "target"] = "chosen"
     keep_rounds: int = Field(3, ge=1)  # the network trains on the positions of the last k rounds
     train_steps: int = Field(500, ge=0)  # SGD steps per round (cross-entropy to the targets)
     batch_size: int = Field(256, ge=1)
@@ -260,20 +251,18 @@ class ImproveConfig(_Section):
     # null: the network alone only
     eval_search: str | None = None
 
-    @field_validator("teacher", "play")
+    @field_validator("teacher")
     @classmethod
-    def _not_empty(cls, value: str | list[str]) -> str | list[str]:
+    def _some_teacher(cls, value: str | list[str]) -> str | list[str]:
         if isinstance(value, list) and not value:
-            raise ValueError("give a value, or a list of at least one (one per round, the last for later rounds)")
+            raise ValueError("name at least one search spec")
         return value
 
     def teacher_of(self, round_index: int) -> str:
         """The teacher's spec in round ``round_index`` (1-based)."""
-        return _of_round(self.teacher, round_index)
-
-    def play_of(self, round_index: int) -> str:
-        """How the learner moves in round ``round_index``'s self-play (1-based)."""
-        return _of_round(self.play, round_index)
+        if isinstance(self.teacher, str):
+            return self.teacher
+        return self.teacher[min(round_index, len(self.teacher)) - 1]
 
     @field_validator("gate_games", "eval_games")
     @classmethod
