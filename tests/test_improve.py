@@ -220,6 +220,7 @@ def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint
     assert "round 1: self-play batch 1/1 done" in captured.err
     assert "round 1/1" in captured.err and "ETA" in captured.err
     assert "vs random" in captured.err and "search" in captured.err
+    assert "latest.pt@greedy --b heuristic_balanced" in captured.err  # how an improved network is meant to play
     assert summary["rounds"] == 1 and summary["checkpoint"].endswith("latest.pt")
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [0, 1]

@@ -78,5 +78,10 @@ def run(args) -> int:
     }
     emit(summary, args.json, title="improvement finished")
     if summary["checkpoint"]:
-        print("\n".join(next_steps(run_.config.game.name, summary["checkpoint"], str(run_.dir))), file=out, flush=True)
+        ck = summary["checkpoint"]
+        lines = next_steps(run_.config.game.name, ck, str(run_.dir))
+        # a distilled network is meant to play its argmax (sampled it strays from the teacher)
+        lines[1:1] = [f"  the network alone:       deepcfr arena --a {ck}@greedy --b heuristic_balanced --games 2000",
+                      f"  the search over it:      deepcfr arena --a search:{ck} --b heuristic_balanced --games 400"]
+        print("\n".join(lines), file=out, flush=True)
     return 0
