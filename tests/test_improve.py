@@ -86,6 +86,9 @@ def test_relabelled_positions_keep_their_candidates_legal_and_invert(mini_checkp
     symmetry = improver.game.symmetry
     colour_of = symmetry.sample(len(positions), generator=torch.Generator().manual_seed(3))
     moved = relabel(positions, symmetry, colour_of)
+    columns = positions.candidates.long().clamp(min=0)
+    for j in range(columns.shape[1]):  # k actions a row relabel as each alone would
+        assert torch.equal(symmetry.actions(columns, colour_of)[:, j], symmetry.actions(columns[:, j], colour_of))
     valid = positions.candidates >= 0
     assert torch.equal(moved.candidates >= 0, valid) and torch.equal(moved.target, positions.target)
     assert bool(moved.mask.gather(1, moved.candidates.long().clamp(min=0))[valid].all())

@@ -150,13 +150,14 @@ class NetworkPlayer:
         self._policy = agent.policy(kind=kind, greedy=False)
 
     @classmethod
-    def of_network(cls, game, net, name: str) -> "NetworkPlayer":
+    def of_network(cls, game, net, name: str, greedy: bool = False) -> "NetworkPlayer":
         """A bare strategy network's average policy, sampled (what ``agent.policy('average')``
-        plays), for a network that has no checkpoint around it (``agent`` is None)."""
+        plays) or its argmax with ``greedy``, for a network that has no checkpoint around it
+        (``agent`` is None)."""
         from .cfr.policies import StrategyNetPolicy
 
         player = cls.__new__(cls)
-        player.agent, player.game, player.kind, player.greedy, player.name = None, game, "average", False, name
+        player.agent, player.game, player.kind, player.greedy, player.name = None, game, "average", greedy, name
         player._policy = StrategyNetPolicy(net, game.encode)
         return player
 

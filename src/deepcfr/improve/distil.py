@@ -19,18 +19,12 @@ from .positions import Positions
 def relabel(positions: Positions, symmetry, colour_of: torch.Tensor) -> Positions:
     """``positions`` with the colours of each row permuted by ``colour_of [n, C]`` (observation,
     legal mask and candidate actions; values and targets belong to the candidates' slots)."""
-    n, k = positions.candidates.shape
     valid = positions.candidates >= 0
-    moved = symmetry.actions(positions.candidates.clamp(min=0).reshape(-1),
-                             colour_of.repeat_interleave(k, dim=0)).reshape(n, k)
+    moved = symmetry.actions(positions.candidates.clamp(min=0), colour_of)
     return Positions(obs=symmetry.obs(positions.obs, colour_of),
                      mask=positions.mask.gather(1, symmetry.action_columns(colour_of)),
                      candidates=torch.where(valid, moved.to(positions.candidates.dtype), positions.candidates),
                      values=positions.values, target=positions.target)
-
-
-def rows(positions: Positions, index: torch.Tensor) -> Positions:
-    return Positions(**{name: getattr(positions, name)[index] for name in Positions.__dataclass_fields__})
 
 
 def distillation_loss(net: torch.nn.Module, game, batch: Positions) -> tuple[torch.Tensor, torch.Tensor]:
@@ -59,12 +53,12 @@ def fit_policy(net: torch.nn.Module, game, positions: Positions, *, steps: int, 
     """Adam on ``distillation_loss`` for ``steps`` batches drawn uniformly from ``positions`` (on
     the network's device); returns the per-step losses (on the device: read them once)."""
     device = next(net.parameters()).device
-    data = Positions(**{name: getattr(positions, name).to(device) for name in Positions.__dataclass_fields__})
+    data = positions.to(device)
     optimizer = torch.optim.Adam(net.parameters(), lr=lr)
     losses = torch.empty(steps, device=device)
     net.train()
     for step in range(steps):
-        batch = rows(data, torch.randint(len(data), (batch_size,), generator=generator).to(device))
+        batch = data[torch.randint(len(data), (batch_size,), generator=generator).to(device)]
         if augment:
             batch = relabel(batch, game.symmetry, game.symmetry.sample(batch_size, generator=generator, device=device))
         loss, _ = distillation_loss(net, game, batch)
@@ -86,8 +80,7 @@ def evaluate_fit(net: torch.nn.Module, game, positions: Positions, chunk: int = 
     total_agree = torch.zeros((), device=device)
     n = len(positions)
     for start in range(0, n, chunk):
-        part = rows(positions, torch.arange(start, min(n, start + chunk)))
-        part = Positions(**{name: getattr(part, name).to(device) for name in Positions.__dataclass_fields__})
+        part = positions[start:start + chunk].to(device)
         loss, agree = distillation_loss(net, game, part)
         total_loss += loss * len(part)
         total_agree += agree * len(part)

@@ -44,7 +44,7 @@ from ..players import NetworkPlayer, load_player, parse_player, search_player
 from ..train.agent import load_agent
 from ..train.checkpoint import make_meta
 from ..train.config import TrainConfig
-from .distil import evaluate_fit, fit_policy, held_out_split, rows
+from .distil import evaluate_fit, fit_policy, held_out_split
 from .labelling import LEARNER, LabelChunk, teaches_over_learner, total_search_stats
 from .positions import PositionMemory, Positions
 
@@ -110,8 +110,7 @@ class Improver:
         if config.run.threads > 0:
             torch.set_num_threads(config.run.threads)
         self.seed = config.run.seed
-        teachers = [self.cfg.teacher] if isinstance(self.cfg.teacher, str) else self.cfg.teacher
-        for key, text in [*(("teacher", t) for t in teachers), ("eval_search", self.cfg.eval_search)]:
+        for key, text in [*(("teacher", t) for t in self.cfg.teachers()), ("eval_search", self.cfg.eval_search)]:
             if text is not None and parse_player(text).kind != "search":
                 raise ValueError(f"improve.{key} must be a search spec (search:SPEC, e.g. search:{LEARNER} or "
                                  f"search:heuristic_balanced), not {text!r}")
@@ -150,9 +149,7 @@ class Improver:
     def network_player(self, net: torch.nn.Module, name: str, greedy: bool = False) -> NetworkPlayer:
         """``net`` as the strategy network of a player: sampled, as checkpoint specs play, or its
         most probable action (``PATH@greedy``)."""
-        player = NetworkPlayer.of_network(self.game, net, name)
-        player.greedy = greedy
-        return player
+        return NetworkPlayer.of_network(self.game, net, name, greedy)
 
     def _spec_player(self, spec: str):
         if spec not in self._players:
@@ -258,7 +255,7 @@ class Improver:
             entropy = -(target * target.clamp(min=1e-12).log()).masked_fill(~valid, 0).sum(1).mean()
             gen = torch.Generator().manual_seed(derived_seed(self.seed, "train", round_index))
             train_rows, held_rows = held_out_split(len(data), cfg.holdout, gen)
-            losses = fit_policy(net, game, rows(data, train_rows), steps=cfg.train_steps, batch_size=cfg.batch_size,
+            losses = fit_policy(net, game, data[train_rows], steps=cfg.train_steps, batch_size=cfg.batch_size,
                                 lr=cfg.lr, grad_clip=cfg.grad_clip, generator=gen,
                                 augment=self.config.memory.augment).tolist()
             tail = losses[-max(1, len(losses) // 10):]
@@ -266,7 +263,7 @@ class Improver:
                             "train/target_entropy": float(entropy)})
             if len(held_rows):
                 # over- or under-fitting shows as the held-out figures against the training ones
-                metrics["train/heldout_loss"], metrics["train/heldout_agreement"] = evaluate_fit(net, game, rows(data, held_rows))
+                metrics["train/heldout_loss"], metrics["train/heldout_agreement"] = evaluate_fit(net, game, data[held_rows])
         metrics["train/seconds"] = time.perf_counter() - start
         return net.eval(), metrics
 

@@ -46,6 +46,13 @@ class Positions:
     def __len__(self) -> int:
         return int(self.obs.shape[0])
 
+    def __getitem__(self, index) -> "Positions":
+        """The rows ``index`` selects (a slice gives views, an index tensor copies)."""
+        return Positions(**{name: getattr(self, name)[index] for name in self.__dataclass_fields__})
+
+    def to(self, device: torch.device | str) -> "Positions":
+        return Positions(**{name: getattr(self, name).to(device) for name in self.__dataclass_fields__})
+
     @classmethod
     def make(cls, obs, mask, candidates, values, target) -> "Positions":
         valid = candidates >= 0

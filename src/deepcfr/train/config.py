@@ -258,11 +258,14 @@ class ImproveConfig(_Section):
             raise ValueError("name at least one search spec")
         return value
 
+    def teachers(self) -> list[str]:
+        """Every teacher spec, in round order."""
+        return [self.teacher] if isinstance(self.teacher, str) else list(self.teacher)
+
     def teacher_of(self, round_index: int) -> str:
-        """The teacher's spec in round ``round_index`` (1-based)."""
-        if isinstance(self.teacher, str):
-            return self.teacher
-        return self.teacher[min(round_index, len(self.teacher)) - 1]
+        """The teacher's spec in round ``round_index`` (1-based; the last spec for later rounds)."""
+        specs = self.teachers()
+        return specs[min(round_index, len(specs)) - 1]
 
     @field_validator("gate_games", "eval_games")
     @classmethod

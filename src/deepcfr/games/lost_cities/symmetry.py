@@ -64,5 +64,8 @@ class ColourRelabelling:
         return self._action_map(self.inverse(colour_of))
 
     def actions(self, actions: torch.Tensor, colour_of: torch.Tensor) -> torch.Tensor:
-        """Relabelled action indices ``[n]``."""
-        return self._action_map(colour_of).gather(1, actions.long()[:, None]).squeeze(1)
+        """Relabelled action indices, ``[n]`` or ``[n, k]`` (k actions of row i by row i's permutation)."""
+        index = actions.long()
+        if index.dim() == 1:
+            return self._action_map(colour_of).gather(1, index[:, None]).squeeze(1)
+        return self._action_map(colour_of).gather(1, index)
