@@ -17,8 +17,9 @@ from deepcfr.games.base import (
 )
 from deepcfr.games.registry import make_game
 
-GAMES = [("kuhn", {}), ("leduc", {}), ("lost_cities", {"variant": "classic"}), ("lost_cities", {"variant": "mini"})]
-IDS = ["kuhn", "leduc", "lost_cities-classic", "lost_cities-mini"]
+GAMES = [("kuhn", {}), ("leduc", {}), ("liars_dice", {}), ("lost_cities", {"variant": "classic"}),
+         ("lost_cities", {"variant": "mini"})]
+IDS = ["kuhn", "leduc", "liars_dice", "lost_cities-classic", "lost_cities-mini"]
 N = 48
 
 

@@ -9,6 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from engine_helpers import play_alongside_references
 from deepcfr.games.base import (
     BatchedGame, IllegalActionError, clone_state, concat_states, index_state, sample_from_probs,
 )
@@ -27,15 +28,6 @@ def random_actions(game, state, generator) -> torch.Tensor:
     return sample_from_probs(probs / probs.sum(dim=1, keepdim=True), generator)
 
 
-def assert_same(game, state, refs) -> None:
-    assert game.current_player(state).tolist() == [r.current_player() for r in refs]
-    assert game.legal_mask(state).tolist() == [r.legal_mask() for r in refs]
-    assert game.is_terminal(state).tolist() == [r.is_terminal() for r in refs]
-    assert game.returns(state).tolist() == [r.returns() for r in refs]
-    for p in (0, 1):
-        assert game.observe(state, p).tolist() == [r.observe(p) for r in refs]
-
-
 @pytest.mark.parametrize("game_cls,ref_cls", GAMES, ids=IDS)
 def test_batched_engine_matches_reference_on_random_playouts(game_cls, ref_cls):
     game = game_cls()
@@ -43,19 +35,7 @@ def test_batched_engine_matches_reference_on_random_playouts(game_cls, ref_cls):
     n = 1200
     state = game.init(n, generator)
     refs = [ref_cls.from_deal(deal) for deal in state.cards.tolist()]
-    lengths = torch.zeros(n, dtype=torch.long)
-    for _ in range(game.max_game_length + 1):
-        assert_same(game, state, refs)
-        if bool(game.is_terminal(state).all()):
-            break
-        lengths += ~game.is_terminal(state)
-        actions = random_actions(game, state, generator)
-        game.step(state, actions, check=True)
-        for ref, a in zip(refs, actions.tolist()):
-            if not ref.is_terminal():
-                ref.apply(a)
-    assert bool(game.is_terminal(state).all())
-    assert_same(game, state, refs)
+    lengths = play_alongside_references(game, state, refs, random_actions, generator)
     # the playouts cover short and long games
     assert int(lengths.min()) == 2 and int(lengths.max()) >= game.max_game_length - 1
 

@@ -6,7 +6,7 @@ from typing import Any
 
 
 def game_names() -> list[str]:
-    return ["kuhn", "leduc", "lost_cities"]
+    return ["kuhn", "leduc", "liars_dice", "lost_cities"]
 
 
 def make_game(name: str, **params: Any):
@@ -20,6 +20,10 @@ def make_game(name: str, **params: Any):
         from .leduc import LeducGame
 
         return LeducGame(**params)
+    if name == "liars_dice":
+        from .liars_dice import LiarsDiceGame
+
+        return LiarsDiceGame(**params)
     if name == "lost_cities":
         from .lost_cities import LostCitiesGame
 
@@ -37,6 +41,10 @@ def make_reference(name: str, **params: Any):
         from .leduc import LeducReference
 
         return LeducReference
+    if name == "liars_dice":
+        from .liars_dice import LiarsDiceReference
+
+        return LiarsDiceReference
     if name == "lost_cities":
         from .lost_cities import LostCitiesReference
 

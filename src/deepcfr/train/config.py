@@ -20,7 +20,7 @@ class _Section(BaseModel):
 
 
 class GameConfig(_Section):
-    name: Literal["kuhn", "leduc", "lost_cities"] = "lost_cities"
+    name: Literal["kuhn", "leduc", "liars_dice", "lost_cities"] = "lost_cities"
     variant: str = "classic"  # Lost Cities rule variant (classic | mini)
     rules: dict[str, Any] = Field(default_factory=dict)  # Lost Cities rule overrides (e.g. ply_cap)
 
@@ -50,7 +50,7 @@ class NetworkConfig(_Section):
 
 
 class TraversalConfig(_Section):
-    # external: every traverser action explored at every node (kuhn/leduc only); outcome: one
+    # external: every traverser action explored at every node (kuhn/leduc/liars_dice only); outcome: one
     # sampled trajectory with importance weights; critic: outcome-sampling trajectories whose
     # regret targets come from a learned Q network (section `critic`) for every legal action,
     # with no importance weights (ESCHER). The options of each are deepcfr.cfr.traversal's
@@ -295,7 +295,7 @@ class TrainConfig(_Section):
     @model_validator(mode="after")
     def _check(self) -> "TrainConfig":
         if self.traversal.algorithm == "external" and self.game.name == "lost_cities":
-            raise ValueError("traversal.algorithm: external sampling is only for kuhn and leduc; use 'critic' or 'outcome'")
+            raise ValueError("traversal.algorithm: external sampling is only for kuhn, leduc and liars_dice; use 'critic' or 'outcome'")
         try:
             self.traversal.options()
         except ValueError as e:

@@ -48,3 +48,18 @@ def action_error(game, actions: torch.Tensor, mask: torch.Tensor, active: torch.
         raise IllegalActionError(
             f"{game.name}: illegal action {a} ({what}) for player {int(player[i])} in row {i}; legal: {legal_names}"
         )
+
+
+def record_action(history: torch.Tensor, slot: torch.Tensor, actions: torch.Tensor, active: torch.Tensor) -> None:
+    """Write each active row's action into its column ``slot [n]`` of ``history [n, L]`` (the
+    rows of finished games keep theirs)."""
+    rows = torch.arange(actions.shape[0], device=actions.device)
+    history[rows, slot] = torch.where(active, actions, history[rows, slot])
+
+
+def private_observation(private: torch.Tensor, player: int | torch.Tensor, *public: torch.Tensor) -> torch.Tensor:
+    """``[seat, seat's private card or die, *public columns]`` per row, long: the observation row of
+    the small games (``private [n, >=2]`` holds each seat's card at column seat)."""
+    n = private.shape[0]
+    seat = torch.as_tensor(player, dtype=torch.long, device=private.device).expand(n)
+    return torch.cat([seat[:, None], private.gather(1, seat[:, None]), *public], dim=1)

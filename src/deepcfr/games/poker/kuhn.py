@@ -21,7 +21,7 @@ from itertools import permutations
 import torch
 
 from ..base import IllegalActionError
-from .common import action_error, check_deal, check_deals
+from .common import action_error, check_deal, check_deals, private_observation, record_action
 from .base import PokerGame, PokerReference
 
 PASS, BET = 0, 1
@@ -102,9 +102,8 @@ class KuhnGame(PokerGame):
         player = state.num_moves % 2
         if check:
             action_error(self, actions, self.legal_mask(state), active, player)
+        record_action(state.history, state.num_moves.clamp(max=MAX_MOVES - 1), actions, active)
         rows = torch.arange(actions.shape[0], device=actions.device)
-        slot = state.num_moves.clamp(max=MAX_MOVES - 1)
-        state.history[rows, slot] = torch.where(active, actions, state.history[rows, slot])
         mine = state.contrib[rows, player]
         facing_bet = state.contrib[rows, 1 - player] > mine
         bet = active & (actions == BET)
@@ -120,10 +119,7 @@ class KuhnGame(PokerGame):
 
     # Observations ------------------------------------------------------------------------
     def observe(self, state: KuhnState, player: int | torch.Tensor) -> torch.Tensor:
-        n = state.cards.shape[0]
-        seat = torch.as_tensor(player, dtype=torch.long, device=state.cards.device).expand(n)
-        card = state.cards.gather(1, seat[:, None])
-        return torch.cat([seat[:, None], card, state.history], dim=1).to(self.obs_dtype)
+        return private_observation(state.cards, player, state.history).to(self.obs_dtype)
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         o = obs.long()

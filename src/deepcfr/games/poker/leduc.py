@@ -27,7 +27,7 @@ from itertools import permutations
 import torch
 
 from ..base import IllegalActionError
-from .common import action_error, check_deal, check_deals
+from .common import action_error, check_deal, check_deals, private_observation, record_action
 from .base import PokerGame, PokerReference
 
 FOLD, CALL, RAISE = 0, 1, 2
@@ -133,9 +133,9 @@ class LeducGame(PokerGame):
         player = state.player
         if check:
             action_error(self, actions, self.legal_mask(state), active, player)
+        record_action(state.history, state.round * ROUND_SLOTS + state.round_moves.clamp(max=ROUND_SLOTS - 1),
+                      actions, active)
         rows = torch.arange(actions.shape[0], device=actions.device)
-        slot = state.round * ROUND_SLOTS + state.round_moves.clamp(max=ROUND_SLOTS - 1)
-        state.history[rows, slot] = torch.where(active, actions, state.history[rows, slot])
 
         fold = active & (actions == FOLD)
         call = active & (actions == CALL)
@@ -158,11 +158,8 @@ class LeducGame(PokerGame):
 
     # Observations ------------------------------------------------------------------------
     def observe(self, state: LeducState, player: int | torch.Tensor) -> torch.Tensor:
-        n = state.cards.shape[0]
-        seat = torch.as_tensor(player, dtype=torch.long, device=state.cards.device).expand(n)
-        private = state.cards.gather(1, seat[:, None])
         public = torch.where(state.round == 1, state.cards[:, 2], -1)[:, None]
-        return torch.cat([seat[:, None], private, public, state.history], dim=1).to(self.obs_dtype)
+        return private_observation(state.cards, player, public, state.history).to(self.obs_dtype)
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         o = obs.long()
