@@ -4,12 +4,14 @@ concurrency, and the real command in a subprocess."""
 from __future__ import annotations
 
 import json
+import re
 import os
 import random
 import subprocess
 import sys
 import threading
 import urllib.request
+from urllib.parse import quote
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -252,21 +254,28 @@ def test_checkpoint_players_with_probabilities_and_confinement(tmp_path):
     for spec in ("r1/checkpoints/latest.pt", "r1/checkpoints/latest.pt@current", "r1/checkpoints/latest.pt@current,greedy", str(listed), str(inside)):
         view = client.post("/api/games", json={"opponent": spec, "seat": 1, "seed": 3}).json()
         assert view["rules"]["n_colors"] == 3, view  # the checkpoint's own rules (mini)
-        moves = view["last_moves"]
-        assert len(moves) == 2 and all(m["probs"] for m in moves)
+        # While the game runs the agent's probabilities (which name the cards it holds) stay on
+        # the server; at the end every move of it comes with them.
+        assert len(view["last_moves"]) == 2 and not any("probs" in m for m in view["last_moves"])
+        assert client.get(f"/api/games/{view['id']}/moves").status_code == 409
+        final = _play_to_end(client, view, random.Random(2))
+        moves = [m for m in client.get(f"/api/games/{view['id']}/moves").json()["moves"] if m["seat"] == 0]
+        assert moves and all(m["probs"] for m in moves)
+        assert all(m["probs"] for m in final["last_moves"] if m["seat"] == 0)
         for m in moves:
             assert sum(p["chosen"] for p in m["probs"]) == 1
             assert 0 < sum(p["p"] for p in m["probs"]) <= 1.0001
-        _play_to_end(client, view, random.Random(2))
     r = client.post("/api/games", json={"opponent": "r1/checkpoints/latest.pt@best"})
     assert r.status_code == 400 and "unknown checkpoint option" in r.json()["error"]
     r = client.post("/api/games", json={"opponent": str(unlisted)})
     assert r.status_code == 400 and "not one this server serves" in r.json()["error"]
     r = client.post("/api/games", json={"opponent": "r1/checkpoints/latest.pt", "variant": "classic"})
     assert r.status_code == 400 and "other rules" in r.json()["error"]
-    # A search over the checkpoint: its moves come with the candidates' values.
-    view = client.post("/api/games", json={"opponent": "search[determinizations=8,candidates=3]:r1/checkpoints/latest.pt",
-                                           "seat": 1, "seed": 4}).json()
+    # A search over the checkpoint: its moves come with the candidates' values (watched: both
+    # hands are open anyway).
+    view = client.post("/api/watch", json={"players": ["search[determinizations=8,candidates=3]:r1/checkpoints/latest.pt",
+                                                       "random"], "seed": 4}).json()
+    view = client.post(f"/api/games/{view['id']}/step").json()
     card_move = view["last_moves"][0]
     assert card_move["values"] and sum(v["chosen"] for v in card_move["values"]) == 1
     assert {v["action"] for v in card_move["values"]} <= set(range(make_rules("mini").num_actions))
@@ -396,3 +405,272 @@ def test_serve_command_prints_a_localhost_url_and_answers(tmp_path):
     bad = subprocess.run([sys.executable, "-m", "deepcfr.cli.main", "serve", "--checkpoint", str(tmp_path / "no.pt")],
                          capture_output=True, text=True, env=env, timeout=120)
     assert bad.returncode == 2 and "checkpoint not found" in bad.stderr
+
+
+# Fairness: nothing the person's seat could not know leaves the server before the end --------------
+def _card_objects(value):
+    """Every card object ({id, color, value, ...}) anywhere in a JSON value."""
+    if isinstance(value, dict):
+        if {"id", "color", "value"} <= value.keys():
+            yield value
+        for v in value.values():
+            yield from _card_objects(v)
+    elif isinstance(value, list):
+        for v in value:
+            yield from _card_objects(v)
+
+
+def _assert_nothing_hidden(response, table) -> None:
+    """No card the person cannot see (the opponent's unknown cards, the deck) is in the answer:
+    not as a card object, not in a list of ids, not by its name, not the deck order; no deal, no seed."""
+    ref, seat = table.ref, table.human_seat
+    rules = ref.rules
+    hidden = (set(ref.hands[1 - seat]) - set(ref.known[1 - seat])) | set(ref.deck)
+    text = response.text
+    body = response.json()
+    assert not any(c["id"] in hidden for c in _card_objects(body)), text
+    for hand in body.get("hands", []) if isinstance(body, dict) else []:
+        assert not set(hand["known_ids"]) & hidden
+    from deepcfr.games.lost_cities.rules import COLOR_NAMES
+    for card_id in hidden:
+        kind = rules.card_kind(card_id)
+        if kind == 0:
+            continue  # the wagers of a colour are interchangeable: their name is no secret
+        name = f"{COLOR_NAMES[rules.card_color(card_id)]} {rules.kind_value(kind)}"
+        assert not re.search(rf"\b{name}\b", text), (name, text[:2000])
+    deck = list(ref.deck)
+    for sep in (",", ", "):
+        if len(deck) >= 3:
+            assert sep.join(map(str, deck[:3])) not in text and sep.join(map(str, deck[-3:])) not in text
+    assert '"deal"' not in text and "probs" not in text and '"values"' not in text
+    if isinstance(body, dict) and "seed" in body:
+        assert body["seed"] is None
+
+
+FAIR_OPPONENTS = [("heuristic_careful", None), ("search[determinizations=4,candidates=2]:heuristic_balanced", "mini"),
+                  ("r1/checkpoints/latest.pt", None)]
+
+
+@pytest.mark.parametrize("opponent,variant", FAIR_OPPONENTS)
+def test_no_answer_shows_hidden_cards_until_the_game_is_over(tmp_path, opponent, variant):
+    runs = tmp_path / "runs"
+    _tiny_checkpoint(runs / "r1" / "checkpoints" / "latest.pt")
+    client = _client(tmp_path, runs=runs, replays=str(tmp_path / "replays"))
+    for seed, seat in ((21, 0), (22, 1), (23, 1)):
+        r = client.post("/api/games", json={"opponent": opponent, "seat": seat, "seed": seed, "variant": variant})
+        assert r.status_code == 200, r.text
+        view = r.json()
+        gid = view["id"]
+        table = client.app.state.tables.get(gid)
+        rng = random.Random(seed)
+        checked = 0
+        while True:
+            answers = [r, client.get(f"/api/games/{gid}"), client.get(f"/api/games/{gid}/record"),
+                       client.get(f"/api/games/{gid}/moves"), client.post(f"/api/games/{gid}/save"),
+                       client.post(f"/api/games/{gid}/step")]
+            if table.ref.is_terminal():
+                break
+            for answer in answers:
+                _assert_nothing_hidden(answer, table)
+                checked += 1
+            assert [a.status_code for a in answers[2:]] == [409] * 4
+            view = answers[1].json()
+            r = client.post(f"/api/games/{gid}/move",
+                            json={"action": rng.choice(view["legal"])["action"], "decision": view["decisions"]})
+            assert r.status_code == 200, r.text
+        assert checked > 30
+        # Over: the record (the whole deal), the seed and the opponent's probabilities or values.
+        final = answers[1].json()
+        assert final["finished"] and final["seed"] == seed
+        assert final["hands"][1 - seat]["cards"] is not None
+        record = answers[2]
+        assert record.status_code == 200
+        line = json.loads(record.text)
+        assert line["deal"] == table.deal and line["seed"] == seed
+        moves = answers[3].json()["moves"]
+        assert [m["action"] for m in moves] == table.ref.history
+        theirs = [m for m in moves if m["seat"] == 1 - seat]
+        if opponent.startswith("search"):
+            assert all(m.get("values") for m in theirs)
+        elif opponent.endswith(".pt"):
+            assert all(m.get("probs") for m in theirs)
+        if opponent != "heuristic_careful":
+            assert all(m.get("probs") or m.get("values") for m in final["last_moves"])
+        assert answers[4].status_code == 200  # saved
+
+
+def test_watched_games_show_everything_from_the_start(tmp_path):
+    client = _client(tmp_path)
+    view = client.post("/api/watch", json={"players": ["heuristic_careful", "random"], "seed": 6}).json()
+    assert view["seed"] == 6 and all(h["cards"] is not None for h in view["hands"])
+    assert client.get(f"/api/games/{view['id']}/record").status_code == 200
+    assert client.get(f"/api/games/{view['id']}/moves").json() == {"moves": []}
+
+
+# No 500s: caps, strict types, bounded messages, a JSON 500 for the unforeseen ------------------------
+def test_search_requests_are_capped(tmp_path):
+    client = _client(tmp_path)
+    for setting in ("determinizations=100000", "candidates=50", "max_batch=10000000", "time_limit_s=3600",
+                    "time_limit_s=.inf"):
+        r = client.post("/api/games", json={"opponent": f"search[{setting}]:random"})
+        assert r.status_code == 400 and "cap" in r.json()["error"], (setting, r.text)
+    for spec in ("search[candidates=[2,3]]:heuristic_balanced", "search[candidates=@]:random", "x" * 300,
+                 "a/" + "b" * 300 + ".pt", "search:" + "c" * 400, "search[determinizations=" + "9" * 400 + "]:random",
+                 "search[determinizations=1.0e9]:random"):
+        r = client.post("/api/games", json={"opponent": spec})
+        assert r.status_code == 400, (spec, r.status_code, r.text)
+        assert len(r.json()["error"]) < 1500 and "b" * 100 not in r.json()["error"]
+    r = client.post("/api/games", json={"opponent": "search[determinizations=4]:random", "seat": 1, "variant": "mini"})
+    assert r.status_code == 200
+    table = client.app.state.tables.get(r.json()["id"])
+    assert table.players[0].player.search.config.time_limit_s <= 10  # no search decision runs unbounded
+
+
+def test_booleans_and_floats_are_not_numbers(tmp_path):
+    client = _client(tmp_path)
+    view = client.post("/api/games", json={"opponent": "random", "seed": 3, "variant": "mini"}).json()
+    legal = view["legal"][0]["action"]
+    for body in ({"action": True}, {"action": float(legal)}, {"action": str(legal)}, {"action": legal, "decision": False}):
+        r = client.post(f"/api/games/{view['id']}/move", json=body)
+        assert r.status_code == 422, (body, r.text)
+        assert client.get(f"/api/games/{view['id']}").json() == view
+    for body in ({"opponent": "random", "seat": True}, {"opponent": "random", "seed": 1.5}):
+        assert client.post("/api/games", json=body).status_code == 422
+    long_id = "z" * 5000
+    r = client.get(f"/api/games/{long_id}")
+    assert r.status_code == 404 and len(r.json()["error"]) < 200
+
+
+def test_an_unexpected_error_is_a_json_500_without_a_traceback(tmp_path):
+    app = create_app(ServeSettings(runs=str(tmp_path)))
+
+    @app.get("/api/boom")
+    def boom():
+        raise RuntimeError("secret internals /home/x/y.py line 3")
+
+    r = TestClient(app, raise_server_exceptions=False).get("/api/boom")
+    assert r.status_code == 500 and r.json()["error"].startswith("internal error (RuntimeError)")
+    assert "secret internals" not in r.text and "Traceback" not in r.text
+    assert r.headers["x-content-type-options"] == "nosniff"
+
+
+def test_hardening_headers_hosts_and_docs(tmp_path):
+    app = create_app(ServeSettings(runs=str(tmp_path), allowed_hosts=["127.0.0.1", "localhost", "::1"]))
+    client = TestClient(app, base_url="http://127.0.0.1:8000")
+    for url in ("/", "/api/info", "/static/app.js", "/api/docs", "/api/games/nope"):
+        r = client.get(url)
+        assert r.headers["x-content-type-options"] == "nosniff", url
+        assert "frame-ancestors 'none'" in r.headers["content-security-policy"], url
+        assert "server" not in r.headers, url
+    for host in ("localhost:8000", "[::1]:8000", "127.0.0.1"):
+        assert client.get("/api/info", headers={"host": host}).status_code == 200, host
+    for host in ("evil.example", "evil.example:8000", "127.0.0.1.evil.example", ""):
+        r = client.get("/api/info", headers={"host": host})
+        assert r.status_code == 400 and "not served here" in r.json()["error"], host
+    docs = client.get("/api/docs")
+    assert docs.status_code == 200 and "/api/games/{game_id}/move" in docs.text and "<script" not in docs.text
+    assert "cdn" not in docs.text.lower()
+
+
+def test_the_command_refuses_a_replays_file(tmp_path):
+    env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    file = tmp_path / "games.jsonl"
+    file.write_text("")
+    bad = subprocess.run([sys.executable, "-m", "deepcfr.cli.main", "serve", "--replays", str(file), "--runs", str(tmp_path)],
+                         capture_output=True, text=True, env=env, timeout=120)
+    assert bad.returncode == 2 and "--replays takes a directory" in bad.stderr, bad.stderr
+
+
+def test_replay_files_are_listed_newest_first(tmp_path):
+    replays = tmp_path / "replays"
+    replays.mkdir()
+    for i, name in enumerate(("b.jsonl", "a.jsonl", "c.jsonl")):
+        (replays / name).write_text("")
+        os.utime(replays / name, (1000 + i, 1000 + i))
+    client = _client(tmp_path, replays=str(replays))
+    assert [f["file"] for f in client.get("/api/replays").json()["files"]] == ["c.jsonl", "a.jsonl", "b.jsonl"]
+
+
+def test_fuzzed_requests_are_never_a_500(tmp_path):
+    """Hypothesis over every endpoint's inputs: a 4xx JSON error (or a 200), never a 500, and a
+    refused move leaves the game as it was."""
+    from hypothesis import HealthCheck, given, settings
+    from hypothesis import strategies as st
+
+    runs = tmp_path / "runs"
+    (runs / "r1").mkdir(parents=True)
+    (runs / "r1" / "metrics.jsonl").write_text(_metrics_line(1, 0.5) + "\n")
+    (tmp_path / "replays").mkdir()
+    (tmp_path / "replays" / "bad.jsonl").write_text('{"format": 1}\n{not json\n')
+    app = create_app(ServeSettings(runs=str(runs), replays=str(tmp_path / "replays")))
+    client = TestClient(app, raise_server_exceptions=False)
+    json_value = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+                              | st.text(max_size=30),
+                              lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+                              max_leaves=6)
+    spec = st.one_of(
+        st.text(max_size=40), st.text(alphabet="ab/.@:[]=,x", min_size=200, max_size=600),
+        st.from_regex(r"\Asearch(\[((determinizations|candidates|max_batch|time_limit_s|seed|nope)=[-0-9a-z@\[\]{}.,:]{0,4},?){0,3}\])?"
+                      r":(random|discard_only|r1/x\.pt|\.\./y\.pt|search:random|)\Z"),
+        st.sampled_from(["random", "heuristic_careful", "r1/metrics.jsonl", "/etc/passwd", "x@", "@greedy", "search",
+                         "search[", "search[]:random", "a" * 256, "search[candidates=[2,3]]:heuristic_balanced"]))
+    game_body = st.one_of(json_value, st.fixed_dictionaries(
+        {"opponent": spec}, optional={"seat": st.one_of(st.integers(-1, 2), json_value), "seed": json_value,
+                                      "variant": st.one_of(st.sampled_from(["mini", "classic", "huge"]), json_value)}))
+    watch_body = st.one_of(json_value, st.fixed_dictionaries({"players": st.lists(spec, min_size=0, max_size=3)},
+                                                             optional={"variant": st.just("mini"), "seed": json_value}))
+    move_body = st.one_of(json_value, st.fixed_dictionaries({"action": st.one_of(st.integers(-3, 120), json_value)},
+                                                            optional={"decision": st.one_of(st.integers(-1, 400), json_value)}))
+    text = st.text(max_size=60) | st.sampled_from(["..", "../x", "/etc/passwd", "bad.jsonl", "r1", "losses.png", "\x00"])
+    number = st.integers(-5, 2**40).map(str) | text
+    game = {"view": None}
+
+    def fresh() -> dict:
+        r = client.post("/api/games", json={"opponent": "random", "variant": "mini", "seed": 1})
+        assert r.status_code == 200
+        return r.json()
+
+    def check(r) -> None:
+        assert r.status_code < 500, (r.status_code, r.text)
+        if r.status_code >= 400:
+            assert isinstance(r.json()["error"], str) and len(r.json()["error"]) <= 1500
+
+    @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
+    @given(st.one_of(
+        st.tuples(st.just("game"), game_body), st.tuples(st.just("watch"), watch_body),
+        st.tuples(st.just("move"), move_body), st.tuples(st.just("raw"), st.binary(max_size=40) | st.sampled_from(
+            [b'{"action": NaN}', b'{"action": Infinity}', b'{"action": 1e400}', b'{"action": -0.0}',
+             b'{"action": 1, "decision": NaN}', b'{"action": "\\ud800"}', b'\xff\xfe', b'[' * 5000])),
+        st.tuples(st.just("get"), st.tuples(st.sampled_from(["", "/record", "/moves"]), text)),
+        st.tuples(st.just("post"), st.tuples(st.sampled_from(["/step", "/save", "/move"]), text)),
+        st.tuples(st.just("files"), st.tuples(text, number, number, text))))
+    def one(request):
+        kind, arg = request
+        if game["view"] is None or game["view"]["finished"]:
+            game["view"] = fresh()
+        view = game["view"]
+        if kind == "game":
+            check(client.post("/api/games", json=arg))
+        elif kind == "watch":
+            check(client.post("/api/watch", json=arg))
+        elif kind in ("move", "raw"):
+            kwargs = {"json": arg} if kind == "move" else {"content": arg, "headers": {"content-type": "application/json"}}
+            r = client.post(f"/api/games/{view['id']}/move", **kwargs)
+            check(r)
+            if r.status_code == 200:
+                assert isinstance(arg, dict) and arg["action"] in {a["action"] for a in view["legal"]}
+                game["view"] = r.json()
+            else:
+                assert client.get(f"/api/games/{view['id']}").json() == view  # the game did not change
+        elif kind == "get":
+            check(client.get(f"/api/games/{quote(arg[1], safe='')}{arg[0]}"))
+        elif kind == "post":
+            check(client.post(f"/api/games/{quote(arg[1], safe='')}{arg[0]}"))
+        else:
+            file, g, step, name = arg
+            for url, params in (("/api/replays/games", {"file": file}),
+                                ("/api/replays/state", {"file": file, "game": g, "step": step}),
+                                ("/api/runs/report", {"run": file}), ("/api/runs/plot", {"run": file, "name": name})):
+                check(client.get(url, params=params))
+
+    one()

@@ -24,8 +24,27 @@ def register(subparsers) -> None:
     p.add_argument("--runs", default="runs", help="directory of run directories (default runs/)")
     p.add_argument("--replays", default=None, metavar="DIR",
                    help="directory of recorded games (.jsonl) for the Replays tab (default: the --runs directory)")
+    p.add_argument("--allow-host", nargs="*", default=[], metavar="NAME",
+                   help="more host names the page may be opened under (the Host header; besides localhost, the "
+                   "--host address and, with --host 0.0.0.0, this machine's names and addresses)")
     p.add_argument("--device", default="cpu", help="torch device for the agents' networks")
     p.set_defaults(func=run)
+
+
+def allowed_hosts(host: str, extra) -> list[str]:
+    """The Host headers the page answers (a DNS-rebinding guard): localhost, the address listened on,
+    the machine's own names and addresses when listening on every interface, and ``extra``."""
+    import socket
+
+    names = set(LOCAL_HOSTS) | {host} | set(extra)
+    if host in ("0.0.0.0", "::", ""):
+        for name in {socket.gethostname(), socket.getfqdn()}:
+            names.add(name)
+            try:
+                names.update(info[4][0] for info in socket.getaddrinfo(name, None))
+            except OSError:
+                pass
+    return sorted(n for n in names if n)
 
 
 def run(args) -> int:
@@ -41,8 +60,11 @@ def run(args) -> int:
             raise FileNotFoundError(f"checkpoint not found: {ck}")
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
+    if args.replays is not None and Path(args.replays).exists() and not Path(args.replays).is_dir():
+        raise ValueError(f"--replays takes a directory of .jsonl record files, not the file {args.replays}: give "
+                         f"its directory ({Path(args.replays).parent or '.'})")
     app = create_app(ServeSettings(checkpoints=list(args.checkpoint), runs=args.runs, replays=args.replays,
-                                   device=args.device))
+                                   device=args.device, allowed_hosts=allowed_hosts(args.host, args.allow_host)))
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -56,6 +78,6 @@ def run(args) -> int:
     if args.host not in LOCAL_HOSTS:
         print(f"deepcfr serve: listening on {args.host}: anyone who can reach this machine can open the page",
               file=sys.stderr, flush=True)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
     server.run(sockets=[sock])
     return 0

@@ -8,6 +8,8 @@ game except a legal move by the person whose turn it is.
 from __future__ import annotations
 
 import json
+import logging
+import re
 import secrets
 import tempfile
 from dataclasses import dataclass, field
@@ -16,20 +18,33 @@ from pathlib import Path
 
 from fastapi import FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import FileResponse, JSONResponse, PlainTextResponse
+from fastapi.responses import FileResponse, HTMLResponse, JSONResponse, PlainTextResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..evaluate.replay import append_records
 from ..games.lost_cities.rules import VARIANTS
 from .library import ReplayLibrary, RunLibrary
-from ..players import VALID_FORMS
+from ..players import VALID_FORMS, PlayerSpecError, parse_player
+from .docs import docs_page
 from .players import CheckpointPolicy, PlayerCache
 from .tables import Table, TableError, TableStore
 
 SAVED_GAMES = "web_games.jsonl"  # finished games saved from the page, under the replays directory
 MAX_SEED = 2**31 - 1
+MAX_SPEC = 500  # characters of a player spec
+# What one request may ask of a search player (a decision's work grows with each of these).
+SEARCH_CAPS = {"determinizations": 256, "candidates": 8, "max_batch": 65536, "time_limit_s": 10.0}
+SECURITY_HEADERS = {
+    "X-Content-Type-Options": "nosniff",
+    "X-Frame-Options": "DENY",
+    "Referrer-Policy": "no-referrer",
+    "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
+                               "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+                               "form-action 'self'; frame-ancestors 'none'",
+}
+log = logging.getLogger("deepcfr.serve")
 
 
 @dataclass
@@ -39,6 +54,8 @@ class ServeSettings:
     replays: str | None = None  # default: the runs directory
     device: str = "cpu"
     max_games: int = 1000
+    # Host headers the server answers (DNS rebinding); None: any. `deepcfr serve` always sets it.
+    allowed_hosts: list[str] | None = None
 
 
 class _Body(BaseModel):
@@ -46,30 +63,63 @@ class _Body(BaseModel):
 
 
 class PlayRequest(_Body):
-    opponent: str = Field(min_length=1, max_length=500)
-    seat: int = Field(0, ge=0, le=1)
-    seed: int | None = Field(None, ge=0, le=MAX_SEED)
-    variant: str | None = None
+    opponent: str = Field(min_length=1, max_length=MAX_SPEC)
+    seat: StrictInt = Field(0, ge=0, le=1)
+    seed: StrictInt | None = Field(None, ge=0, le=MAX_SEED)
+    variant: str | None = Field(None, max_length=50)
 
 
 class WatchRequest(_Body):
     players: list[str] = Field(min_length=2, max_length=2)
-    seed: int | None = Field(None, ge=0, le=MAX_SEED)
-    variant: str | None = None
+    seed: StrictInt | None = Field(None, ge=0, le=MAX_SEED)
+    variant: str | None = Field(None, max_length=50)
 
 
 class MoveRequest(_Body):
-    action: int
-    decision: int | None = None  # the decision number the page saw; a stale move is refused
+    action: StrictInt  # true is not action 1, nor 1.0
+    decision: StrictInt | None = None  # the decision number the page saw; a stale move is refused
+
+
+_LONG_WORD = re.compile(r"\S{81,}")
+MAX_MESSAGE = 1500
+
+
+def clip(text: str, limit: int = MAX_MESSAGE) -> str:
+    """An error message that echoes no unbounded input: long runs without spaces are cut to their
+    first 60 characters, and the whole to ``limit``."""
+    text = _LONG_WORD.sub(lambda m: f"{m.group(0)[:60]}...({len(m.group(0))} characters)", str(text))
+    return text if len(text) <= limit else text[: limit - 20] + "... (cut)"
 
 
 def _error(status: int, message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status)
+    return JSONResponse({"error": clip(message)}, status_code=status)
+
+
+def check_spec(text: str):
+    """The parsed player spec of ``text``, with its search settings within ``SEARCH_CAPS``; raises
+    ValueError (a 400) for a spec that cannot be read, whatever the parser raised."""
+    if not isinstance(text, str) or len(text) > MAX_SPEC:
+        raise ValueError(f"a player spec is a text of at most {MAX_SPEC} characters")
+    try:
+        spec = parse_player(text)
+    except PlayerSpecError:
+        raise
+    except Exception as e:  # the parser's own failures (a name too long for a path, settings YAML cannot read)
+        raise PlayerSpecError(f"player spec {clip(text, 200)!r} cannot be read ({type(e).__name__})") from None
+    node = spec
+    while node is not None and node.kind == "search":
+        for key, cap in SEARCH_CAPS.items():
+            value = node.settings.get(key)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and not value <= cap:
+                raise ValueError(f"search setting {key}={clip(str(value), 40)} is over this server's cap of {cap} "
+                                 f"(caps: {', '.join(f'{k} <= {v}' for k, v in SEARCH_CAPS.items())})")
+        node = node.base
+    return spec
 
 
 def create_app(settings: ServeSettings | None = None) -> FastAPI:
     settings = settings or ServeSettings()
-    app = FastAPI(title="deepcfr serve", docs_url="/api/docs", redoc_url=None, openapi_url="/api/openapi.json")
+    app = FastAPI(title="deepcfr serve", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     runs_root = Path(settings.runs)
     replays_root = Path(settings.replays) if settings.replays is not None else runs_root
     players = PlayerCache(CheckpointPolicy(settings.checkpoints, runs_root), settings.device)
@@ -79,7 +129,31 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     runs = RunLibrary(runs_root, report_cache.name)
     app.state.tables, app.state.players, app.state.report_cache = tables, players, report_cache
 
+    # Hardening: the Host header (DNS rebinding), security headers, no Server banner ------------
+    allowed = None if settings.allowed_hosts is None else {h.lower().strip("[]") for h in settings.allowed_hosts}
+
+    @app.middleware("http")
+    async def _harden(request: Request, call_next):
+        if allowed is not None:
+            host = request.headers.get("host", "")
+            name = host[1:].partition("]")[0] if host.startswith("[") else host.rpartition(":")[0] if host.count(":") == 1 else host
+            if name.lower() not in allowed:
+                response = _error(400, f"host {clip(host, 100)!r} is not served here (allowed: "
+                                       f"{', '.join(sorted(allowed))}; add one with --allow-host)")
+                response.headers.update(SECURITY_HEADERS)
+                return response
+        response = await call_next(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
     # Errors ---------------------------------------------------------------------------------
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, e: Exception):
+        log.error("%s %s failed", request.method, request.url.path, exc_info=e)
+        response = _error(500, f"internal error ({type(e).__name__}): the server log has the details")
+        response.headers.update(SECURITY_HEADERS)
+        return response
+
     @app.exception_handler(TableError)
     async def _table_error(request: Request, e: TableError):
         return _error(e.status, e.message)
@@ -107,7 +181,13 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
         if variant is not None and variant not in VARIANTS:
             raise ValueError(f"unknown Lost Cities variant {variant!r}; valid: {', '.join(VARIANTS)}")
-        games = [g for g in (players.game_of(s) for s in specs if s is not None) if g is not None]
+        for s in specs:
+            if s is not None:
+                check_spec(s)
+        try:
+            games = [g for g in (players.game_of(s) for s in specs if s is not None) if g is not None]
+        except OSError as e:
+            raise ValueError(f"cannot use this player: {e.strerror or type(e).__name__}") from None
         if games:
             game = games[0]
             if variant is not None and game.config_dict() != make_game("lost_cities", variant=variant).config_dict():
@@ -117,7 +197,20 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             game = make_game("lost_cities", variant=variant or "classic")
         if game.name != "lost_cities":
             raise ValueError(f"the web table plays lost_cities; the checkpoint is a {game.name} agent")
-        seated = [None if s is None else players.resolve(s, game) for s in specs]
+        try:
+            seated = [None if s is None else players.resolve(s, game) for s in specs]
+        except OSError as e:
+            raise ValueError(f"cannot use this player: {e.strerror or type(e).__name__}") from None
+        for s in seated:
+            config = getattr(getattr(getattr(s, "player", None), "search", None), "config", None)
+            if config is None:
+                continue
+            for key, cap in SEARCH_CAPS.items():  # the built search too, however the spec put its settings
+                value = getattr(config, key, None)
+                if key != "time_limit_s" and value is not None and value > cap:
+                    raise ValueError(f"search setting {key}={value} is over this server's cap of {cap}")
+            if config.time_limit_s is None or config.time_limit_s > SEARCH_CAPS["time_limit_s"]:
+                config.time_limit_s = SEARCH_CAPS["time_limit_s"]  # no decision of a search runs longer
         names = ["You" if s is None else s.strip() for s in specs]
         table = Table(game, seated, names, secrets.randbelow(MAX_SEED) if seed is None else seed, mode)
         table.start()
@@ -125,6 +218,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
     @app.get("/api/info")
     def info():
+        """Players (bots, served checkpoints), rule variants, the served directories."""
         from ..games.bots import bot_names
         from ..games.registry import make_game
 
@@ -137,37 +231,49 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
     @app.post("/api/games")
     def new_game(body: PlayRequest):
+        """A game against `opponent` (a player spec); you take `seat`. The deal and its seed stay on the server until the end."""
         specs = [None, body.opponent] if body.seat == 0 else [body.opponent, None]
         return make_table(specs, body.seed, body.variant, "play").view()
 
     @app.post("/api/watch")
     def new_watch(body: WatchRequest):
+        """A game of two players (specs), stepped with /step; both hands open."""
         return make_table(list(body.players), body.seed, body.variant, "watch").view()
 
     @app.get("/api/games/{game_id}")
     def get_game(game_id: str):
+        """The game as its viewer sees it: the table, your legal moves, every move so far."""
         return tables.get(game_id).view()
 
     @app.post("/api/games/{game_id}/move")
     def move(game_id: str, body: MoveRequest):
+        """Your move (an action the game listed as legal); the opponent replies before the answer."""
         table = tables.get(game_id)
         table.human_move(body.action, body.decision)
         return table.view()
 
     @app.post("/api/games/{game_id}/step")
     def step(game_id: str):
+        """One decision of a watched game."""
         table = tables.get(game_id)
         table.step()
         return table.view()
 
+    @app.get("/api/games/{game_id}/moves")
+    def moves(game_id: str):
+        """Every move of a finished game with the players' probabilities and search values."""
+        return {"moves": tables.get(game_id).moves_json()}
+
     @app.get("/api/games/{game_id}/record")
     def record(game_id: str):
+        """The game as a JSON-lines record (`deepcfr replay` reads it); a played game only once it is over."""
         line = tables.get(game_id).record().to_dict()
         return PlainTextResponse(json.dumps(line) + "\n", media_type="application/x-ndjson", headers={
             "Content-Disposition": f'attachment; filename="lost_cities-{line["seed"]}.jsonl"'})
 
     @app.post("/api/games/{game_id}/save")
     def save(game_id: str):
+        """Append a finished game to web_games.jsonl in the replays directory (once)."""
         table = tables.get(game_id)
         rec = table.record()
         if not rec.result.get("finished"):
@@ -182,26 +288,33 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     # Replays and runs ---------------------------------------------------------------------------
     @app.get("/api/replays")
     def replay_files():
+        """The .jsonl record files under the replays directory, newest first."""
         return {"files": replays.files()}
 
     @app.get("/api/replays/games")
     def replay_games(file: str = Query(..., max_length=1000)):
+        """The games of one record file."""
         return {"file": file, "games": replays.games(file)}
 
     @app.get("/api/replays/state")
-    def replay_state(file: str = Query(..., max_length=1000), game: int = Query(0, ge=0), step: int = Query(0, ge=0)):
+    def replay_state(file: str = Query(..., max_length=1000), game: int = Query(0, ge=0, le=10**9),
+                     step: int = Query(0, ge=0, le=10**9)):
+        """The table after `step` decisions of game `game` of a record file, both hands open."""
         return replays.state(file, game, step)
 
     @app.get("/api/runs")
     def run_list():
+        """The run directories under the runs directory."""
         return {"runs": runs.runs()}
 
     @app.get("/api/runs/report")
     def run_report(run: str = Query(..., max_length=1000)):
+        """A run's latest evaluation, plots and checkpoints (drawn into the server's cache)."""
         return runs.report(run)
 
     @app.get("/api/runs/plot")
     def run_plot(run: str = Query(..., max_length=1000), name: str = Query(..., max_length=100)):
+        """One plot of a run's report (PNG)."""
         return FileResponse(runs.plot(run, name), media_type="image/png", headers={"Cache-Control": "no-store"})
 
     # The page --------------------------------------------------------------------------------
@@ -211,5 +324,10 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     @app.get("/")
     def index():
         return FileResponse(str(static / "index.html"), media_type="text/html")
+
+    @app.get("/api/docs", response_class=HTMLResponse)
+    def docs():
+        """The JSON API as a plain page (no scripts from elsewhere: it works offline)."""
+        return HTMLResponse(docs_page(app.openapi()))
 
     return app

@@ -58,7 +58,7 @@ class ReplayLibrary:
                 stat = path.stat()
                 out.append({"file": path.relative_to(self.root).as_posix(), "bytes": stat.st_size,
                             "modified": stat.st_mtime})
-        return out
+        return sorted(out, key=lambda f: (-f["modified"], f["file"]))  # newest first
 
     def records(self, file: str) -> list[GameRecord]:
         path = resolve_under(self.root, file, "record file")

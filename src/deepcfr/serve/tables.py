@@ -115,9 +115,31 @@ class Table:
             self._computer_move()
 
     # Views -------------------------------------------------------------------------------
+    @property
+    def private(self) -> bool:
+        """Whether the game is played by a person and still running: then nothing the person's seat
+        could not know leaves the server (the deal, the seed that rebuilds it, the opponent's
+        probabilities and search values, which name the cards in its hand)."""
+        return self.human_seat is not None and not self.ref.is_terminal()
+
+    def _public(self, move: dict) -> dict:
+        if not self.private or move["seat"] == self.human_seat:
+            return move
+        return {k: v for k, v in move.items() if k not in ("probs", "values")}
+
+    def moves_json(self) -> list[dict]:
+        """Every move of the game with the players' probabilities and search values (after the end)."""
+        with self.lock:
+            if self.private:
+                raise TableError(409, "the game is still running: the players' probabilities and search values "
+                                      "are shown when it is over")
+            return list(self.moves)
+
     def view(self) -> dict:
         with self.lock:
-            out = {"id": self.id, "mode": self.mode, "seed": self.seed, "human_seat": self.human_seat,
+            private = self.private
+            out = {"id": self.id, "mode": self.mode, "seed": None if private else self.seed,
+                   "human_seat": self.human_seat,
                    "players": [{"seat": s, "name": self.names[s], "human": self.players[s] is None} for s in range(2)],
                    **table_json(self.ref, self.human_seat)}
             your_turn = not self.ref.is_terminal() and self.ref.current_player() == self.human_seat
@@ -131,7 +153,9 @@ class Table:
                 recent.append(move)
                 if self.human_seat is None and len(recent) >= 4:
                     break
-            out["last_moves"] = recent[::-1]
+            out["last_moves"] = [self._public(m) for m in recent[::-1]]
+            # The whole game, both seats, without the probabilities (those ride on last_moves).
+            out["moves"] = [{k: v for k, v in m.items() if k not in ("probs", "values")} for m in self.moves]
             out["move_count"] = len(self.moves)
             out["saved_to"] = self.saved_to
             return out
@@ -150,7 +174,11 @@ class Table:
         return out
 
     def record(self) -> GameRecord:
+        """The game as a replay record: the whole deal, so only once a played game is over."""
         with self.lock:
+            if self.private:
+                raise TableError(409, "the game is still running: its record holds the whole deal (the opponent's "
+                                      "hand and the deck order) and is available when the game is over")
             names = [HUMAN if p is None else n for p, n in zip(self.players, self.names)]
             actions = [m["action"] for m in self.moves]
             return make_record("lost_cities", self.game.config_dict(), self.deal, actions, names, self.seed,
@@ -176,7 +204,8 @@ class TableStore:
         with self._lock:
             table = self._tables.get(table_id)
             if table is None:
-                raise TableError(404, f"no game with id {table_id!r} (unknown, or dropped after a server restart)")
+                shown = table_id if len(table_id) <= 40 else table_id[:40] + "..."
+                raise TableError(404, f"no game with id {shown!r} (unknown, or dropped after a server restart)")
             self._tables.move_to_end(table_id)
             return table
 
