@@ -71,7 +71,7 @@ def test_cuda_trainer_with_pinned_cpu_memories():
 
 def test_cuda_league_opponents():
     trainer = Trainer(lost_cities("traversal.opponent=league", "league.weight_recent=0.5", "league.weight_anchor=0.2",
-                                  "league.anchor_bot=random"))
+                                  "league.anchor=random"))
     for _ in range(3):
         assert finite_losses(trainer.run_iteration())
     assert len(trainer.league) >= 2

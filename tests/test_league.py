@@ -31,7 +31,7 @@ def test_category_weights_renormalise_over_available_categories():
 
 def test_sampling_frequencies_match_weights():
     cfg = LeagueConfig(recent_window=2, weight_current=0.4, weight_recent=0.4, weight_older=0.1,
-                       weight_anchor=0.1, anchor_bot="random")
+                       weight_anchor=0.1, anchor="random")
     league = League(cfg, seed=1)
     for it in range(1, 6):
         league.add(it, [sd(it), sd(-it)])

@@ -11,14 +11,14 @@ import torch
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities import LostCitiesReference
 from deepcfr.games.registry import make_game
-from deepcfr.play import BotOpponent, PolicyOpponent, make_view, play_game
-from deepcfr.play.opponents import observation
-from deepcfr.play.session import PROBS, QUIT, parse_entry
+from deepcfr.play import make_view, play_game
+from deepcfr.play.session import PROBS, QUIT, observation, parse_entry
+from deepcfr.players import BotPlayer, NetworkPlayer, Seated
 
 
 def _play(game_name: str, entries: str, opponent=None, seat: int = 0, seed: int = 3, **kw):
     game = make_game(game_name, **({"variant": "mini"} if game_name == "lost_cities" else {}))
-    opponent = opponent or BotOpponent(make_bot(game, "random"), seed=seed + 1)
+    opponent = opponent or Seated(BotPlayer(make_bot(game, "random"), game), seed=seed + 1)
     out = io.StringIO()
     outcome = play_game(make_view(game), opponent, seat, seed, io.StringIO(entries), out, plain=True, width=120, **kw)
     return outcome, out.getvalue()
@@ -73,7 +73,7 @@ def test_agent_probabilities_on_request():
         weights = mask.float() * torch.tensor([1.0, 2.0, 7.0])
         return weights / weights.sum(dim=1, keepdim=True)
 
-    agent = PolicyOpponent(lopsided, "agent@7", seed=0)
+    agent = Seated(NetworkPlayer(game, lopsided, "agent@7"), seed=0)
     outcome, text = _play("leduc", "?\n2\np\nq\n", opponent=agent, seat=1, seed=0)
     assert "agent@7's probabilities when it chose" in text
     assert "77.8%" in text and "22.2%" in text  # 7/9 and 2/9 over call and bet
@@ -87,8 +87,9 @@ def test_greedy_agent_and_observation_rows_match_the_batched_engine():
 
     state = game.init_from_deal(torch.tensor([ref.hands[0] + ref.hands[1] + ref.deck]))
     assert torch.equal(obs, game.observe(state, 0)) and torch.equal(mask, game.legal_mask(state))
-    agent = PolicyOpponent(lambda o, m: torch.softmax(torch.arange(m.shape[1]).float(), 0)[None] * m, "g", greedy=True)
-    action, probs = agent.decide(obs, mask)
+    policy = lambda o, m: torch.softmax(torch.arange(m.shape[1]).float(), 0)[None] * m  # noqa: E731
+    decision = Seated(NetworkPlayer(game, policy, "g", greedy=True)).decide(obs, mask)
+    action, probs = decision.action, decision.probs
     assert action == int(torch.nonzero(mask[0])[-1]) and probs.sum().item() == pytest.approx(1.0)
 
 
@@ -111,13 +112,17 @@ def test_play_command_against_a_checkpoint(tmp_path, monkeypatch, capsys):
                  "--record", str(record)])
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "Kuhn poker" in out and "against agent@0" in out
-    assert "agent@0: " in out and "%" in out  # its move, with its probabilities
+    assert "Kuhn poker" in out and "kuhn.pt" in out  # the opponent is named by its spec
+    assert "<- played" in out and "%" in out  # its move, with its probabilities
     assert "game over" in out and "Recorded the finished game" in out
     assert main(["play", "--checkpoint", str(path), "--vs", "random"]) == 2
     assert "not both" in capsys.readouterr().err
     assert main(["play", "--checkpoint", str(path), "--game", "leduc"]) == 2
-    assert "does not match the checkpoint's game kuhn" in capsys.readouterr().err
+    assert "is for kuhn, but this match plays leduc" in capsys.readouterr().err
+    # a spec form as in arena: a bot of another game, and a search over a bot
+    assert main(["play", "--vs", "search:heuristic_balanced", "--variant", "mini", "--seed", "1", "--plain",
+                 "--search-determinizations", "2"]) == 0
+    assert "search:heuristic_balanced" in capsys.readouterr().out
 
 
 def test_ctrl_c_during_output_is_raised_after_it():

@@ -86,3 +86,20 @@ def test_a_checkpoint_of_another_variant_or_game_is_refused(checkpoints, tmp_pat
         load_player(str(tmp_path / "missing.pt"))
     with pytest.raises(ValueError, match="rollout_policy.*unknown bot"):
         load_player(f"search:{mini}", search_settings={"rollout_policy": "nobody"})
+
+
+@pytest.mark.parametrize("suffix", ["", "@current"])
+def test_greedy_forms_play_the_argmax_and_sampled_forms_do_not(checkpoints, suffix):
+    mini, _ = checkpoints
+    game = LostCitiesGame.from_params("mini")
+    state = game.init(256, torch.Generator().manual_seed(3))
+    obs, mask = game.observe(state, game.current_player(state)), game.legal_mask(state)
+    sampled = load_player(f"{mini}{suffix}", game)
+    greedy = load_player(f"{mini}{suffix},greedy" if suffix else f"{mini}@greedy", game)
+    probs = greedy.policy(obs, mask).float() * mask
+    argmax = probs.masked_fill(~mask, -1.0).argmax(dim=1)
+    # untrained networks: close probabilities, so a sampled player strays from the argmax often
+    assert float((probs.max(dim=1).values < 0.9).float().mean()) > 0.5
+    for seed in range(4):
+        assert torch.equal(greedy.act(obs, mask, torch.Generator().manual_seed(seed)), argmax)
+        assert not torch.equal(sampled.act(obs, mask, torch.Generator().manual_seed(seed)), argmax)

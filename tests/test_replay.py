@@ -24,7 +24,8 @@ from deepcfr.evaluate.replay import (
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities import make_rules
 from deepcfr.games.registry import make_game
-from deepcfr.play import BotOpponent, make_view, play_game
+from deepcfr.play import make_view, play_game
+from deepcfr.players import BotPlayer, Seated
 from deepcfr.play.replay_view import show_replay
 
 SRC = Path(__file__).parents[1] / "src"
@@ -96,7 +97,7 @@ def test_play_record_and_replay_round_trip(tmp_path):
     path = tmp_path / "played.jsonl"
     # The person always takes the first listed move; end of input is never reached.
     out = io.StringIO()
-    outcome = play_game(view, BotOpponent(make_bot(game, "heuristic_careful"), seed=4), 1, 4,
+    outcome = play_game(view, Seated(BotPlayer(make_bot(game, "heuristic_careful"), game), seed=4), 1, 4,
                         io.StringIO("1\n" * 400), out, record=path)
     assert outcome.finished and outcome.exit_code == 0
     (record,) = read_records(path)
@@ -127,7 +128,7 @@ def test_replay_steps_on_enter_and_stops_on_q(mini_arena_file):
 def test_unfinished_game_is_recorded_and_replays(tmp_path):
     game = make_game("leduc")
     path = tmp_path / "quit.jsonl"
-    outcome = play_game(make_view(game), BotOpponent(make_bot(game, "random")), 0, 2, io.StringIO("2\nq\n"),
+    outcome = play_game(make_view(game), Seated(BotPlayer(make_bot(game, "random"), game)), 0, 2, io.StringIO("2\nq\n"),
                         io.StringIO(), record=path)
     assert not outcome.finished
     (record,) = read_records(path)

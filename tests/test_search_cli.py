@@ -32,9 +32,9 @@ def test_arena_two_checkpoints_and_a_search_agent(checkpoints, capsys):
     assert out["games"] == 8 and out["a"] == str(a) and 0 <= out["win_rate"] <= 1
     assert "a_rollouts" not in out
     assert main(["arena", "--a", f"search:{a}", "--b", str(a), "--games", "4", "--search-determinizations", "2",
-                 "--set", "search.candidates=2", "--json"]) == 0
+                 "--json"]) == 0
     out = _json(capsys)
-    assert out["a_search_determinizations"] == 2 and out["a_search_candidates"] == 2
+    assert out["a_search_determinizations"] == 2 and out["a_search_candidates"] == 2  # the default
     assert out["a_rollouts"] > 0 and out["a_seconds_per_move"] > 0 and out["a_capped_rollouts"] >= 0
     # A bot against a checkpoint plays the checkpoint's game.
     assert main(["arena", "--a", "heuristic_balanced", "--b", str(a), "--games", "4", "--json"]) == 0
@@ -47,8 +47,13 @@ def test_arena_refuses_mismatched_checkpoints_and_bad_specs(checkpoints, capsys)
     assert "is for lost_cities (variant classic), but this match plays lost_cities (variant mini" in capsys.readouterr().err
     assert main(["arena", "--a", "search:", "--b", "random", "--games", "4"]) == 2
     assert "valid player specs" in capsys.readouterr().err
-    assert main(["arena", "--a", f"search:{a}", "--b", "random", "--set", "search.bogus=1", "--games", "4"]) == 2
+    assert main(["arena", "--a", f"search[bogus=1]:{a}", "--b", "random", "--games", "4"]) == 2
     assert "valid settings: determinizations" in capsys.readouterr().err
+    # settings YAML cannot read, or that are no scalar, are the spec's own errors
+    for bad in ("search[candidates=[2,3]]:random", "search[candidates=@]:random", "search[candidates={a: 1}]:random"):
+        assert main(["arena", "--a", bad, "--b", "random", "--games", "4"]) == 2
+        err = capsys.readouterr().err
+        assert "search setting 'candidates'" in err and "valid player specs" in err
 
 
 def test_eval_json_reports_each_search_setting(checkpoints, capsys):

@@ -52,7 +52,7 @@ def test_lost_cities_iterations_with_evaluation():
 
 def test_lost_cities_league_run_checkpoints_and_loads(tmp_path):
     config = mini("run.iterations=2", "traversal.opponent=league", "league.weight_recent=0.5",
-                  "league.weight_anchor=0.2", "league.anchor_bot=random", "eval.every=0")
+                  "league.weight_anchor=0.2", "league.anchor=random", "eval.every=0")
     with Run(tmp_path / "run", config, console=False) as run:
         trainer = Trainer(config, run)
         trainer.train()

@@ -2,9 +2,9 @@
 
 Each snapshot holds both players' advantage-network weights (state dicts on CPU) from the end of
 an iteration. Per traversal batch :meth:`League.sample` picks the opponent: the current sigma_t,
-a *recent* snapshot (the last ``recent_window``), an *older* one, or the anchor bot, with the
+a *recent* snapshot (the last ``recent_window``), an *older* one, or the anchor, with the
 configured weights renormalised over the categories that are available (an empty category or
-a missing anchor bot drops out; with nothing available it is always the current policy). Within
+a missing anchor drops out; with nothing available it is always the current policy). Within
 a category snapshots are equally likely. The pool keeps the ``size`` most recent snapshots.
 
 Only the ``current`` choice plays sigma_t, so only it may feed the strategy memory (the trainer
@@ -75,7 +75,7 @@ class League:
     def sample(self, has_anchor: bool | None = None) -> LeagueChoice:
         """Draw the opponent for one traversal batch (uses the league's own generator)."""
         if has_anchor is None:
-            has_anchor = self.config.anchor_bot is not None
+            has_anchor = self.config.anchor is not None
         weights = self.category_weights(has_anchor)
         probs = torch.tensor([weights[c] for c in CATEGORIES], dtype=torch.float64)
         category = CATEGORIES[int(torch.multinomial(probs, 1, generator=self.generator))]

@@ -3,7 +3,7 @@ paired deals, one line of figures."""
 
 from __future__ import annotations
 
-from .common import add_json_flag, add_search_options, emit, search_figures, search_settings
+from .common import add_json_flag, add_search_options, emit, players_and_game, search_figures, search_settings
 
 
 def register(subparsers) -> None:
@@ -13,7 +13,7 @@ def register(subparsers) -> None:
         description="Play player A against player B on paired deals (each deal in both seat orders) and "
         "report A's win rate and mean score difference with a 95%% confidence interval. A player is a "
         "bot name, a checkpoint (PATH = its average policy, PATH@current, PATH@greedy) or search:SPEC "
-        "(rollout search over either; settings from --search-* or --set search.key=value).",
+        "(rollout search over either; settings from --search-* or inline).",
     )
     p.add_argument("--game", default=None, help="game name (kuhn, leduc, lost_cities; default: the checkpoint's, "
                    "else lost_cities)")
@@ -29,42 +29,6 @@ def register(subparsers) -> None:
     add_search_options(p)
     add_json_flag(p)
     p.set_defaults(func=run)
-
-
-def make_arena_game(name: str, variant: str | None):
-    from ..games.registry import game_names, make_game
-
-    if name not in game_names():
-        raise ValueError(f"unknown game {name!r}; valid games: {', '.join(game_names())}")
-    params = {}
-    if variant is not None:
-        if name != "lost_cities":
-            raise ValueError(f"--variant applies to lost_cities only, not to game {name!r}")
-        params["variant"] = variant
-    return make_game(name, **params)
-
-
-def players_and_game(specs: list[str], game_name: str | None, variant: str | None, device, settings: dict):
-    """The players of ``specs`` and the game they play: ``--game``/``--variant`` when given, else
-    the first checkpoint's game, else classic Lost Cities; every checkpoint must match it."""
-    from ..players import load_player, parse_player
-
-    parsed = [parse_player(s) for s in specs]
-    game = None
-    if game_name is not None or variant is not None:
-        game = make_arena_game(game_name or "lost_cities", variant)
-    players = [None] * len(parsed)
-    if game is None:
-        for i, spec in enumerate(parsed):
-            inner = spec.base if spec.kind == "search" else spec
-            if inner.kind == "checkpoint":
-                players[i] = load_player(spec, None, device, settings)
-                game = players[i].game
-                break
-    if game is None:
-        game = make_arena_game("lost_cities", None)
-    players = [p if p is not None else load_player(s, game, device, settings) for p, s in zip(players, parsed)]
-    return players, game
 
 
 def run(args) -> int:

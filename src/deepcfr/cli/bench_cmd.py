@@ -125,7 +125,7 @@ def run_search(args) -> int:
 
     from ..players import PlayerSpec, parse_player
     from ..search.bench import bench_search
-    from .arena_cmd import players_and_game
+    from .common import players_and_game
 
     if args.decisions < 1 or args.repeats < 1 or args.threads < 1 or args.plies < 0:
         raise ValueError("--decisions, --repeats and --threads must be at least 1, --plies at least 0")

@@ -41,49 +41,69 @@ def add_json_flag(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object with the figures")
 
 
-# Search settings: --search-* options and --set search.key=value (one place for every command).
-_SEARCH_OPTIONS = (
-    ("determinizations", int, "hidden-card samples per decision (common to all candidates)"),
-    ("candidates", int, "the base policy's top-k moves that are rolled out"),
-    ("prior_weight", float, "weight of log pi(a) of a network base in the choice"),
-    ("base_bonus", float, "points added to the base policy's own move"),
-    ("min_z", float, "replace the base move only when the paired difference is above this many standard errors"),
-    ("rollout_policy", str, "who plays the rollouts: base, or a bot name"),
-    ("bot_prior", float, "weight of the rollout bot's move in the candidates' prior (network base)"),
-    ("win_bonus", float, "points added to a won rollout (subtracted from a lost one)"),
-    ("rollout", str, "greedy or sampled rollouts"),
-    ("rollout_dtype", str, "float32, or bfloat16 (autocast) for a network's forward passes in the rollouts"),
-    ("time_limit_s", float, "seconds per batch of decisions after which no new round of determinizations starts"),
-    ("max_batch", int, "rollouts in flight at once (memory budget)"),
-    ("seed", int, "seed of the determinizations and sampled rollouts"),
-)
+# Search settings: a --search-KEY option for every SearchConfig field (its description the help).
+def _option_type(annotation):
+    import typing
+
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    return args[0] if args else annotation
 
 
 def add_search_options(parser) -> None:
-    """``--search-KEY VALUE`` for every search setting, and ``--set search.KEY=VALUE``."""
+    """``--search-KEY VALUE`` for every field of ``deepcfr.search.SearchConfig``."""
+    from ..search import SearchConfig
+
     group = parser.add_argument_group("search settings (for search:SPEC players; defaults in deepcfr.search.SearchConfig)")
-    for key, kind, text in _SEARCH_OPTIONS:
-        group.add_argument(f"--search-{key.replace('_', '-')}", dest=f"search_{key}", type=kind, default=None, help=text)
-    group.add_argument("--set", dest="search_overrides", action="append", default=[], metavar="search.KEY=VALUE",
-                       help="a search setting, e.g. --set search.determinizations=64 (repeatable)")
+    for key, info in SearchConfig.model_fields.items():
+        group.add_argument(f"--search-{key.replace('_', '-')}", dest=f"search_{key}", type=_option_type(info.annotation),
+                           default=None, metavar=key.upper(), help=f"{info.description} (default {info.default})")
 
 
 def search_settings(args) -> dict:
     """The search settings given on the command line (validated when a search player is built)."""
-    import yaml
+    from ..search import SearchConfig
 
-    settings = {}
-    for item in getattr(args, "search_overrides", []) or []:
-        key, eq, value = item.partition("=")
-        section, dot, name = key.strip().partition(".")
-        if not eq or section != "search" or not dot or not name:
-            raise ValueError(f"--set {item!r}: this command takes search settings only, as search.KEY=VALUE")
-        settings[name] = yaml.safe_load(value) if value != "" else ""
-    for key, _, _ in _SEARCH_OPTIONS:
-        value = getattr(args, f"search_{key}", None)
-        if value is not None:
-            settings[key] = value
-    return settings
+    return {key: getattr(args, f"search_{key}") for key in SearchConfig.model_fields
+            if getattr(args, f"search_{key}", None) is not None}
+
+
+def make_named_game(name: str | None, variant: str | None):
+    """The game of ``--game`` / ``--variant`` (default: classic Lost Cities)."""
+    from ..games.registry import game_names, make_game
+
+    name = name or "lost_cities"
+    if name not in game_names():
+        raise ValueError(f"unknown game {name!r}; valid games: {', '.join(game_names())}")
+    params = {}
+    if variant is not None:
+        if name != "lost_cities":
+            raise ValueError(f"--variant applies to lost_cities only, not to game {name!r}")
+        params["variant"] = variant
+    return make_game(name, **params)
+
+
+def players_and_game(specs: list[str], game_name: str | None, variant: str | None, device, settings: dict,
+                     fixed_game=None):
+    """The players of ``specs`` and the game they play: ``fixed_game``, or ``--game``/``--variant``
+    when given, else the first checkpoint's game, else classic Lost Cities; every checkpoint must
+    match it. ``settings`` are the command line's search settings (inline ones win)."""
+    from ..players import load_player, parse_player
+
+    parsed = [parse_player(s) for s in specs]
+    game = fixed_game
+    if game is None and (game_name is not None or variant is not None):
+        game = make_named_game(game_name, variant)
+    players = [None] * len(parsed)
+    if game is None:
+        for i, spec in enumerate(parsed):
+            if spec.innermost.kind == "checkpoint":
+                players[i] = load_player(spec, None, device, settings)
+                game = players[i].game
+                break
+    if game is None:
+        game = make_named_game(None, None)
+    players = [p if p is not None else load_player(s, game, device, settings) for p, s in zip(players, parsed)]
+    return players, game
 
 
 def search_figures(player, prefix: str) -> dict:

@@ -20,8 +20,9 @@ def register(subparsers) -> None:
     p.add_argument("--checkpoint", required=True, help="checkpoint file (e.g. runs/<run>/checkpoints/latest.pt)")
     p.add_argument(
         "--vs", default=None,
-        help="comma-separated opponents: bot names, or 'self' (the checkpoint's own policy, sampled) "
-        "(default for Lost Cities: heuristic_careful,random,discard_only; for poker: random)",
+        help="comma-separated opponents, player specs (bots, champion, checkpoints, search:SPEC), or 'self' "
+        "(the checkpoint's own policy, sampled) (default for Lost Cities: heuristic_careful,random,discard_only; "
+        "for poker: random)",
     )
     p.add_argument("--games", type=int, default=500, help="games per opponent, even (games/2 deals)")
     p.add_argument("--policy", choices=["average", "current", "mixture"], default="average",
@@ -40,19 +41,15 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def _opponents(game, vs: str | None) -> list[str]:
-    from ..games.bots import bot_names
+def _opponent_specs(game, vs: str | None) -> list[str]:
+    from ..players import parse_player, split_specs
 
-    if vs is None:
-        names = DEFAULT_OPPONENTS.get(game.name, ["random"])
-    else:
-        names = [n.strip() for n in vs.split(",") if n.strip()]
-        if not names:
-            raise ValueError("--vs needs at least one bot name")
-    valid = bot_names(game) + [SELF]
+    names = DEFAULT_OPPONENTS.get(game.name, ["random"]) if vs is None else split_specs(vs)
+    if not names:
+        raise ValueError("--vs needs at least one opponent (a player spec, or self)")
     for n in names:
-        if n not in valid:
-            raise ValueError(f"--vs: unknown opponent {n!r} for {game.name}; valid: {', '.join(valid)}")
+        if n != SELF:
+            parse_player(n)  # a bad spec fails before any game is played
     return names
 
 
@@ -63,19 +60,19 @@ def _sweep(text: str | None) -> list[dict]:
     """Search settings per point of ``--sweep KEY=V1,V2,...`` ([{}] without a sweep)."""
     if text is None:
         return [{}]
-    import yaml
+    from ..players import parse_setting_value
 
     key, eq, values = text.partition("=")
     if not eq or not key.strip() or not values.strip():
         raise ValueError(f"--sweep {text!r} must look like KEY=V1,V2,... (e.g. determinizations=16,32)")
-    return [{key.strip(): yaml.safe_load(v)} for v in values.split(",") if v.strip()]
+    return [{key.strip(): parse_setting_value(v, f"--sweep {key.strip()}")} for v in values.split(",") if v.strip()]
 
 
 def run(args) -> int:
     from pathlib import Path
 
     from ..evaluate.arena import play_match
-    from ..games.bots import make_bot
+    from ..players import load_player
     from ..train.checkpoint import CheckpointError
     from ..train.agent import load_agent
 
@@ -86,7 +83,7 @@ def run(args) -> int:
         raise CheckpointError(f"checkpoint not found: {path}")
     agent = load_agent(str(path), device=args.device)
     game = agent.game
-    opponents = _opponents(game, args.vs)
+    opponents = _opponent_specs(game, args.vs)
     policy = agent.policy(kind=args.policy, greedy=args.greedy)
 
     out: dict = {
@@ -109,10 +106,15 @@ def run(args) -> int:
         out["exploitability"] = out[f"{args.policy}_exploitability"]
     from ..players import NetworkPlayer
 
-    own = NetworkPlayer(agent, args.policy, False, str(path))  # 'self': the policy, sampled
+    own = NetworkPlayer.of_agent(agent, args.policy, False, str(path)) if args.policy != "mixture" else policy
+    built: dict[str, object] = {}
 
-    def opponent(name):
-        return own if name == SELF else make_bot(game, name)
+    def opponent(name):  # 'self': the evaluated policy, sampled; built once per spec
+        if name == SELF:
+            return own
+        if name not in built:
+            built[name] = load_player(name, game, args.device, search_settings(args))
+        return built[name]
 
     for name in opponents:
         result = play_match(game, policy, opponent(name), games=args.games, seed=args.seed, device=args.device)
@@ -133,19 +135,19 @@ def _search_points(args, agent, game, opponent, opponents) -> list[dict]:
     """One entry per search setting: its settings, and per opponent win rate and mean score
     difference with 95% CIs, rollout decisions per second, seconds per move, capped rollouts."""
     from ..evaluate.arena import play_match
-    from ..players import NetworkPlayer, SearchPlayer
-    from ..search import RolloutSearch, search_config
+    from ..players import NetworkPlayer, search_player
 
-    base = NetworkPlayer(agent, args.policy, args.greedy, str(args.checkpoint))
+    if args.policy == "mixture":
+        raise ValueError("--search searches over a network policy (average or current), not the mixture")
+    base = NetworkPlayer.of_agent(agent, args.policy, args.greedy, str(args.checkpoint))
     points = []
     for extra in _sweep(args.sweep):
-        config = search_config(search_settings(args), extra)
-        point = {"settings": config.model_dump()}
+        point: dict = {}
         for name in opponents:
-            search = RolloutSearch(game, base, config, device=args.device)
-            player = SearchPlayer(base, search, f"search:{args.checkpoint}")
+            player = search_player(base, f"search:{args.checkpoint}", args.device, search_settings(args), extra)
+            point.setdefault("settings", player.search.config.model_dump())
             result = play_match(game, player, opponent(name), games=args.games, seed=args.seed, device=args.device)
-            stats = search.stats.to_dict()
+            stats = player.stats.to_dict()
             point[name] = {
                 "win_rate": result.win_rate, "win_rate_ci95": result.win_rate_ci95,
                 "mean_score_diff": result.mean_score_diff, "score_diff_ci95": result.score_diff_ci95,

@@ -1,97 +1,79 @@
-"""`deepcfr play`: a person plays against a trained agent (--checkpoint) or a bot (--vs) in the terminal."""
+"""`deepcfr play`: a person plays against any player spec (--vs; default the search over the champion) in the terminal."""
 
 from __future__ import annotations
 
 import secrets
 import sys
 
-from .common import add_search_options, search_settings
+from .common import add_search_options, players_and_game, search_settings
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "play",
-        help="play a game in the terminal against an agent or a bot",
-        description="Play Lost Cities, Kuhn or Leduc against a trained agent (--checkpoint PATH) or a bot "
-        "(--vs NAME, no checkpoint needed). Type the number of a move; ? shows the agent's action "
-        "probabilities, h help, q quits. Ctrl-C or end of input leave cleanly.",
+        help="play a game in the terminal against any player (default: the champion's search)",
+        description="Play Lost Cities, Kuhn or Leduc against a player named by a spec (--vs SPEC: a bot, "
+        "champion, a checkpoint PATH, PATH@greedy, search:SPEC, ...; default: search:champion, the "
+        "search over the shipped champion network). Type the number of a move; ? shows the agent's "
+        "action probabilities, h help, q quits. Ctrl-C or end of input leave cleanly.",
     )
-    p.add_argument("--checkpoint", default=None, help="checkpoint of a trained agent to play against")
-    p.add_argument("--vs", default=None, help="play against this bot instead (e.g. random, heuristic_careful)")
-    p.add_argument("--game", default=None, help="game for --vs: lost_cities (default), kuhn or leduc")
-    p.add_argument("--variant", default=None, help="Lost Cities rule variant for --vs (classic, mini)")
+    p.add_argument("--vs", default=None, metavar="SPEC",
+                   help=f"the opponent, a player spec (default: {DEFAULT_OPPONENT}; e.g. heuristic_careful, "
+                   "champion@greedy, runs/x/checkpoints/latest.pt, search:heuristic_balanced)")
+    p.add_argument("--checkpoint", default=None,
+                   help="a checkpoint to play against: the same as --vs PATH (with --policy / --greedy / --search)")
+    p.add_argument("--game", default=None, help="game for a bot opponent: lost_cities (default), kuhn or leduc")
+    p.add_argument("--variant", default=None, help="Lost Cities rule variant for a bot opponent (classic, mini)")
     p.add_argument("--seat", type=int, choices=(0, 1), default=0, help="your seat (0 moves first)")
     p.add_argument("--seed", type=int, default=None, help="deal seed (default: a random one, printed)")
-    p.add_argument("--policy", default="average", choices=("average", "current", "mixture"),
-                   help="which of the agent's policies plays")
-    p.add_argument("--greedy", action="store_true", help="the agent plays its most probable action")
+    p.add_argument("--policy", default=None, choices=("average", "current"),
+                   help="with --checkpoint: which of the agent's policies plays (PATH@current)")
+    p.add_argument("--greedy", action="store_true", help="with --checkpoint: the most probable action (PATH@greedy)")
     p.add_argument("--show-probs", action="store_true", help="show the agent's probabilities after each of its moves")
     p.add_argument("--record", default=None, metavar="FILE", help="append the game to FILE (JSON lines)")
     p.add_argument("--plain", action="store_true", help="plain text: no colours or styles")
     p.add_argument("--search", action="store_true",
-                   help="the agent (or bot) searches each move: determinized rollouts (settings: --search-*); "
-                   "? then shows the moves it weighed with their values and 95%% confidence intervals")
+                   help="the opponent searches each move (search:SPEC): determinized rollouts (settings: "
+                   "--search-*); ? then shows the moves it weighed with their values and 95%% confidence intervals")
     add_search_options(p)
     p.set_defaults(func=run)
 
 
-def build_opponent(args, seed: int):
-    """(batched game, opponent) from the command line."""
-    from ..games.registry import game_names, make_game
-    from ..play import BotOpponent, PolicyOpponent
+DEFAULT_OPPONENT = "search:champion"
 
+
+def opponent_spec(args) -> str:
+    """The opponent's spec from --vs, or from --checkpoint with --policy / --greedy / --search."""
     if args.checkpoint and args.vs:
-        raise ValueError("give either --checkpoint PATH (play an agent) or --vs BOT (play a bot), not both")
-    if not args.checkpoint and not args.vs:
-        raise ValueError("play needs an opponent: --checkpoint PATH or --vs BOT (e.g. --vs random)")
-    if args.search:
-        return _search_opponent(args, seed)
-    if args.checkpoint:
-        from ..train.agent import load_agent
-
-        agent = load_agent(args.checkpoint)
-        game = agent.game
-        if args.game is not None and args.game != game.name:
-            raise ValueError(f"--game {args.game} does not match the checkpoint's game {game.name}")
-        if args.variant is not None:
-            raise ValueError("--variant applies to --vs only: an agent plays the rules it was trained on")
-        # Greedy play takes the argmax here, so that the probabilities shown stay the policy's own.
-        policy = agent.policy(kind=args.policy, greedy=False)
-        name = f"agent@{agent.iteration}"
-        return game, PolicyOpponent(policy, name, seed=seed + 1, greedy=args.greedy)
-    name = args.game or "lost_cities"
-    if name not in game_names():
-        raise ValueError(f"unknown game {name!r}; valid games: {', '.join(game_names())}")
-    params = {}
-    if args.variant is not None:
-        if name != "lost_cities":
-            raise ValueError(f"--variant applies to lost_cities only, not to game {name!r}")
-        params["variant"] = args.variant
-    game = make_game(name, **params)
-    from ..games.bots import make_bot
-
-    return game, BotOpponent(make_bot(game, args.vs), seed=seed + 1)
-
-
-def _search_opponent(args, seed: int):
-    from ..play.opponents import SearchOpponent
-    from ..players import PlayerSpec, load_player
-
-    if args.checkpoint:
-        if args.variant is not None:
-            raise ValueError("--variant applies to --vs only: an agent plays the rules it was trained on")
-        base = PlayerSpec(kind="checkpoint", path=args.checkpoint, policy=args.policy, greedy=args.greedy)
-        game = None
+        raise ValueError("give either --checkpoint PATH or --vs SPEC, not both (--checkpoint PATH is --vs PATH)")
+    if args.checkpoint is None and (args.policy is not None or args.greedy):
+        raise ValueError("--policy and --greedy go with --checkpoint; with --vs write them into the spec "
+                         "(PATH@current, PATH@greedy)")
+    if args.checkpoint is not None:
+        options = ([args.policy] if args.policy not in (None, "average") else []) + (["greedy"] if args.greedy else [])
+        spec = args.checkpoint + (f"@{','.join(options)}" if options else "")
+    elif args.vs is not None:
+        spec = args.vs
+    elif (args.game or "lost_cities") == "lost_cities" and args.variant in (None, "classic"):
+        spec = DEFAULT_OPPONENT
     else:
-        from .arena_cmd import make_arena_game
+        raise ValueError(f"the champion plays classic Lost Cities: name an opponent for {args.game or 'lost_cities'} "
+                         f"{args.variant or ''} with --vs SPEC (e.g. --vs random)".replace("  ", " "))
+    if args.search and not spec.startswith("search"):
+        spec = f"search:{spec}"
+    return spec
 
-        base = PlayerSpec(kind="bot", name=args.vs)
-        game = make_arena_game(args.game or "lost_cities", args.variant)
-    settings = {"seed": seed + 1, **search_settings(args)}
-    player = load_player(PlayerSpec(kind="search", base=base), game, "cpu", settings)
-    if args.game is not None and args.game != player.game.name:
-        raise ValueError(f"--game {args.game} does not match the checkpoint's game {player.game.name}")
-    return player.game, SearchOpponent(player, player.game.action_name)
+
+def build_opponent(args, seed: int):
+    """(batched game, seated opponent) from the command line."""
+    from ..players import Seated, parse_player
+
+    spec = opponent_spec(args)
+    settings = {"seed": seed + 1, **search_settings(args)} if parse_player(spec).kind == "search" else {}
+    (player,), game = players_and_game([spec], None if args.game is None else args.game, args.variant, "cpu", settings)
+    if args.game is not None and args.game != game.name:
+        raise ValueError(f"--game {args.game} does not match the opponent's game {game.name}")
+    return game, Seated(player, seed=seed + 1)
 
 
 def run(args) -> int:

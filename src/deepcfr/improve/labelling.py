@@ -23,18 +23,16 @@ import torch
 
 from ..evaluate.arena import play_out
 from ..games.base import sample_from_probs
-from ..players import NetworkPlayer, load_player, parse_player, search_player
+from ..players import LEARNER, NetworkPlayer, load_player, parse_player
 from ..search import SearchStats
 from .positions import Positions, improved_target
 
-LEARNER = "learner"  # the teacher's base name for the current network, and that network's name
 SEARCH_COUNTERS = ("decisions", "calls", "rollouts", "rollout_decisions", "capped_rollouts", "overrides", "seconds")
 
 
 def teaches_over_learner(teacher: str) -> bool:
     """Whether the search spec ``teacher`` searches over the current network (base ``learner``)."""
-    spec = parse_player(teacher)
-    return spec.base.kind == "bot" and spec.base.name == LEARNER
+    return parse_player(teacher).innermost.kind == "network"
 
 
 @dataclass
@@ -86,8 +84,7 @@ class LabelChunk:
 
     def _teacher(self, runner, networks):
         if teaches_over_learner(self.teacher):
-            base = NetworkPlayer.of_network(runner.game, networks.network(LEARNER), LEARNER)
-            return search_player(base, self.teacher, runner.device, parse_player(self.teacher).settings)
+            return load_player(self.teacher, runner.game, runner.device, networks={LEARNER: networks.network(LEARNER)})
         return self._spec_player(runner, self.teacher)
 
     def _opponent(self, runner, networks):

@@ -40,12 +40,12 @@ import torch
 
 from ..cfr.networks import build_network
 from ..evaluate.arena import play_match
-from ..players import NetworkPlayer, load_player, parse_player, search_player
+from ..players import LEARNER, NetworkPlayer, load_player, parse_player
 from ..train.agent import load_agent
 from ..train.checkpoint import make_meta
 from ..train.config import TrainConfig
 from .distil import evaluate_fit, fit_policy, held_out_split
-from .labelling import LEARNER, LabelChunk, teaches_over_learner, total_search_stats
+from .labelling import LabelChunk, teaches_over_learner, total_search_stats
 from .positions import PositionMemory, Positions
 
 MATCH_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95")
@@ -159,8 +159,7 @@ class Improver:
     def search_agent(self, text: str):
         """The search player of spec ``text``; the base ``learner`` is the current network."""
         if teaches_over_learner(text):
-            base = self.network_player(self.current, LEARNER)
-            return search_player(base, text, self.device, parse_player(text).settings)
+            return load_player(text, self.game, self.device, networks={LEARNER: self.current})
         return self._spec_player(text)
 
     # A round ---------------------------------------------------------------------------------

@@ -31,7 +31,7 @@ from rich.text import Text
 
 from ..evaluate.replay import append_records, make_record, reference_deal
 from ..games.base import IllegalActionError
-from .opponents import Opponent, observation
+from ..players import Seated
 from .views import GameView
 
 QUIT, PROBS, HELP, BOARD = "quit", "probs", "help", "board"
@@ -186,7 +186,7 @@ def move_list(view: GameView, ref, choices: Sequence[tuple[int, str]]) -> Column
     return Columns(items, padding=(0, 3), column_first=True)
 
 
-def play_game(view: GameView, opponent: Opponent, human_seat: int, seed: int, stdin: TextIO, stdout: TextIO, *,
+def play_game(view: GameView, opponent: Seated, human_seat: int, seed: int, stdin: TextIO, stdout: TextIO, *,
               plain: bool = False, show_probs: bool = False, record: str | Path | None = None,
               width: int | None = None) -> GameOutcome:
     """Play one game in the terminal; see the module docstring."""
@@ -221,7 +221,9 @@ def play_game(view: GameView, opponent: Opponent, human_seat: int, seed: int, st
                 thinking = getattr(opponent, "thinking", None)
                 if thinking:  # a search takes a moment: say so while it runs
                     screen.show(Text(thinking, style="dim"))
-                action, probs = opponent.decide(obs, mask)
+                decision = opponent.decide(obs, mask, action_name=view.game.action_name)
+                action = decision.action
+                probs = decision.values if decision.values is not None else decision.probs
                 before = copy.deepcopy(ref)
                 ref.apply(action)
                 actions.append(action)
@@ -267,7 +269,14 @@ def play_game(view: GameView, opponent: Opponent, human_seat: int, seed: int, st
         return finish(EXIT_INTERRUPTED, "Interrupted: leaving the game.")
 
 
-def _show_probs(screen: Screen, view: GameView, opponent: Opponent, recent) -> None:
+def observation(game, ref, player: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """The batched observation and legal mask rows ``[1, K]``, ``[1, A]`` of a reference engine."""
+    obs = torch.tensor([ref.observe(player)], dtype=game.obs_dtype)
+    mask = torch.tensor([ref.legal_mask()], dtype=torch.bool)
+    return obs, mask
+
+
+def _show_probs(screen: Screen, view: GameView, opponent: Seated, recent) -> None:
     moves = list(recent)
     if not moves:
         screen.show(Text(f"{opponent.name} has not moved yet."))
@@ -295,7 +304,7 @@ def candidates_table(view: GameView, ref, rows: list[dict], chosen: int) -> Tabl
     for r in rows:
         mark = " <- played" if r["action"] == chosen else ""
         mark += " (base move)" if r["base"] else ""
-        searched = r["mean"] == r["mean"]  # NaN: the only legal move, not rolled out
+        searched = r["mean"] is not None and r["mean"] == r["mean"]  # None/NaN: the only legal move, not rolled out
         value = f"{r['mean']:+.1f} +- {r['ci95']:.1f}" if searched else "forced"
         diff = "" if r["base"] or not searched else f"{r['diff_vs_base']:+.1f} +- {r['diff_ci95']:.1f}"
         table.add_row(value, diff, f"{100 * r['prior']:.0f}%",

@@ -28,7 +28,8 @@ from ..games.lost_cities.rules import VARIANTS
 from .library import ReplayLibrary, RunLibrary
 from ..players import VALID_FORMS, PlayerSpecError, parse_player
 from .docs import docs_page
-from .players import CheckpointPolicy, PlayerCache
+from ..players import PlayerCache, same_game
+from .players import CheckpointPolicy
 from .tables import Table, TableError, TableStore
 
 SAVED_GAMES = "web_games.jsonl"  # finished games saved from the page, under the replays directory
@@ -122,7 +123,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     app = FastAPI(title="deepcfr serve", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     runs_root = Path(settings.runs)
     replays_root = Path(settings.replays) if settings.replays is not None else runs_root
-    players = PlayerCache(CheckpointPolicy(settings.checkpoints, runs_root), settings.device)
+    players = PlayerCache(settings.device, confine=CheckpointPolicy(settings.checkpoints, runs_root).confine)
     tables = TableStore(settings.max_games)
     report_cache = tempfile.TemporaryDirectory(prefix="deepcfr-serve-reports-")
     replays = ReplayLibrary(replays_root)
@@ -190,7 +191,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             raise ValueError(f"cannot use this player: {e.strerror or type(e).__name__}") from None
         if games:
             game = games[0]
-            if variant is not None and game.config_dict() != make_game("lost_cities", variant=variant).config_dict():
+            if variant is not None and not same_game(game, make_game("lost_cities", variant=variant)):
                 raise ValueError(f"the checkpoint plays other rules than variant {variant!r}; leave the variant "
                                  "empty to play the checkpoint's own rules")
         else:

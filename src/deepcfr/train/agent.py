@@ -38,6 +38,9 @@ class Agent:
     advantage_trained: list[bool]
     device: torch.device
     exact_average: ExactAveragePolicy | None = None
+    # False for a distilled network (expert iteration, the champion): its advantage networks, if
+    # any, are not its own, so it has no current policy
+    has_current_policy: bool = True
 
     def current_policy_of(self, player: int, greedy: bool = False) -> Policy:
         """sigma_t of ``player``: regret matching on its advantage network (uniform before it trained)."""
@@ -53,6 +56,9 @@ class Agent:
         if kind == "average":
             return StrategyNetPolicy(self.strategy_net, self.game.encode, greedy=greedy)
         if kind == "current":
+            if not self.has_current_policy:
+                raise ValueError("this checkpoint holds a distilled network only (expert iteration): it has no "
+                                 "current policy; play its average policy (PATH, or PATH@greedy)")
             return PerPlayerPolicy(self.game, [self.current_policy_of(p, greedy) for p in range(2)])
         if kind == "mixture":
             if self.exact_average is None:
@@ -70,8 +76,8 @@ def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.d
         payload = checkpoint
     else:
         payload = load_checkpoint(checkpoint, map_location="cpu")
-    if "config" not in payload or "advantage_nets" not in payload:
-        raise ValueError("checkpoint does not hold a trainer state (no config / advantage_nets)")
+    if "config" not in payload or "strategy_net" not in payload:
+        raise ValueError("checkpoint does not hold a trainer state (no config / strategy_net)")
     config = TrainConfig.model_validate(upgrade_saved_config(payload["config"]))
     game = make_game_from_config(config)
     saved = payload.get("game", {})
@@ -92,10 +98,11 @@ def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.d
         exact.load_state_dict(payload["exact_average"])
     return Agent(
         game=game, config=config, iteration=int(payload.get("iteration", 0)),
-        advantage_nets=[net_from(sd) for sd in payload["advantage_nets"]],
+        advantage_nets=[net_from(sd) for sd in payload.get("advantage_nets", [])],
         strategy_net=net_from(payload["strategy_net"]),
-        advantage_trained=[bool(x) for x in payload.get("advantage_trained", [True, True])],
+        advantage_trained=[bool(x) for x in payload.get("advantage_trained", [False, False])],
         device=device, exact_average=exact,
+        has_current_policy="advantage_nets" in payload and "improve" not in payload and not payload.get("distilled"),
     )
 
 

@@ -154,6 +154,16 @@ class StrategyTrainConfig(_Section):
     discount_gamma: float = 4.0
 
 
+def _player_spec(value: str | None, *, keep: tuple[str, ...] = ()) -> str | None:
+    """A player spec's form checked (``deepcfr.players.parse_player``); ``keep``: words a list
+    takes besides specs (improve's ``self``, ``past``)."""
+    from ..players.spec import parse_player
+
+    if value is not None and value not in keep:
+        parse_player(value)
+    return value
+
+
 class LeagueConfig(_Section):
     size: int = Field(20, ge=1)  # frozen snapshots kept
     snapshot_every: int = Field(1, ge=1)
@@ -162,7 +172,14 @@ class LeagueConfig(_Section):
     weight_recent: float = Field(0.3, ge=0)
     weight_older: float = Field(0.2, ge=0)
     weight_anchor: float = Field(0.0, ge=0)
-    anchor_bot: str | None = None  # e.g. heuristic_careful
+    # a fixed opponent in the league, a player spec: a bot (heuristic_careful) or a checkpoint
+    # of this game and network (PATH, PATH@current, champion)
+    anchor: str | None = None
+
+    @field_validator("anchor")
+    @classmethod
+    def _spec(cls, value: str | None) -> str | None:
+        return _player_spec(value)
 
 
 class EvalConfig(_Section):
@@ -170,6 +187,11 @@ class EvalConfig(_Section):
     games: int = Field(500, ge=2)  # Lost Cities games per opponent (paired deals)
     opponents: list[str] = Field(default_factory=lambda: ["random", "discard_only", "heuristic_careful"])
     policies: list[Literal["average", "current"]] = Field(default_factory=lambda: ["average", "current"])
+    @field_validator("opponents")
+    @classmethod
+    def _specs(cls, value: list[str]) -> list[str]:
+        return [_player_spec(v) for v in value]
+
     # Kuhn/Leduc: also track the exact reach-weighted average of the sigma_t played (as in Single
     # Deep CFR; no strategy-network error) and report exploitability/mixture
     exact_average: bool = True
@@ -256,7 +278,24 @@ class ImproveConfig(_Section):
     def _some_teacher(cls, value: str | list[str]) -> str | list[str]:
         if isinstance(value, list) and not value:
             raise ValueError("name at least one search spec")
+        for spec in [value] if isinstance(value, str) else value:
+            _player_spec(spec)
         return value
+
+    @field_validator("opponents")
+    @classmethod
+    def _pool_specs(cls, value: list[str]) -> list[str]:
+        return [_player_spec(v, keep=("self", "past")) for v in value]
+
+    @field_validator("eval_opponents")
+    @classmethod
+    def _eval_specs(cls, value: list[str]) -> list[str]:
+        return [_player_spec(v) for v in value]
+
+    @field_validator("eval_search")
+    @classmethod
+    def _search_spec(cls, value: str | None) -> str | None:
+        return _player_spec(value)
 
     def teachers(self) -> list[str]:
         """Every teacher spec, in round order."""
@@ -306,8 +345,8 @@ class TrainConfig(_Section):
         if self.memory.augment and (self.advantage.aggregate or self.strategy.aggregate):
             raise ValueError("memory.augment does not combine with advantage.aggregate or strategy.aggregate "
                              "(aggregated tables are encoded once, not drawn per batch)")
-        if self.traversal.opponent == "league" and self.league.anchor_bot is None and self.league.weight_anchor > 0:
-            raise ValueError("league.weight_anchor > 0 needs league.anchor_bot")
+        if self.traversal.opponent == "league" and self.league.anchor is None and self.league.weight_anchor > 0:
+            raise ValueError("league.weight_anchor > 0 needs league.anchor")
         return self
 
 
@@ -396,6 +435,9 @@ def upgrade_saved_config(data: dict) -> dict:
                 traversal.pop(key, None)
     if algorithm != "probe":
         traversal.pop("probe_rate", None)
+    league = data.get("league", {})
+    if "anchor_" "bot" in league:  # renamed to league.anchor when the anchor became a player spec
+        league["anchor"] = league.pop("anchor_" "bot")
     if data.get("advantage", {}).get("weighting") != "discounted":
         data.get("advantage", {}).pop("discount_alpha", None)
     return data

@@ -113,11 +113,8 @@ class Trainer:
         self.game = make_game_from_config(config)
         self.num_actions = int(self.game.num_actions)
         self.feature_size = int(self.game.feature_size)
-        if config.league.anchor_bot is not None:
-            try:
-                make_bot(self.game, config.league.anchor_bot)
-            except ValueError as e:
-                raise ValueError(f"league.anchor_bot: {e}") from None
+        self._eval_opponents: dict[str, Any] = {}
+        self._anchor = self._anchor_policy(config.league.anchor) if config.league.anchor is not None else None
 
         seed = int(config.run.seed)
         self.generators: dict[str, torch.Generator] = {}
@@ -238,6 +235,34 @@ class Trainer:
         """sigma_t of ``player``: regret matching on its advantage network (uniform before it trained)."""
         return self.agent().current_policy_of(player)
 
+    def _anchor_policy(self, text: str) -> tuple[PolicySpec, Any]:
+        """The league anchor as a chunk policy and its networks (a bot: none; a checkpoint's
+        average policy: its strategy network; its current policy: one advantage network per seat)."""
+        from deepcfr.players import parse_player, same_game
+        from deepcfr.players.build import checkpoint_file
+
+        from .agent import load_agent
+
+        spec = parse_player(text)
+        if spec.kind == "bot":
+            try:
+                make_bot(self.game, spec.name)
+            except ValueError as e:
+                raise ValueError(f"league.anchor: {e}") from None
+            return PolicySpec("bot", bot=spec.name), None
+        if spec.kind != "checkpoint" or spec.greedy:
+            raise ValueError(f"league.anchor {text!r}: the anchor is a bot or a checkpoint's sampled policy "
+                             "(PATH, PATH@current, champion); traversal samples from it")
+        agent = load_agent(checkpoint_file(spec), device=self.device)
+        if not same_game(agent.game, self.game) or agent.config.network != self.config.network:
+            raise ValueError(f"league.anchor {text!r}: the checkpoint's game or network differs from this run's "
+                             "(the anchor's network travels to the workers with this run's shapes)")
+        if spec.policy == "current":
+            if not agent.has_current_policy:
+                raise ValueError(f"league.anchor {text!r}: a distilled network has no current policy")
+            return PolicySpec("regret", "anchor"), [net.eval() for net in agent.advantage_nets]
+        return PolicySpec("strategy", "anchor"), {"anchor": agent.strategy_net.eval()}
+
     def _sigma_spec(self, player: int, networks: dict[str, torch.nn.Module]) -> PolicySpec:
         """sigma_t of ``player`` as a chunk policy: regret matching on its advantage network
         (uniform before that network trained)."""
@@ -255,11 +280,16 @@ class Trainer:
         if mode == "average":
             networks["strategy"] = self.strategy_net
             return PolicySpec("strategy", "strategy"), False, "average"
-        choice = self.league.sample(has_anchor=self.config.league.anchor_bot is not None)
+        choice = self.league.sample(has_anchor=self._anchor is not None)
         if choice.kind == "current":
             return self._sigma_spec(opponent, networks), True, "current"
         if choice.kind == "anchor":
-            return PolicySpec("bot", bot=self.config.league.anchor_bot), False, "anchor"
+            spec, nets = self._anchor
+            if spec.kind == "regret":  # the anchor's sigma for the seat it plays
+                networks[f"anchor_p{opponent}"] = nets[opponent]
+                return PolicySpec("regret", f"anchor_p{opponent}"), False, "anchor"
+            networks.update(nets or {})
+            return spec, False, "anchor"
         name = f"snapshot_{choice.iteration}_p{opponent}"
         if name not in self._snapshot_nets:
             net = build_network(self.config.network, self.feature_size, self.num_actions).to(self.device)
@@ -427,13 +457,24 @@ class Trainer:
 
         seed = int(torch.randint(0, 2**31 - 1, (1,), generator=self.generators["eval"]))
         for opponent in self.config.eval.opponents:
-            bot = make_bot(self.game, opponent)
+            side = self._eval_opponent(opponent)
             for kind in kinds:
-                result = play_match(self.game, agent.policy(kind), bot, games=self.config.eval.games, seed=seed,
+                result = play_match(self.game, agent.policy(kind), side, games=self.config.eval.games, seed=seed,
                                     device=self.device)
                 for key in ("win_rate", "mean_score_diff", "score_diff_ci95"):
                     metrics[f"eval/{opponent}/{kind}/{key}"] = float(getattr(result, key))
         return metrics
+
+    def _eval_opponent(self, spec: str):
+        """The evaluation opponent ``spec`` names (a player spec), built once."""
+        if spec not in self._eval_opponents:
+            from deepcfr.players import load_player
+
+            try:
+                self._eval_opponents[spec] = load_player(spec, self.game, self.device)
+            except ValueError as e:
+                raise ValueError(f"eval.opponents: {e}") from None
+        return self._eval_opponents[spec]
 
     # ------------------------------------------------------------------ the loop
     def run_iteration(self) -> dict[str, Any]:

@@ -381,6 +381,16 @@ class LostCitiesGame:
     def config_dict(self) -> dict:
         return self.rules.model_dump()
 
+    def describe(self) -> str:
+        """The rules in words: the nearest named variant and what differs from it (the ply cap aside)."""
+        from .rules import VARIANTS, make_rules
+
+        rules = {k: v for k, v in self.config_dict().items() if k != "ply_cap"}
+        best = min(VARIANTS, key=lambda v: sum(make_rules(v).model_dump()[k] != x for k, x in rules.items()))
+        base = make_rules(best).model_dump()
+        changed = ", ".join(f"{k}={x}" for k, x in rules.items() if base[k] != x)
+        return f"lost_cities (variant {best}{'; ' + changed if changed else ''})"
+
     def action_name(self, action: int) -> str:
         return self.rules.action_name(int(action))
 

@@ -1,0 +1,25 @@
+"""Players: one way to name a player (a spec string), one way to build it, everywhere.
+
+- ``spec``: the spec forms (``parse_player``, ``PlayerSpec``, ``VALID_FORMS``);
+- ``build``: the players they name (``load_player``: bots, checkpoint policies, the champion,
+  search over any of them; ``search_player`` over an already built base);
+- ``seated``: a player at a table deciding one move at a time with what a person may see of it;
+- ``cache``: loaded players by spec for a long-lived process (the web server);
+- ``champion``: the shipped champion network and its model card.
+
+Every entry point takes a spec: ``arena --a/--b``, ``eval --vs``, ``play --vs``, ``serve``,
+``improve`` (teacher, opponents, eval opponents, gate), the config lists ``eval.opponents`` and
+``league.anchor``, and the search's ``rollout_policy``.
+"""
+
+from .build import (BotPlayer, NetworkPlayer, SearchPlayer, checkpoint_file, describe_game, load_player,
+                    same_game, search_player)
+from .cache import PlayerCache
+from .seated import Decision, Seated, top_probabilities
+from .spec import (CHAMPION, LEARNER, MAX_SPEC_LENGTH, VALID_FORMS, PlayerSpec, PlayerSpecError, parse_player,
+                   parse_setting_value, quote, split_specs)
+
+__all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "search_player", "same_game",
+           "describe_game", "checkpoint_file", "PlayerCache", "Decision", "Seated", "top_probabilities",
+           "PlayerSpec", "PlayerSpecError", "parse_player", "parse_setting_value", "split_specs", "quote",
+           "VALID_FORMS", "CHAMPION", "LEARNER", "MAX_SPEC_LENGTH"]

@@ -1,0 +1,180 @@
+"""Building the player a spec names (``load_player``), for a game.
+
+A player has ``name``, ``game``, ``act(obs, mask, generator) -> actions [n]`` (batched, as arena
+sides take them) and, where it has one, ``policy(obs, mask) -> probs [n, A]`` (networks). A
+:class:`SearchPlayer` also has ``search`` (the RolloutSearch), ``last_decision`` (a
+``search.SearchDecision``: for each decision of the last ``act`` call the candidates, their mean
+rollout values with 95% CIs, the paired differences to the base move, the prior and the choice)
+and ``stats`` (a ``search.SearchStats``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+import torch
+
+from ..games.base import sample_from_probs
+from .spec import CHAMPION, LEARNER, PlayerSpec, PlayerSpecError, parse_player, quote
+
+
+class BotPlayer:
+    def __init__(self, bot, game):
+        self.bot = bot
+        self.game = game
+        self.name = bot.name
+        if hasattr(bot, "action_scores"):
+            self.action_scores = bot.action_scores
+
+    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        return self.bot.act(obs, mask, generator)
+
+
+class NetworkPlayer:
+    """A policy (``(obs, mask) -> probs``, a checkpoint's or a bare network's): samples from it,
+    or plays its most probable legal action with ``greedy``. ``policy`` gives the probabilities
+    the player samples from (for a greedy player too: they are what a page shows)."""
+
+    def __init__(self, game, policy, name: str, greedy: bool = False, kind: str = "average", agent=None):
+        self.game = game
+        self.name = name
+        self.greedy = greedy
+        self.kind = kind
+        self.agent = agent
+        self._policy = policy
+
+    @classmethod
+    def of_agent(cls, agent, kind: str, greedy: bool, name: str) -> "NetworkPlayer":
+        """A checkpoint's policy ``kind`` (average: the strategy network; current: regret matching)."""
+        return cls(agent.game, agent.policy(kind=kind, greedy=False), name, greedy, kind, agent)
+
+    @classmethod
+    def of_network(cls, game, net, name: str, greedy: bool = False) -> "NetworkPlayer":
+        """A bare strategy network (no checkpoint around it), as ``agent.policy('average')`` plays it."""
+        from ..cfr.policies import StrategyNetPolicy
+
+        return cls(game, StrategyNetPolicy(net, game.encode), name, greedy)
+
+    def policy(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self._policy(obs, mask)
+
+    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        probs = self._policy(obs, mask).float() * mask
+        if self.greedy:
+            return probs.masked_fill(~mask.bool(), -1.0).argmax(dim=1)
+        # never an illegal action, whatever the network says; an all-zero row plays uniformly
+        probs = torch.where(probs.sum(dim=1, keepdim=True) > 0, probs, mask.float())
+        return sample_from_probs(probs, generator)
+
+
+class SearchPlayer:
+    """Rollout search over a base player (module docstring: ``search``, ``last_decision``, ``stats``)."""
+
+    def __init__(self, base, search, name: str):
+        self.base = base
+        self.search = search
+        self.game = base.game
+        self.name = name
+
+    @property
+    def last_decision(self):
+        return self.search.last
+
+    @property
+    def stats(self):
+        return self.search.stats
+
+    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        return self.search.decide(obs, mask).to(obs.device)
+
+
+def _rules_identity(game) -> dict:
+    # The ply cap is a safety limit, not a rule a policy was trained for.
+    return {k: v for k, v in game.config_dict().items() if k != "ply_cap"}
+
+
+def same_game(a, b) -> bool:
+    """Whether two games have the same rules (the ply cap aside): a checkpoint can play in the other."""
+    return a.name == b.name and _rules_identity(a) == _rules_identity(b)
+
+
+def describe_game(game) -> str:
+    """The game in words for error messages (a rule variant by name, with what differs)."""
+    describe = getattr(game, "describe", None)
+    return describe() if callable(describe) else game.name
+
+
+def checkpoint_file(spec: PlayerSpec) -> Path:
+    """The file a checkpoint spec loads (``champion``: the shipped one)."""
+    if spec.is_champion:
+        from .champion import champion_file
+
+        return champion_file()
+    return Path(spec.path)
+
+
+def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device = "cpu",
+                search_settings: dict | None = None, networks: Mapping[str, torch.nn.Module] | None = None):
+    """The player ``spec`` names, for ``game`` (None: the game of the spec's checkpoint).
+    ``networks`` are the networks a caller names (``learner`` in improve). A checkpoint of another
+    game or rule variant raises ValueError naming both."""
+    if isinstance(spec, str):
+        spec = parse_player(spec)
+    if spec.kind == "bot":
+        if game is None:
+            raise ValueError(f"player {spec}: a bot needs a game (pass game=, or use --game / --variant)")
+        from ..games.bots import make_bot
+
+        return BotPlayer(make_bot(game, spec.name), game)
+    if spec.kind == "network":
+        if networks is None or spec.name not in networks:
+            raise PlayerSpecError(f"player spec {quote(str(spec))}: {LEARNER!r} is the network that improve trains "
+                                  "(improve.teacher, improve.eval_search); elsewhere name a checkpoint or champion")
+        if game is None:
+            raise ValueError(f"player {spec}: a network needs a game")
+        return NetworkPlayer.of_network(game, networks[spec.name], str(spec), spec.greedy)
+    if spec.kind == "checkpoint":
+        return _checkpoint_player(spec, game, device)
+    base = load_player(spec.base, game, device, networks=networks)
+    return search_player(base, str(spec), device, search_settings, spec.settings)
+
+
+def _checkpoint_player(spec: PlayerSpec, game, device) -> NetworkPlayer:
+    from ..train.agent import load_agent
+    from ..train.checkpoint import CheckpointError
+
+    path = checkpoint_file(spec)
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {quote(str(path))}")
+    agent = load_agent(str(path), device=device)
+    if game is not None and not same_game(agent.game, game):
+        what = CHAMPION if spec.is_champion else f"checkpoint {path}"
+        raise ValueError(f"{what} is for {describe_game(agent.game)}, but this match plays {describe_game(game)}")
+    if spec.policy == "current" and not agent.has_current_policy:
+        raise PlayerSpecError(f"player spec {quote(str(spec))}: this checkpoint holds a distilled network only "
+                              "(expert iteration), with no current policy: play PATH or PATH@greedy")
+    return NetworkPlayer.of_agent(agent, spec.policy, spec.greedy, str(spec))
+
+
+def search_player(base, name: str, device: str | torch.device = "cpu", *settings: dict | None) -> SearchPlayer:
+    """Rollout search over an already built ``base`` player (later ``settings`` dicts win); its
+    ``rollout_policy`` setting is ``base`` or a spec (a bot or a checkpoint) built here."""
+    from ..search import RolloutSearch, search_config
+
+    config = search_config(*settings)
+    rollout = None
+    if config.rollout_policy != "base":
+        try:
+            spec = parse_player(config.rollout_policy)
+            if spec.kind == "search":
+                raise PlayerSpecError(f"{quote(config.rollout_policy)}: a search cannot play the rollouts of a search")
+            rollout = load_player(spec, base.game, device)
+        except ValueError as e:
+            raise ValueError(f"search.rollout_policy: {e} (or 'base')") from None
+    search = RolloutSearch(base.game, base, config, rollout_policy=rollout, device=device)
+    return SearchPlayer(base, search, name)
+
+
+__all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "search_player", "same_game",
+           "describe_game", "checkpoint_file"]

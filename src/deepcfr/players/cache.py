@@ -1,0 +1,71 @@
+"""Loaded players by spec, for a long-lived process (the web server): a player is loaded once per
+spec, checkpoint version and rules, and a new game does not read the checkpoint again. The cache
+is bounded (least recently used players go first)."""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from pathlib import Path
+from typing import Callable
+
+from .build import checkpoint_file, describe_game, load_player, same_game
+from .seated import Seated
+from .spec import PlayerSpec, parse_player, quote
+
+MAX_CACHED_PLAYERS = 32
+
+
+def checkpoint_nodes(spec: PlayerSpec) -> list[PlayerSpec]:
+    """The checkpoint specs inside ``spec`` (itself, or the base of a search)."""
+    inner = spec.innermost
+    return [inner] if inner.kind == "checkpoint" else []
+
+
+class PlayerCache:
+    """Loaded players by spec; thread-safe. ``confine(spec) -> spec`` checks (and may resolve) the
+    spec's checkpoint paths before anything is loaded: a server refuses files it does not serve."""
+
+    def __init__(self, device: str = "cpu", confine: Callable[[PlayerSpec], PlayerSpec] | None = None,
+                 capacity: int = MAX_CACHED_PLAYERS):
+        self.device = device
+        self.confine = confine or (lambda spec: spec)
+        self.capacity = capacity
+        self._players: OrderedDict[tuple, Seated] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._players)
+
+    def resolve(self, text: str, game=None) -> Seated:
+        """The player ``text`` names, for ``game`` (None: a checkpoint's own game). ValueError
+        (PlayerSpecError, a confinement error, a load error) when it cannot be had."""
+        spec = self.confine(parse_player(text))
+        files = [checkpoint_file(node) for node in checkpoint_nodes(spec)]
+        # A checkpoint's player is loaded once, for its own game, then checked against the table's.
+        rules = None if files or game is None else (game.name, tuple(sorted(game.config_dict().items())))
+        key = (str(spec), tuple(f.stat().st_mtime_ns if f.is_file() else 0 for f in files), rules)
+        with self._lock:
+            if key not in self._players:
+                try:
+                    player = load_player(spec, None if files else game, device=self.device)
+                except (ValueError, OSError, RuntimeError, KeyError) as e:
+                    raise ValueError(f"cannot load player {quote(text)}: {e}") from None
+                self._players[key] = Seated(player)
+                while len(self._players) > self.capacity:
+                    self._players.popitem(last=False)
+            self._players.move_to_end(key)
+            seated = self._players[key]
+        if game is not None and seated.game is not None and not same_game(seated.game, game):
+            raise ValueError(f"player {quote(text)} plays {describe_game(seated.game)}, but this table plays "
+                             f"{describe_game(game)}")
+        return seated
+
+    def game_of(self, text: str):
+        """The game of a spec's checkpoint, or None for a bot (and search over a bot)."""
+        if not checkpoint_nodes(parse_player(text)):
+            return None
+        return self.resolve(text).game
+
+
+__all__ = ["PlayerCache", "checkpoint_nodes", "MAX_CACHED_PLAYERS"]

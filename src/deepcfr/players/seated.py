@@ -1,0 +1,77 @@
+"""A player at a table (the terminal game, the web page): one decision at a time, on a batch of
+one, with what a person may see of it: the policy's probabilities, or the moves a search weighed."""
+
+from __future__ import annotations
+
+import math
+import threading
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+TOP_PROBS = 8  # actions shown with the agent's probabilities
+
+
+@dataclass
+class Decision:
+    action: int
+    probs: torch.Tensor | None  # [A] the player's policy where it has one, legal and normalised
+    values: list[dict] | None = None  # a search player's candidates: value with CI, prior, chosen
+
+
+class Seated:
+    """A loaded player at the table. ``decide`` runs under the player's own lock (a search player
+    keeps its last decision's candidate values, which one game must not read from another's move)."""
+
+    def __init__(self, player, seed: int = 0):
+        self.player = player
+        self.name = str(player.name)
+        self.game = getattr(player, "game", None)
+        self.generator = torch.Generator().manual_seed(seed)
+        self._lock = threading.Lock()
+
+    @property
+    def thinking(self) -> str | None:
+        """What to show while a search runs (None: a move comes at once)."""
+        search = getattr(self.player, "search", None)
+        if search is None:
+            return None
+        cfg = search.config
+        return (f"{self.name} is thinking ({cfg.determinizations} hidden-card samples x up to "
+                f"{cfg.candidates} moves, rolled out to the end)...")
+
+    def decide(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None,
+               action_name: Callable[[int], str] = str) -> Decision:
+        """One decision on a batch of one (``obs [1, K]``, ``mask [1, A]``) by the player's own
+        ``act`` (with ``generator``, else the seat's own); the probabilities of its ``policy`` and
+        a search's candidates come along."""
+        with self._lock:
+            action = int(self.player.act(obs, mask, generator if generator is not None else self.generator)[0])
+            last = getattr(self.player, "last_decision", None)
+            values = [_finite(row) for row in last.rows(0, action_name)] if last is not None else None
+        if not bool(mask[0, action]):
+            raise RuntimeError(f"player {self.name} chose the illegal action {action}")
+        policy = getattr(self.player, "policy", None)
+        probs = None
+        if callable(policy):
+            with torch.no_grad():
+                probs = policy(obs, mask)[0].float().cpu() * mask[0].cpu()
+            probs = probs / probs.sum() if float(probs.sum()) > 0 else None
+        return Decision(action, probs, values)
+
+
+def _finite(row: dict) -> dict:
+    """JSON has no NaN or infinity: a figure that is not a finite number becomes None."""
+    return {k: None if isinstance(v, float) and not math.isfinite(v) else v for k, v in row.items()}
+
+
+def top_probabilities(probs: torch.Tensor, label: Callable[[int], str], chosen: int) -> list[dict]:
+    """The most probable actions (and the chosen one) as ``{action, label, p, chosen}``."""
+    order = [a for a in torch.argsort(probs, descending=True).tolist() if probs[a] > 0][:TOP_PROBS]
+    if chosen not in order:
+        order.append(chosen)
+    return [{"action": a, "label": label(a), "p": round(float(probs[a]), 4), "chosen": a == chosen} for a in order]
+
+
+__all__ = ["Decision", "Seated", "top_probabilities", "TOP_PROBS"]
