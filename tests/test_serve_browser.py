@@ -1,14 +1,22 @@
 """`deepcfr serve` in a real browser: Debian's headless Chromium driven by Playwright.
 
-The server runs in a thread on a free port. A person's whole game against heuristic_careful is
-clicked through to the final score; an illegal card cannot be played (the button is disabled, a
-forced click does nothing, and the server refuses the move sent by hand); then the game is saved
-and stepped through in Replays, and two bots are watched to the end. Screenshots go to the
-test's temporary directory.
+The server runs in a thread on a free port. At both screen sizes the issue names (390x844, a
+phone; 1366x768, a laptop) whole games are played against bots by clicking (a card, then its
+expedition or its pile; then the deck or a pile; some cards dragged) and by keyboard. At every
+step the page's legal moves are compared with the batched engine's legal mask, and at the start,
+in mid-game and at the end the page must be no wider than the screen with the hand, the actions
+and the status on it. Then: an illegal (lower) card cannot be played by hand or by a request; tab
+switches, Back and Forward keep the game; "New game" mid-game asks first; a board whose game the
+server lost says so; the spec field and the dropdown agree; Runs' "Play it" starts a game and
+its plots keep their aspect ratio; Replays queue quick key presses after a select was used, show a
+bad file's error and list the newest file first. Screenshots go to the test's temporary
+directory (and to $SERVE_SCREENSHOTS when set).
 """
 
 from __future__ import annotations
 
+import os
+import random
 import re
 import shutil
 import socket
@@ -17,9 +25,12 @@ from pathlib import Path
 
 import pytest
 
+from test_serve_api import _metrics_line, _tiny_checkpoint
+
 CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                  "--disable-component-update", "--disable-sync", "--no-first-run"]
 TIMEOUT_MS = 30_000
+SIZES = {"phone": (390, 844), "laptop": (1366, 768)}
 
 
 def _chromium() -> str:
@@ -37,117 +48,399 @@ def server(tmp_path_factory):
     from deepcfr.serve import ServeSettings, create_app
 
     root = tmp_path_factory.mktemp("serve")
-    (root / "runs").mkdir()
-    app = create_app(ServeSettings(runs=str(root / "runs"), replays=str(root / "replays")))
+    run = root / "runs" / "r1"
+    _tiny_checkpoint(run / "checkpoints" / "latest.pt")
+    (run / "config.yaml").write_text("game:\n  name: lost_cities\n  variant: mini\n")
+    (run / "metrics.jsonl").write_text("".join(_metrics_line(i, 0.4 + i / 20) + "\n" for i in range(1, 6)))
+    (root / "replays").mkdir()
+    (root / "replays" / "bad.jsonl").write_text('{"format": 1}\n')
+    os.utime(root / "replays" / "bad.jsonl", (1000, 1000))  # an old file: listed after the saved games
+    app = create_app(ServeSettings(runs=str(root / "runs"), replays=str(root / "replays"),
+                                   allowed_hosts=["127.0.0.1", "localhost"]))
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/", app
     server.should_exit = True
     thread.join(timeout=30)
     sock.close()
 
 
 @pytest.fixture(scope="module")
-def page(server):
+def browser():
     executable = _chromium()
     sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
     with sync_api.sync_playwright() as pw:
         browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        page = browser.new_page(viewport={"width": 1300, "height": 1050})
-        page.set_default_timeout(TIMEOUT_MS)
-        errors: list[str] = []
-        page.on("pageerror", lambda e: errors.append(str(e)))
-        page.goto(server)
-        page.wait_for_selector("#play-opponent option", state="attached")
-        yield page
+        yield browser
         browser.close()
+
+
+def _open(browser, server, size, csp: bool = False):
+    """A page at ``size``. The tests' own polling needs eval, which the page's Content-Security-Policy
+    forbids: it is bypassed unless ``csp`` (then every CSP violation is an error)."""
+    url, _ = server
+    width, height = SIZES[size]
+    page = browser.new_page(viewport={"width": width, "height": height}, bypass_csp=not csp)
+    page.set_default_timeout(TIMEOUT_MS)
+    errors: list[str] = []
+    page.on("pageerror", lambda e: errors.append(str(e)))
+    page.on("console", lambda m: errors.append(m.text) if "Content Security Policy" in m.text else None)
+    page.goto(url)
+    page.wait_for_selector("#play-opponent option", state="attached")
+    return page, errors
+
+
+def _shot(page, tmp_path: Path, name: str) -> None:
+    page.screenshot(path=str(tmp_path / f"{name}.png"))
+    if os.environ.get("SERVE_SCREENSHOTS"):
+        Path(os.environ["SERVE_SCREENSHOTS"]).mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(Path(os.environ["SERVE_SCREENSHOTS"]) / f"{name}.png"))
+
+
+BOXES = """() => {
+  const box = (s) => { const b = document.querySelector(s).getBoundingClientRect();
+    return {left: b.left, top: b.top, right: b.right, bottom: b.bottom, width: b.width, height: b.height}; };
+  return {doc: document.documentElement.scrollWidth, body: document.body.scrollWidth,
+          hand: box('#hand-area'), actions: box('#actions'), status: box('#status')};
+}"""
+
+
+def _assert_fits(page, size: str, when: str) -> dict:
+    """No horizontal scrolling, and the hand, the actions and the status lie on the screen."""
+    width, height = SIZES[size]
+    m = page.evaluate(BOXES)
+    assert m["doc"] <= width and m["body"] <= width, (size, when, m)
+    for part in ("hand", "actions", "status"):
+        b = m[part]
+        assert b["width"] > 0 and b["height"] > 0, (size, when, part, m)
+        assert b["left"] >= 0 and b["right"] <= width and b["top"] >= 0 and b["bottom"] <= height, (size, when, part, m)
+    return m
+
+
+def _mask(app, game_id: str) -> set[int]:
+    table = app.state.tables.get(game_id)
+    return set(table.game.legal_mask(table.state)[0].nonzero().flatten().tolist())
+
+
+def _board_actions(page) -> set[int]:
+    return set(page.eval_on_selector_all("#board [data-action]", "els => els.map((e) => Number(e.dataset.action))"))
+
+
+def _wait_moved(page, before: int) -> None:
+    page.wait_for_function(f"!busy && view && (view.decisions > {before} || view.finished)")
+
+
+def _check_legal(page, app) -> set[int]:
+    """The page's legal moves are the batched engine's."""
+    game_id = page.evaluate("view.id")
+    mask = _mask(app, game_id)
+    assert set(page.evaluate("view.legal.map((a) => a.action)")) == mask
+    return mask
+
+
+def _lower_card_refused(page) -> bool:
+    """A card lower than its expedition's highest: not a target, and a request for it is a 400."""
+    cards = page.evaluate("""() => handCards(view.human_seat).filter((c) => c.value > 0 &&
+        view.expeditions[view.human_seat][c.color].cards.some((x) => x.value > c.value))""")
+    if not cards:
+        return False
+    card = cards[0]
+    before = page.evaluate("view.decisions")
+    page.click(f'#hand-area .hand-card[data-id="{card["id"]}"]')
+    assert page.locator(".exp.mine.target").count() == 0
+    page.click(f'.exp.mine[data-color="{card["color"]}"]', force=True)
+    assert page.evaluate("view.decisions") == before
+    assert "Cannot play it" in page.inner_text("#action-hint") and page.is_disabled("#btn-play")
+    status, error = page.evaluate("""async (card) => {
+        const action = card.color * (view.rules.n_ranks + 1) + (card.value - view.rules.min_rank + 1);
+        const r = await fetch(`/api/games/${view.id}/move`, {method: "POST", headers: {"Content-Type": "application/json"},
+                              body: JSON.stringify({action, decision: view.decisions})});
+        return [r.status, (await r.json()).error];
+    }""", card)
+    assert status == 400 and "illegal move" in error and "higher" in error, (status, error)
+    page.keyboard.press("Escape")
+    assert page.locator(".hand-card.selected").count() == 0
+    return True
+
+
+def _click_turn(page, app, rng: random.Random, use_drag: bool, deselect: bool) -> None:
+    """One decision by pointer: a card onto its row (two clicks or one drag), or a draw."""
+    mask = _check_legal(page, app)
+    before = page.evaluate("view.decisions")
+    if page.evaluate("view.phase") == "card":
+        cards = page.eval_on_selector_all("#hand-area .hand-card", "els => els.map((e) => Number(e.dataset.id))")
+        card = rng.choice(cards)
+        selector = f'#hand-area .hand-card[data-id="{card}"]'
+        if deselect:  # a second click puts it back
+            page.click(selector)
+            page.click(selector)
+            assert page.locator(".hand-card.selected").count() == 0
+        page.click(selector)
+        shown = _board_actions(page)
+        kind = page.evaluate(f"(() => {{ const c = handCards(view.human_seat).find((x) => x.id === {card}); return c.color * (view.rules.n_ranks + 1) + (c.value === 0 ? 0 : c.value - view.rules.min_rank + 1); }})()")
+        n_kinds = page.evaluate("view.rules.n_colors * (view.rules.n_ranks + 1)")
+        assert shown == {a for a in mask if a % n_kinds == kind and a < 2 * n_kinds}, (shown, mask, kind)
+        target = ".exp.mine.target" if page.locator(".exp.mine.target").count() and rng.random() < 0.8 else ".pile.discard-target"
+        if use_drag:  # the selected card dragged onto the row
+            page.drag_and_drop(selector, target)
+        else:
+            page.click(target)
+    else:
+        shown = _board_actions(page)
+        assert shown == mask
+        targets = page.eval_on_selector_all("#board [data-action]", "els => els.map((e) => e.dataset.key)")
+        key = "deck" if "deck" in targets and rng.random() < 0.7 else rng.choice(targets)
+        page.click(f'#board [data-key="{key}"]')
+    _wait_moved(page, before)
+
+
+def _key_turn(page, app, rng: random.Random) -> None:
+    """One decision by keyboard: 1-8 picks a card, P plays, X discards; Space the deck, 1-5 a pile."""
+    mask = _check_legal(page, app)
+    before = page.evaluate("view.decisions")
+    if page.evaluate("view.phase") == "card":
+        n = page.locator("#hand-area .hand-card").count()
+        page.keyboard.press(str(rng.randrange(n) + 1))
+        assert page.locator(".hand-card.selected").count() == 1
+        assert page.evaluate("document.activeElement.classList.contains('hand-card')")  # focusable, focused
+        playable = not page.is_disabled("#btn-play")
+        page.keyboard.press("p" if playable and rng.random() < 0.8 else "x")
+    else:
+        piles = [a for a in mask if a != page.evaluate("view.legal.find((a) => a.type === 'draw_deck').action")]
+        if piles and rng.random() < 0.3:
+            color = page.evaluate(f"view.legal.find((a) => a.action === {piles[0]}).color")
+            page.keyboard.press(str(color + 1))
+        else:
+            page.keyboard.press(" ")
+    _wait_moved(page, before)
+
+
+def _play_game(page, app, size: str, tmp_path: Path, name: str, keyboard: bool, seed: int) -> dict:
+    rng = random.Random(seed)
+    page.wait_for_selector("#status.yours")
+    _assert_fits(page, size, "start")
+    _shot(page, tmp_path, f"{name}-start")
+    decisions, lower_checked = 0, False
+    while not page.evaluate("view.finished"):
+        page.wait_for_function("!busy && (view.finished || view.to_move === view.human_seat)")
+        if page.evaluate("view.finished"):
+            break
+        if not keyboard and not lower_checked and page.evaluate("view.phase") == "card":
+            lower_checked = _lower_card_refused(page)
+        if keyboard:
+            _key_turn(page, app, rng)
+        else:
+            _click_turn(page, app, rng, use_drag=rng.random() < 0.15, deselect=decisions % 10 == 0)
+        decisions += 1
+        if decisions == 24 and not page.evaluate("view.finished"):
+            page.wait_for_function("!busy")
+            if page.evaluate("view.phase") == "card":
+                page.click("#hand-area .hand-card >> nth=0")  # a card picked: the targets and the buttons show
+            _assert_fits(page, size, "mid-game")
+            _shot(page, tmp_path, f"{name}-mid")
+            page.keyboard.press("Escape")
+    _assert_fits(page, size, "end")
+    _shot(page, tmp_path, f"{name}-end")
+    assert "Game over" in page.inner_text("#status")
+    assert page.locator(".final-table").count() == 2
+    # The final tables never break a number (or a word) over two lines.
+    broken = page.evaluate("""() => [...document.querySelectorAll('.final-table td, .final-table th')].filter((td) => {
+        const fs = parseFloat(getComputedStyle(td).fontSize); return td.getBoundingClientRect().height > 2.2 * fs + 4; })
+        .map((td) => td.textContent)""")
+    assert broken == [], broken
+    # ... and fit their box: no column is cut off (the totals are in the last one).
+    cut = page.evaluate("[...document.querySelectorAll('#final .table-wrap')].filter((w) => w.scrollWidth > w.clientWidth + 1).length")
+    assert cut == 0
+    scores = page.evaluate("view.final.scores")
+    totals = page.eval_on_selector_all(".final-table tr.total td:last-child", "els => els.map((e) => Number(e.textContent))")
+    bottom = page.evaluate("bottomSeat()")
+    assert totals == [scores[bottom], scores[1 - bottom]]
+    return {"decisions": decisions, "lower_checked": lower_checked}
+
+
+@pytest.mark.parametrize("size", list(SIZES))
+def test_whole_games_by_clicking_and_by_keyboard(browser, server, tmp_path, size):
+    url, app = server
+    page, errors = _open(browser, server, size)
+    page.select_option("#play-opponent", "heuristic_careful")
+    page.select_option("#play-seat", "0" if size == "phone" else "1")
+    page.fill("#play-seed", "7")
+    page.click("#new-game")
+    result = _play_game(page, app, size, tmp_path, f"{size}-click", keyboard=False, seed=1)
+    assert result["lower_checked"], "no lower card came up to be refused"
+    final = page.inner_text("#final")
+    assert "Final scoring" in final and ("win" in final or "draw" in final.lower()) and "Deal seed 7" in final
+    assert page.locator(".final-table").first.locator("tbody tr").count() == 6  # five expeditions and the total
+    assert page.locator("#move-list li").count() >= result["decisions"] // 2
+    # The whole game, both seats, is in the move list; the record can be downloaded now.
+    assert page.locator("#move-list li.theirs").count() > 0 and page.locator("#move-list li.mine").count() > 0
+    assert page.is_visible("#download-record")
+    with page.expect_response("**/save"):
+        page.click("#save-record")
+
+    # A keyboard game on the small rules, against a search with a long name (the final table keeps
+    # its numbers whole). "New game" after the end asks nothing.
+    page.click("#again")
+    assert page.is_hidden("#confirm") and page.is_visible("#setup-play")
+    page.fill("#play-opponent-spec", "search[determinizations=2,candidates=2]:heuristic_careful")
+    assert page.input_value("#play-opponent") == "__custom__"
+    page.select_option("#play-variant", "mini")
+    page.fill("#play-seed", "")
+    page.click("#new-game")
+    _play_game(page, app, size, tmp_path, f"{size}-keys", keyboard=True, seed=2)
     assert not errors, errors
 
 
-def _decisions(page) -> int:
-    return page.evaluate("view.decisions")
-
-
-def _move(page, selector: str) -> None:
-    """Click a move and wait until the page shows the state after it (and the bot's reply)."""
-    before = _decisions(page)
-    page.click(selector)
-    page.wait_for_function(f"!busy && view.decisions > {before}")
-
-
-def test_a_whole_game_in_the_browser(page, tmp_path):
-    from playwright.sync_api import expect
-
-    page.select_option("#play-opponent", "heuristic_careful")
-    page.select_option("#play-seat", "0")
-    page.fill("#play-seed", "7")
+def test_a_turn_by_enter_on_focused_cards_and_targets(browser, server):
+    url, app = server
+    page, errors = _open(browser, server, "laptop")
+    page.select_option("#play-variant", "mini")
     page.click("#new-game")
     page.wait_for_selector("#status.yours")
-    illegal_checked = 0
-    turns = 0
-    while True:
-        page.wait_for_selector("#status.yours, #final:not(.hidden)")
-        if page.is_visible("#final"):
-            break
-        if page.is_visible("#actions"):
-            page.click(".seat.bottom .hand-card >> nth=0")
-            if page.is_disabled("#btn-play"):
-                # An illegal card: the button is disabled, a forced click changes nothing, and the
-                # server refuses the move when it is sent by hand.
-                before, hand = _decisions(page), page.inner_text(".seat.bottom .hand")
-                page.dispatch_event("#btn-play", "click")
-                assert "Cannot play it" in page.inner_text("#action-hint")
-                status = page.evaluate("""async () => {
-                    const card = view.hands[view.human_seat].cards.find((c) => c.id === selected);
-                    const action = card.color * (view.rules.n_ranks + 1) + (card.value === 0 ? 0 : card.value - view.rules.min_rank + 1);
-                    const r = await fetch(`/api/games/${view.id}/move`, {method: "POST", headers: {"Content-Type": "application/json"},
-                                          body: JSON.stringify({action, decision: view.decisions})});
-                    return [r.status, (await r.json()).error];
-                }""")
-                assert status[0] == 400 and "illegal move" in status[1], status
-                assert _decisions(page) == before and page.inner_text(".seat.bottom .hand") == hand
-                illegal_checked += 1
-                _move(page, "#btn-discard")
-            else:
-                _move(page, "#btn-play")
-        else:
-            _move(page, "#deck.drawable")
-            turns += 1
-            if turns == 12:
-                page.screenshot(path=str(tmp_path / "table.png"), full_page=True)
-    final = page.inner_text("#final")
-    assert "Final scoring" in final and ("win" in final or "draw" in final.lower())
-    assert page.locator("#final-table tbody tr").count() == 6  # five expeditions and the total
-    assert illegal_checked > 0
-    assert "Game over" in page.inner_text("#status")
-    page.screenshot(path=str(tmp_path / "final.png"), full_page=True)
-    assert (tmp_path / "final.png").stat().st_size > 10_000
+    n = page.evaluate("view.hands[view.human_seat].count")
+    assert page.locator('#hand-area .hand-card[tabindex="0"]').count() == n
+    before = page.evaluate("view.decisions")
+    page.focus("#hand-area .hand-card >> nth=0")
+    page.keyboard.press("Enter")
+    assert page.locator(".hand-card.selected").count() == 1
+    page.focus(".pile.discard-target")
+    page.keyboard.press("Enter")
+    _wait_moved(page, before)
+    assert page.evaluate("view.phase") == "draw"
+    page.focus("#deck.target")
+    page.keyboard.press("Enter")
+    _wait_moved(page, before + 1)
+    assert not errors, errors
 
-    # Saved, it is in Replays and steps forward and back.
-    with page.expect_response("**/save"):
-        page.click("#save-record")
+
+def test_the_game_survives_tabs_history_and_restarts(browser, server, tmp_path):
+    url, app = server
+    page, errors = _open(browser, server, "laptop")
+    # The spec field and the dropdown agree both ways.
+    page.select_option("#play-opponent", "random")
+    assert page.input_value("#play-opponent-spec") == "random"
+    page.fill("#play-opponent-spec", "heuristic_balanced")
+    page.dispatch_event("#play-opponent-spec", "input")
+    assert page.input_value("#play-opponent") == "heuristic_balanced"
+    page.select_option("#play-variant", "mini")
+    page.click("#new-game")
+    page.wait_for_selector("#status.yours")
+    assert page.evaluate("view.players[1].name") == "heuristic_balanced"
+    game_id = page.evaluate("view.id")
+    assert page.evaluate("view.seed") is None  # the deal's seed is not shown while the game runs
+    page.keyboard.press("1")
+    page.keyboard.press("x")
+    _wait_moved(page, 0)
+    decisions = page.evaluate("view.decisions")
+    # Play -> Watch -> Play keeps the board; Back and Forward walk the tabs.
+    page.click(".tab[data-tab=watch]")
+    page.wait_for_function("mode === 'watch'")
+    page.click(".tab[data-tab=play]")
+    page.wait_for_function("mode === 'play' && view && view.decisions >= 1")
+    assert page.evaluate("view.id") == game_id and page.evaluate("view.decisions") == decisions
+    assert page.is_visible("#hand-area .hand-card >> nth=0")
+    page.go_back()
+    page.wait_for_function("mode === 'watch'")
+    page.go_back()
+    page.wait_for_function("mode === 'play' && view !== null")
+    assert page.evaluate("view.id") == game_id and page.is_visible("#board-area")
+    page.go_forward()
+    page.wait_for_function("mode === 'watch'")
+    page.go_back()
+    page.wait_for_function("mode === 'play' && view !== null")
+    # A reload keeps the game too.
+    page.reload()
+    page.wait_for_function("view && view.id === " + repr(game_id))
+    # "New game" mid-game asks first; "Keep playing" keeps it.
+    page.click("#again")
+    assert page.is_visible("#confirm")
+    page.click("#confirm-no")
+    assert page.is_hidden("#confirm") and page.evaluate("view.id") == game_id
+    # The rules are one click away.
+    page.click("#rules-open")
+    assert page.is_visible("#rules") and "Scoring" in page.inner_text("#rules")
+    page.click("#rules button")
+    assert page.is_hidden("#rules")
+    # The server forgets the game (a restart): the board says so and offers a new game.
+    app.state.tables.clear()
+    assert page.evaluate("view.phase") == "draw"
+    page.keyboard.press(" ")
+    page.wait_for_selector("#board.dead")
+    assert "gone" in page.inner_text("#status") and page.is_visible("#setup-play")
+    assert page.locator("#hand-area .hand-card[tabindex]").count() == 0 or not page.evaluate("yourTurn()")
+    _shot(page, tmp_path, "laptop-dead")
+    page.click("#new-game")
+    page.wait_for_function(f"view && view.id !== {game_id!r} && !view.dead")
+    # Mid-game, "New game" asks; yes shows the setup.
+    page.click("#again")
+    page.click("#confirm-yes")
+    assert page.is_visible("#setup-play")
+    assert not errors, errors
+
+
+def test_runs_play_it_and_plots(browser, server, tmp_path):
+    url, app = server
+    page, errors = _open(browser, server, "laptop")
+    page.click(".tab[data-tab=runs]")
+    page.click("#runs-table tbody tr[data-run='r1']")
+    page.wait_for_selector(".plots img")
+    page.wait_for_function("[...document.querySelectorAll('.plots img')].every((i) => i.complete && i.naturalWidth > 0)")
+    for natural_w, natural_h, w, h in page.eval_on_selector_all(
+            ".plots img", "els => els.map((i) => [i.naturalWidth, i.naturalHeight, i.clientWidth, i.clientHeight])"):
+        assert abs(w / h - natural_w / natural_h) < 0.02, (natural_w, natural_h, w, h)  # the aspect ratio is kept
+    assert page.evaluate("document.documentElement.scrollWidth") <= SIZES["laptop"][0]
+    _shot(page, tmp_path, "laptop-runs")
+    page.click(".play-ck >> nth=0")
+    page.wait_for_function("mode === 'play' && view && view.players.some((p) => p.name === 'r1/checkpoints/latest.pt')")
+    assert page.input_value("#play-opponent-spec") == "r1/checkpoints/latest.pt"
+    assert page.evaluate("view.rules.n_colors") == 3  # the checkpoint's own rules
+    assert not errors, errors
+
+
+def test_replays_queue_keys_show_errors_and_list_newest_first(browser, server, tmp_path):
+    url, app = server
+    page, errors = _open(browser, server, "phone")
+    # A finished game saved to the replays (played through the API for speed).
+    page.evaluate("""async () => {
+        let v = await api("POST", "/api/games", {opponent: "random", seed: 5});
+        while (!v.finished) v = await api("POST", `/api/games/${v.id}/move`, {action: v.legal[0].action});
+        await api("POST", `/api/games/${v.id}/save`);
+    }""")
     page.click(".tab[data-tab=replays]")
-    page.wait_for_selector("#replay-file option[value='web_games.jsonl']", state="attached")
-    page.wait_for_selector("#board-area:not(.hidden)")
-    # Each step waits for the page to show the new position: the page updates its position only
-    # after the response has been read, so a click that followed the response alone could step
-    # from a stale position on a loaded machine.
+    page.wait_for_selector("#replay-file option >> nth=1", state="attached")
+    files = page.eval_on_selector_all("#replay-file option", "els => els.map((e) => e.value)")
+    assert files[0] == "web_games.jsonl" and files[-1] == "bad.jsonl"  # newest first
     position = page.locator("#replay-pos")
-    expect(position).to_have_text(re.compile(r"^0 / \d+$"), timeout=TIMEOUT_MS)
-    for step in (1, 2, 3):
-        page.click("#replay-next")
-        expect(position).to_have_text(re.compile(rf"^{step} / \d+$"), timeout=TIMEOUT_MS)
-    page.click("#replay-prev")
-    expect(position).to_have_text(re.compile(r"^2 / \d+$"), timeout=TIMEOUT_MS)
-    assert page.locator(".seat.top .hand .hand-card").count() == 8  # both hands open in a replay
-    page.screenshot(path=str(tmp_path / "replay.png"), full_page=True)
+    from playwright.sync_api import expect
+
+    expect(position).to_have_text(re.compile(r"^0 / \d+$"))
+    # After a select was used the arrow keys still step; 20 quick presses are 20 steps.
+    page.select_option("#replay-game", "0")
+    for _ in range(20):
+        page.keyboard.press("ArrowRight")
+    expect(position).to_have_text(re.compile(r"^20 / \d+$"))
+    page.keyboard.press("ArrowLeft")
+    expect(position).to_have_text(re.compile(r"^19 / \d+$"))
+    assert page.locator(".opp-hand .chip").count() > 0  # both hands open in a replay
+    _shot(page, tmp_path, "phone-replay")
+    # Back to the same position after a look at another tab.
+    page.click(".tab[data-tab=play]")
+    page.click(".tab[data-tab=replays]")
+    expect(position).to_have_text(re.compile(r"^19 / \d+$"))
+    # An invalid file: its error, and no board left from the previous file.
+    page.select_option("#replay-file", "bad.jsonl")
+    page.wait_for_selector("#message:not(.hidden)")
+    assert "missing field" in page.inner_text("#message") and page.is_hidden("#board-area")
+    assert not errors, errors
 
 
-def test_watching_two_bots(page, tmp_path):
+def test_watching_two_bots(browser, server, tmp_path):
+    url, app = server
+    page, errors = _open(browser, server, "phone", csp=True)  # the page under its own CSP
     page.click(".tab[data-tab=watch]")
     page.select_option("#watch-a", "heuristic_careful")
     page.select_option("#watch-b", "heuristic_balanced")
@@ -155,6 +448,8 @@ def test_watching_two_bots(page, tmp_path):
     page.evaluate("document.querySelector('#watch-speed').value = 50")
     page.click("#watch-start")
     page.wait_for_selector("#final:not(.hidden)", timeout=120_000)
-    assert page.locator("#final-table tbody tr").count() == 6
-    assert page.locator(".seat.top .hand .hand-card").count() == page.evaluate("view.hands[1].count")
-    page.screenshot(path=str(tmp_path / "watch.png"), full_page=True)
+    assert page.locator(".final-table").count() == 2
+    assert page.locator(".opp-hand .chip").count() == page.evaluate("view.hands[1].count")
+    assert page.evaluate("document.documentElement.scrollWidth") <= SIZES["phone"][0]
+    _shot(page, tmp_path, "phone-watch")
+    assert not errors, errors

@@ -87,13 +87,16 @@ class ReplayLibrary:
             raise ValueError(f"step {step} is out of range: game {game} has steps 0..{total}")
         ref = new_reference(record.game, record.game_config, record.deal)
         mover = None  # the seat that made the previous decision
-        for action in record.actions[:step]:
-            mover = ref.current_player()
-            ref.apply(action)
         rules = ref.rules
+        moves = []
+        for n, action in enumerate(record.actions[:step]):
+            mover = ref.current_player()
+            moves.append({"n": n + 1, "seat": mover, **describe_action(rules, action)})
+            ref.apply(action)
         out = {"file": file, "game": game, "step": step, "steps": total, "seed": record.seed,
                "players": [{"seat": s, "name": record.players[s], "human": False} for s in range(2)],
                **table_json(ref, None)}
+        out["moves"] = moves
         out["previous_move"] = ({"n": step, "seat": mover, **describe_action(rules, record.actions[step - 1])}
                                 if step > 0 else None)
         out["next_move"] = ({"n": step + 1, "seat": ref.current_player(), **describe_action(rules, record.actions[step])}

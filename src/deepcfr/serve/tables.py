@@ -20,7 +20,7 @@ from ..evaluate.replay import GameRecord, make_record, reference_deal
 from ..games.base import IllegalActionError
 from ..games.lost_cities.reference import PHASE_CARD, LostCitiesReference
 from ..play.session import why_illegal
-from ..players import top_probabilities
+from .players import top_probabilities
 from .present import describe_action, legal_json, table_json
 
 HUMAN = "human"
@@ -212,3 +212,8 @@ class TableStore:
     def __len__(self) -> int:
         with self._lock:
             return len(self._tables)
+
+    def clear(self) -> None:
+        """Forget every game (what a restart does)."""
+        with self._lock:
+            self._tables.clear()
