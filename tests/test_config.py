@@ -49,8 +49,8 @@ def test_every_shipped_config_validates(name):
 def test_one_config_tree_in_the_package():
     root = Path(__file__).resolve().parent.parent
     assert not (root / "configs").exists()  # no second copy to keep in step
-    assert {"kuhn/default.yaml", "leduc/default.yaml", "lost_cities/cpu.yaml", "lost_cities/default.yaml",
-            "lost_cities/default_server.yaml", "lost_cities/smoke.yaml", "lost_cities/improve.yaml"} == set(shipped_config_names())
+    assert {"kuhn/default.yaml", "leduc/default.yaml", "liars_dice/default.yaml", "lost_cities/cpu.yaml",
+            "lost_cities/default.yaml", "lost_cities/default_server.yaml", "lost_cities/smoke.yaml", "lost_cities/improve.yaml"} == set(shipped_config_names())
 
 
 @pytest.mark.parametrize("setting, key", RETIRED)

@@ -18,9 +18,9 @@ def register(subparsers) -> None:
         "train",
         help="train Deep CFR from a config (default: Lost Cities on CPU)",
         description="Train Deep CFR. Without --config, trains Lost Cities with the shipped "
-        "lost_cities/cpu.yaml (shipped configs: kuhn/default.yaml, leduc/default.yaml, lost_cities/{cpu,default,"
-        "default_server,smoke}.yaml; or give a file path). A run directory keeps the resolved config, metrics.jsonl, "
-        "TensorBoard events, train.log and checkpoints; a killed run continues with --resume.",
+        "lost_cities/cpu.yaml (shipped configs: kuhn/default.yaml, leduc/default.yaml, liars_dice/default.yaml, "
+        "lost_cities/{cpu,default,default_server,smoke}.yaml; or give a file path). A run directory keeps the "
+        "resolved config, metrics.jsonl, TensorBoard events, train.log and checkpoints; a killed run continues with --resume.",
     )
     p.add_argument("--config", default=None, help="YAML config file or shipped config name, e.g. kuhn/default.yaml (default: lost_cities/cpu.yaml)")
     p.add_argument(
