@@ -1,9 +1,10 @@
 #!/usr/bin/env python
-"""Leduc poker: OpenSpiel's PyTorch Deep CFR against ours for the same wall-clock budget on the
-same machine, exploitability against training time, side by side.
+"""Leduc poker or Liar's Dice: OpenSpiel's PyTorch Deep CFR against ours for the same wall-clock
+budget on the same machine, exploitability against training time, side by side.
 
     PYTHONPATH=src .venv/bin/python scripts/compare_openspiel.py --budget-seconds 600 --checkpoints-every 60
     PYTHONPATH=src .venv/bin/python scripts/compare_openspiel.py --budget-seconds 120 --json
+    PYTHONPATH=src .venv/bin/python scripts/compare_openspiel.py --game liars_dice --threads 1 --budget-seconds 240
 
 The two run one after the other (never concurrently), each with ``torch.set_num_threads(--threads)``.
 The budget counts training only: every checkpoint's measurement (and, for OpenSpiel, the
@@ -24,7 +25,7 @@ policy renormalises its probabilities over the legal actions (unnormalised, Ledu
 Its "current" policy (regret matching on its advantage networks, as its traversal plays) is
 measured too.
 
-Ours (``deepcfr.train.trainer.Trainer``): built from the shipped leduc/default.yaml with --set
+Ours (``deepcfr.train.trainer.Trainer``): built from the game's shipped config (``GAMES``) with --set
 overrides, ``run_iteration`` in a loop; ``eval.every`` is forced to 0 so that no evaluation
 runs inside the timed iterations; at each checkpoint ``deepcfr.evaluate.exploitability`` of the
 average policy (strategy network, as it stands: with ``strategy.every = k`` it can be up to k - 1
@@ -55,7 +56,11 @@ import torch
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO / "src"))
 
-DEFAULT_CONFIG = "leduc/default.yaml"  # the shipped config
+# --game: (OpenSpiel game, our shipped config, title)
+GAMES = {
+    "leduc": ("leduc_poker", "leduc/default.yaml", "Leduc poker"),
+    "liars_dice": ("liars_dice", "liars_dice/default.yaml", "Liar's Dice (one die each)"),
+}
 
 # DeepCFRSolver keyword arguments. "recommended": the table at the top of OpenSpiel's
 # python/examples/deep_cfr_pytorch.py ("Recommended parameters", from
@@ -148,12 +153,12 @@ def parse_openspiel_overrides(items: list[str]) -> dict[str, Any]:
 
 
 class OpenSpielRunner:
-    def __init__(self, hyperparameters: dict[str, Any], seed: int):
+    def __init__(self, hyperparameters: dict[str, Any], seed: int, game_name: str = "leduc_poker"):
         import pyspiel
         from open_spiel.python import policy as os_policy
         from open_spiel.python.pytorch import deep_cfr
 
-        self.game = pyspiel.load_game("leduc_poker")
+        self.game = pyspiel.load_game(game_name)
         self.solver = deep_cfr.DeepCFRSolver(self.game, seed=seed, **hyperparameters)
         self.hyperparameters = hyperparameters
         # Every information state once, with its info-state tensor and legal mask: one forward
@@ -226,7 +231,7 @@ def run_openspiel(args) -> dict[str, Any]:
     hyper.update(parse_openspiel_overrides(args.openspiel_set))
     torch.set_num_threads(args.threads)
     log(f"[openspiel] preset {args.openspiel_preset}: {hyper}")
-    runner = OpenSpielRunner(hyper, args.seed)
+    runner = OpenSpielRunner(hyper, args.seed, GAMES[args.game][0])
     result = run_budgeted("openspiel", runner.train_iteration, runner.measure, args.budget_seconds, args.checkpoints_every)
     from importlib.metadata import PackageNotFoundError, version
 
@@ -300,12 +305,12 @@ def run_deepcfr(args) -> dict[str, Any]:
 
     from deepcfr.train.config import config_path as resolve_config
 
-    config_path = resolve_config(args.config)
+    config_path = resolve_config(args.config or GAMES[args.game][1])
     forced = [f"run.threads={args.threads}", "eval.every=0", "run.progress=false", "run.iterations=1000000000",
               f"run.seed={args.seed}"]
     config = load_config(config_path, list(args.set) + forced)
-    if config.game.name != "leduc":
-        raise SystemExit(f"--config {config_path}: game.name is {config.game.name!r}, this comparison is on leduc")
+    if config.game.name != args.game:
+        raise SystemExit(f"--config {config_path}: game.name is {config.game.name!r}, this comparison is on {args.game}")
     torch.set_num_threads(args.threads)
     log(f"[deepcfr] config {config_path} overrides {list(args.set)}")
     runner = DeepCFRRunner(config, finalize_average=not args.no_finalize_average)
@@ -375,7 +380,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads for both")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", choices=["openspiel", "deepcfr"], default=None, help="run one side only")
-    parser.add_argument("--config", default=str(DEFAULT_CONFIG), help="our Leduc config")
+    parser.add_argument("--game", choices=sorted(GAMES), default="leduc", help="the game (default leduc)")
+    parser.add_argument("--config", default=None, help="our config (default: the game's shipped one)")
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override our config (repeatable)")
     parser.add_argument("--no-finalize-average", action="store_true",
                         help="ours: skip the extra strategy-network training at checkpoints (on a copy of the trainer)")
@@ -400,7 +406,7 @@ def main(argv: list[str] | None = None) -> int:
             gc.collect()
 
     report = {
-        "game": "leduc_poker",
+        "game": GAMES[args.game][0],
         "budget_seconds": args.budget_seconds,
         "checkpoints_every": args.checkpoints_every,
         "threads": args.threads,
@@ -417,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, default=str))
         return 0
     sys.stderr.flush()
-    print(f"Leduc poker, {args.budget_seconds:g}s training budget each, {args.threads} threads, torch {torch.__version__}, "
+    print(f"{GAMES[args.game][2]}, {args.budget_seconds:g}s training budget each, {args.threads} threads, torch {torch.__version__}, "
           f"{os.cpu_count()} CPUs, load average {loadavg_start[0]:.2f} -> {os.getloadavg()[0]:.2f}; exploitability (NashConv/2) at checkpoint (actual training seconds)")
     for name, result in results.items():
         print(describe(name, result))
