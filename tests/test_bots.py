@@ -44,8 +44,8 @@ def test_lost_cities_bots_choose_legal_actions(variant, name):
     assert checked > 1000
 
 
-@pytest.mark.parametrize("game_name", ["kuhn", "leduc"])
-def test_random_bot_is_legal_on_poker(game_name):
+@pytest.mark.parametrize("game_name", ["kuhn", "leduc", "liars_dice"])
+def test_random_bot_is_legal_on_small_games(game_name):
     game = make_game(game_name)
     bot = make_bot(game, "random")
     assert _play_checking_legality(game, bot, bot, 256, seed=3) > 256
