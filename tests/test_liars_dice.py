@@ -125,6 +125,11 @@ def test_init_rolls_are_uniform_and_independent():
     assert float(probs.sum()) == pytest.approx(1.0)
     assert {LiarsDiceReference.new(seed).dice for seed in range(300)} == {tuple(d) for d in deals.tolist()}
     assert LiarsDiceReference.new(7).dice == LiarsDiceReference.new(7).dice
+    # the deal read back (replays): from the batched state and from the reference engine
+    state = GAME.init(5, torch.Generator().manual_seed(3))
+    assert torch.equal(GAME.deals_of(state), state.dice)
+    for deal in GAME.deals_of(state).tolist():
+        assert LiarsDiceReference.from_deal(deal).deal() == deal
 
 
 def test_encoding_names_whose_bids_they_are():

@@ -209,6 +209,10 @@ class LiarsDiceReference(PokerReference):
         rng = random.Random(seed)
         return cls([rng.randrange(NUM_FACES) for _ in range(NUM_DICE)])
 
+    def deal(self) -> list[int]:
+        """The dice of this game (what ``from_deal`` takes)."""
+        return list(self.dice)
+
     @property
     def last_bid(self) -> int | None:
         bids = [a for a in self.history if a != LIAR]
