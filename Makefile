@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup train test test-fast bench clean
+.PHONY: setup train test test-fast champion bench clean
 
 $(BIN)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -20,6 +20,11 @@ train: $(BIN)/.installed
 
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
+
+# Rebuild the shipped champion network and its model card (about an hour on 2 cores; see
+# src/deepcfr/players/champion/CARD.md)
+champion: $(BIN)/.installed
+	$(BIN)/python scripts/make_champion.py
 
 test-fast: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -m "not slow"

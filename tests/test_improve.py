@@ -223,6 +223,9 @@ def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint
     assert "round 1: self-play batch 1/1 done" in captured.err
     assert "round 1/1" in captured.err and "ETA" in captured.err
     assert "vs random" in captured.err and "search" in captured.err
+    # no silent phase: round 0's and round 1's evaluations count their matches with an ETA
+    assert "round 0: evaluation (average vs random next), matches 0/3" in captured.err
+    assert "round 1: evaluation, matches 3/3" in captured.err
     assert "latest.pt@greedy --b heuristic_balanced" in captured.err  # how an improved network is meant to play
     assert summary["rounds"] == 1 and summary["checkpoint"].endswith("latest.pt")
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]

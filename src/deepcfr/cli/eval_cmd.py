@@ -139,11 +139,21 @@ def _search_points(args, agent, game, opponent, opponents) -> list[dict]:
 
     if args.policy == "mixture":
         raise ValueError("--search searches over a network policy (average or current), not the mixture")
+    import sys
+    import time
+
     base = NetworkPlayer.of_agent(agent, args.policy, args.greedy, str(args.checkpoint))
     points = []
-    for extra in _sweep(args.sweep):
+    sweep = _sweep(args.sweep)
+    total, done, start = len(sweep) * len(opponents), 0, time.perf_counter()
+    for extra in sweep:
         point: dict = {}
         for name in opponents:
+            elapsed = time.perf_counter() - start
+            eta = f", ETA {elapsed / done * (total - done):.0f}s" if done else ""
+            print(f"search matches {done}/{total}: {extra or 'defaults'} vs {name} next ({elapsed:.0f}s{eta})",
+                  file=sys.stderr, flush=True)
+            done += 1
             player = search_player(base, f"search:{args.checkpoint}", args.device, search_settings(args), extra)
             point.setdefault("settings", player.search.config.model_dump())
             result = play_match(game, player, opponent(name), games=args.games, seed=args.seed, device=args.device)

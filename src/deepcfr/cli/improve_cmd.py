@@ -61,6 +61,7 @@ def run(args) -> int:
                                                        eval_games=cfg.eval_games))
         with Improver(run_.config, run=run_) as improver:
             batches = -(-cfg.games_per_round // cfg.batch_games)
+            improver.progress_listeners.append(lambda line: print(line, file=out, flush=True))
             improver.batch_listeners.append(lambda r, b: print(
                 f"round {r}: self-play batch {b + 1}/{batches} done ({time.perf_counter() - started:.0f}s)", file=out, flush=True))
             rounds = improver.improve()

@@ -193,7 +193,28 @@ def run(args) -> int:
         emit(summary, False, title="training finished")
     if summary["checkpoint"]:
         print("\n".join(next_steps(summary["game"], summary["checkpoint"], str(run_.dir))), file=out, flush=True)
+        if summary["game"] == "lost_cities":
+            print("\n".join(what_comes_next(summary["checkpoint"])), file=out, flush=True)
     return 0
+
+
+def what_comes_next(checkpoint: str) -> list[str]:
+    """What a Lost Cities Deep CFR network is and is not, the stronger agents, and how to get them
+    (figures measured in docs/results.md)."""
+    from ..players.champion import CHAMPION_FILE
+
+    lines = ["", "what this network is: the Deep CFR average policy (a blueprint). On classic rules it still loses to",
+             "  heuristic_balanced (-17 points a game after 84 iterations, -42 after 10; docs/results.md).",
+             "  Expert iteration does not need it: with the bot teacher the improved network is the same",
+             "  whichever start network it is given (docs/results.md, \"What the blueprint is worth\")."]
+    if CHAMPION_FILE.is_file():
+        lines += ["the strongest agent ships with the package (54.8% against heuristic_balanced alone, 60% with search):",
+                  "  play it:                 deepcfr play            (the search over it; --vs champion@greedy: the network alone)",
+                  "  in a browser:            deepcfr serve",
+                  "  measure it:              deepcfr arena --a champion@greedy --b heuristic_balanced --games 2000"]
+    lines += ["grow one yourself (one expert-iteration round, about 35 minutes on 2 cores, the champion's recipe):",
+              f"  deepcfr improve --checkpoint {checkpoint} --config lost_cities/improve.yaml"]
+    return lines
 
 
 

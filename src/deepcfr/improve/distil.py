@@ -10,6 +10,8 @@ memorised them (train loss 0.25, held-out 0.99), with it 0.52 / 0.57 (docs/resul
 
 from __future__ import annotations
 
+from typing import Callable
+
 import torch
 
 from ..cfr.networks import masked_log_softmax
@@ -49,9 +51,11 @@ def held_out_split(n: int, fraction: float, generator: torch.Generator) -> tuple
 
 
 def fit_policy(net: torch.nn.Module, game, positions: Positions, *, steps: int, batch_size: int, lr: float,
-               grad_clip: float | None, generator: torch.Generator, augment: bool) -> torch.Tensor:
+               grad_clip: float | None, generator: torch.Generator, augment: bool,
+               on_steps: Callable[[int], None] | None = None, report_every: int = 1000) -> torch.Tensor:
     """Adam on ``distillation_loss`` for ``steps`` batches drawn uniformly from ``positions`` (on
-    the network's device); returns the per-step losses (on the device: read them once)."""
+    the network's device); returns the per-step losses (on the device: read them once).
+    ``on_steps(done)`` is called every ``report_every`` steps (progress lines)."""
     device = next(net.parameters()).device
     data = positions.to(device)
     optimizer = torch.optim.Adam(net.parameters(), lr=lr)
@@ -68,6 +72,8 @@ def fit_policy(net: torch.nn.Module, game, positions: Positions, *, steps: int, 
             torch.nn.utils.clip_grad_norm_(net.parameters(), grad_clip)
         optimizer.step()
         losses[step] = loss.detach()
+        if on_steps is not None and (step + 1) % report_every == 0:
+            on_steps(step + 1)
     return losses
 
 

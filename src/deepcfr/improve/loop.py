@@ -117,6 +117,9 @@ class Improver:
         # called (round, k) as the k-th batch of a round (0-based) finishes: in batch order inline,
         # in finishing order with workers
         self.batch_listeners: list[Callable[[int, int], None]] = []
+        # called with a line of progress (done / total, ETA) in the other long phases: training,
+        # gate, evaluation
+        self.progress_listeners: list[Callable[[str], None]] = []
         payload = run.load_latest() if run is not None and run.resume else None
         if payload is None:
             if self.cfg.checkpoint is None:
@@ -255,8 +258,9 @@ class Improver:
             gen = torch.Generator().manual_seed(derived_seed(self.seed, "train", round_index))
             train_rows, held_rows = held_out_split(len(data), cfg.holdout, gen)
             losses = fit_policy(net, game, data[train_rows], steps=cfg.train_steps, batch_size=cfg.batch_size,
-                                lr=cfg.lr, grad_clip=cfg.grad_clip, generator=gen,
-                                augment=self.config.memory.augment).tolist()
+                                lr=cfg.lr, grad_clip=cfg.grad_clip, generator=gen, augment=self.config.memory.augment,
+                                on_steps=lambda done: self._progress(f"round {round_index}: training steps", done,
+                                                                     cfg.train_steps, start)).tolist()
             tail = losses[-max(1, len(losses) // 10):]
             metrics.update({"train/loss_first": losses[0], "train/loss": sum(tail) / len(tail),
                             "train/target_entropy": float(entropy)})
@@ -295,14 +299,18 @@ class Improver:
         if cfg.eval_search:
             sides["search"] = self.search_agent(cfg.eval_search)
         out: dict[str, Any] = {}
+        matches = len(cfg.eval_opponents) * len(sides)
         for opponent in cfg.eval_opponents:
             for kind, side in sides.items():
+                self._progress(f"round {self.round}: evaluation ({kind} vs {opponent} next), matches", len(out) // len(MATCH_FIGURES),
+                               matches, start)
                 if kind == "search":
                     side.search.generator.manual_seed(derived_seed(self.seed, "eval-search", opponent))
                 result = play_match(self.game, side, self._spec_player(opponent), cfg.eval_games,
                                     seed=derived_seed(self.seed, "eval", opponent), device=self.device)
                 for k in MATCH_FIGURES:
                     out[f"eval/{opponent}/{kind}/{k}"] = float(getattr(result, k))
+        self._progress(f"round {self.round}: evaluation, matches", matches, matches, start)
         out["eval/seconds"] = time.perf_counter() - start
         return out
 
@@ -386,6 +394,15 @@ class Improver:
                       metrics.get("selfplay/positions", 0), "accepted" if metrics.get("gate/accepted") else "rejected",
                       metrics.get("gate/mean_score_diff", float("nan")), metrics.get("gate/p_value", float("nan")),
                       metrics["time/round_seconds"])
+
+    def _progress(self, what: str, done: int, total: int, start: float) -> None:
+        if not self.progress_listeners:
+            return
+        elapsed = time.perf_counter() - start
+        eta = elapsed / done * (total - done) if done else float("nan")
+        line = f"{what} {done}/{total} ({elapsed:.0f}s, ETA {eta:.0f}s)"
+        for listener in self.progress_listeners:
+            listener(line)
 
     def _log(self, message: str, *args) -> None:
         if self.run is not None:

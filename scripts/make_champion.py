@@ -1,0 +1,177 @@
+"""Rebuild the shipped champion from a fresh clone, and write its model card (``make champion``).
+
+  1. a Deep CFR start checkpoint: one iteration of ``lost_cities/cpu.yaml`` (the bot teacher of
+     the improvement round never consults it, and the round's student starts fresh, so one
+     iteration is all the recipe needs; docs/results.md, "The champion");
+  2. one round of expert iteration, ``deepcfr improve --config lost_cities/improve.yaml``;
+  3. the distilled network exported into the package (``deepcfr.players.champion``);
+  4. its figures: the network alone (greedy) and the search over it against every bot, on paired
+     deals with 95% CIs, written with the commands, seeds, commit and hash into card.json and CARD.md.
+
+    python scripts/make_champion.py                     # the shipped recipe (about an hour on 2 cores)
+    python scripts/make_champion.py --evaluate-only     # only step 4, for the file already there
+    python scripts/make_champion.py --variant mini --quick --out DIR --work DIR   # the recipe in seconds (tests)
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "src"))
+
+from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, HERE, export_champion, file_sha256  # noqa: E402
+
+BOTS = ["heuristic_balanced", "heuristic_careful", "heuristic_aggressive", "discard_only", "random"]
+QUICK_TRAIN = ["run.iterations=1", "run.time_budget_seconds=null", "traversal.traversals_per_player=50",
+               "traversal.chunk_size=50", "critic.train_steps=5", "advantage.train_steps=5", "strategy.train_steps=5",
+               "strategy.final_train_steps=5", "memory.advantage_capacity=20000", "memory.strategy_capacity=20000",
+               "critic.capacity=20000", "eval.every=0", "network.hidden_size=16"]
+QUICK_IMPROVE = ["improve.games_per_round=4", "improve.batch_games=2", "improve.train_steps=20", "improve.batch_size=32",
+                 "improve.gate_games=20", "improve.eval_games=0", "improve.executor=inline",
+                 "improve.teacher=search[determinizations=2]:heuristic_balanced"]
+
+
+def deepcfr(*args: str) -> list[str]:
+    return [sys.executable, "-m", "deepcfr.cli.main", *args]
+
+
+def run(command: list[str]) -> None:
+    print("+", " ".join(command[2:] if command[1] == "-m" else command), flush=True)
+    subprocess.run(command, check=True, cwd=ROOT)
+
+
+def commit() -> str:
+    try:
+        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                              check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+
+
+def recipe(variant: str, quick: bool, work: Path) -> tuple[list[list[str]], Path]:
+    """The recipe's commands (as run) and the improvement checkpoint they leave."""
+    train = ["train", "--config", "lost_cities/cpu.yaml", "--set", "run.iterations=1", "--run-dir", str(work / "start")]
+    improve = ["improve", "--checkpoint", str(work / "start" / "checkpoints" / "latest.pt"),
+               "--config", "lost_cities/improve.yaml", "--set", "improve.eval_search=null", "--run-dir", str(work / "improve")]
+    if variant != "classic":
+        train += ["--set", f"game.variant={variant}"]
+    if quick:
+        for override in QUICK_TRAIN:
+            train += ["--set", override]
+        for override in QUICK_IMPROVE:
+            improve += ["--set", override]
+    return [train, improve], work / "improve" / "checkpoints" / "latest.pt"
+
+
+def match(a: str, b: str, games: int, seed: int, variant: str) -> dict:
+    """What ``deepcfr arena --a A --b B --games N --seed S --variant V --json`` reports."""
+    from deepcfr.cli.common import players_and_game
+    from deepcfr.evaluate.arena import play_match
+
+    (player_a, player_b), game = players_and_game([a, b], None, variant, "cpu", {})
+    out = play_match(game, player_a, player_b, games, seed=seed).to_dict()
+    stats = getattr(player_a, "stats", None)
+    out["a_seconds_per_move"] = stats.to_dict()["seconds_per_move"] if stats is not None else None
+    return out
+
+
+def evaluate(champion: Path, variant: str, network_games: int, search_games: int, seed: int) -> dict:
+    """The network alone (greedy) and the search over it (defaults) against every bot."""
+    figures: dict[str, dict] = {"network": {}, "search": {}}
+    for kind, spec, games in (("network", f"{champion}@greedy", network_games), ("search", f"search:{champion}", search_games)):
+        for i, bot in enumerate(BOTS):
+            start = time.perf_counter()
+            # the search's games cost seconds each: the bots it beats by a mile get fewer
+            r = match(spec, bot, games if kind == "network" or bot.startswith("heuristic") else min(games, 100), seed, variant)
+            figures[kind][bot] = {k: r[k] for k in ("games", "win_rate", "win_rate_ci95", "mean_score_diff",
+                                                    "score_diff_ci95", "mean_game_length")}
+            if kind == "search":
+                figures[kind][bot]["seconds_per_move"] = r.get("a_seconds_per_move")
+            print(f"  {kind} vs {bot} ({i + 1}/{len(BOTS)}): {100 * r['win_rate']:.1f}% +-{100 * r['win_rate_ci95']:.1f}, "
+                  f"{r['mean_score_diff']:+.1f} +-{r['score_diff_ci95']:.1f} ({time.perf_counter() - start:.0f}s)", flush=True)
+    return figures
+
+
+def card_markdown(card: dict) -> str:
+    lines = [f"# The champion: {card['summary']}", "",
+             f"File `{card['file']}` (sha256 `{card['sha256']}`), {card['game']} ({card['rules_variant']} rules), "
+             f"a {card['network']['hidden_size']}x{card['network']['num_layers']} network "
+             f"({card['network']['input_size']} inputs, {card['network']['output_size']} actions), "
+             f"distilled by {card['improve_rounds']} round(s) of expert iteration.", "",
+             "Play it as `champion@greedy` (the network alone, its most probable move) or `search:champion` (the "
+             "search at its defaults over it); plain `champion` samples from it, which is weaker.", "",
+             "## How it was made", "", f"Commit `{card['commit']}`, {card['date']}, on {card['machine']}:", "", "```bash"]
+    lines += [" ".join(c) for c in card["commands"]] + ["```", "", card["recipe_note"], "",
+                                                        "## What it measures", "",
+                                                        f"Paired deals (each deal in both seat orders), seed {card['eval_seed']}, "
+                                                        "95% CIs over deal pairs.", "",
+                                                        "| player | opponent | games | wins | score diff |", "|---|---|---|---|---|"]
+    for kind, label in (("network", "`champion@greedy`"), ("search", "`search:champion`")):
+        for bot, f in card["figures"][kind].items():
+            lines.append(f"| {label} | `{bot}` | {f['games']} | {100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | "
+                         f"{f['mean_score_diff']:+.1f} +- {f['score_diff_ci95']:.1f} |")
+    lines += ["", "A network replaces this one only by beating it head to head (both greedy, 2000 paired games).", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--variant", default="classic")
+    p.add_argument("--quick", action="store_true", help="tiny settings (a test of the recipe, not a champion)")
+    p.add_argument("--work", default=str(ROOT / "runs" / "champion"), help="run directories")
+    p.add_argument("--out", default=str(HERE), help="where the champion file and its card go")
+    p.add_argument("--evaluate-only", action="store_true", help="only measure the file already in --out and write the card")
+    p.add_argument("--network-games", type=int, default=2000)
+    p.add_argument("--search-games", type=int, default=400)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--machine", default="a shared 2-core AMD EPYC CPU, one torch thread")
+    args = p.parse_args()
+    out, work = Path(args.out), Path(args.work)
+    out.mkdir(parents=True, exist_ok=True)
+    file = out / CHAMPION_FILE.name
+    commands, improved = recipe(args.variant, args.quick, work)
+    previous = json.loads((out / CARD_FILE.name).read_text()) if (out / CARD_FILE.name).is_file() else {}
+    if not args.evaluate_only:
+        for command in commands:
+            run(deepcfr(*command))
+        export_champion(improved, file)
+        file.chmod(0o644)
+    commands = [["deepcfr", *c] for c in commands] + [
+        ["python", "-c", f"'from deepcfr.players.champion import export_champion; export_champion(\"{improved}\", \"{file}\")'"]]
+    from deepcfr.train.agent import load_agent
+    from deepcfr.train.checkpoint import load_checkpoint, network_meta
+
+    agent = load_agent(str(file))
+    rounds = int(load_checkpoint(str(file), map_location="cpu").get("improve_rounds", 0))
+    print(f"evaluating {file} ({args.network_games} games for the network, {args.search_games} for the search)", flush=True)
+    figures = evaluate(file, args.variant, args.network_games, args.search_games, args.seed)
+    net, search = figures["network"]["heuristic_balanced"], figures["search"]["heuristic_balanced"]
+    card = {
+        "summary": f"the network alone {100 * net['win_rate']:.1f}% ({net['mean_score_diff']:+.1f}), the search over it "
+                   f"{100 * search['win_rate']:.1f}% ({search['mean_score_diff']:+.1f}) against heuristic_balanced",
+        "file": f"src/deepcfr/players/champion/{file.name}", "sha256": file_sha256(file),
+        "game": agent.game.name, "rules": agent.game.config_dict(), "rules_variant": args.variant,
+        "network": network_meta(agent.config, agent.game), "improve_rounds": rounds,
+        "run_seed": int(agent.config.run.seed), "eval_seed": args.seed,
+        "teacher": agent.config.improve.teachers(), "commands": commands,
+        "recipe_note": previous.get("recipe_note", "The start checkpoint is one Deep CFR iteration: with a bot teacher on "
+                                    "both seats the round never consults it and the student starts fresh, so the "
+                                    "positions (61,796 for the shipped recipe) and the network do not depend on it."),
+        "commit": commit(),
+        "date": dt.date.today().isoformat(), "machine": args.machine, "figures": figures,
+    }
+    (out / CARD_FILE.name).write_text(json.dumps(card, indent=2) + "\n")
+    (out / "CARD.md").write_text(card_markdown(card))
+    print(f"wrote {out / CARD_FILE.name} and {out / 'CARD.md'}: {card['summary']}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,58 @@
+"""The shipped champion: the file matches its card, it plays as promised, and its recipe runs."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from deepcfr.evaluate.arena import play_match
+from deepcfr.games.registry import make_game
+from deepcfr.players import load_player
+from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, champion_card, file_sha256
+from deepcfr.train.agent import load_agent
+from deepcfr.train.checkpoint import network_meta
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_the_shipped_file_is_the_one_its_card_describes():
+    card = champion_card()
+    assert file_sha256(CHAMPION_FILE) == card["sha256"]
+    agent = load_agent(str(CHAMPION_FILE))
+    assert agent.game.config_dict() == card["rules"]
+    assert network_meta(agent.config, agent.game) == card["network"]
+    assert not agent.has_current_policy  # a distilled network: only its own policy
+    assert CHAMPION_FILE.stat().st_size < 4 * 2**20  # small enough to ship
+    for kind in ("network", "search"):
+        assert {"heuristic_balanced", "heuristic_careful", "random"} <= set(card["figures"][kind])
+    assert (CARD_FILE.parent / "CARD.md").read_text().count(card["sha256"]) == 1
+
+
+def test_the_champion_greedy_beats_heuristic_careful():
+    game = make_game("lost_cities")
+    result = play_match(game, load_player("champion@greedy", game), load_player("heuristic_careful", game), 400, seed=11)
+    assert result.mean_score_diff - result.score_diff_ci95 > 0, result
+    assert result.win_rate > 0.6
+
+
+@pytest.mark.slow
+def test_the_recipe_runs_on_the_mini_variant(tmp_path):
+    out, work = tmp_path / "champion", tmp_path / "work"
+    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_champion.py"), "--variant", "mini", "--quick",
+                           "--out", str(out), "--work", str(work), "--network-games", "20", "--search-games", "4"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    card = json.loads((out / "card.json").read_text())
+    assert card["sha256"] == file_sha256(out / "lost_cities.pt") and card["rules_variant"] == "mini"
+    assert card["figures"]["network"]["heuristic_careful"]["games"] == 20
+    assert card["commands"][0][:2] == ["deepcfr", "train"] and card["commands"][1][:2] == ["deepcfr", "improve"]
+    agent = load_agent(str(out / "lost_cities.pt"))
+    assert agent.game.rules.n_colors == 3 and not agent.has_current_policy
+    # the exported network is the improvement run's own
+    improved = load_agent(str(work / "improve" / "checkpoints" / "latest.pt"))
+    for a, b in zip(agent.strategy_net.state_dict().values(), improved.strategy_net.state_dict().values()):
+        assert bool((a == b).all())
