@@ -1,11 +1,11 @@
 """Rebuild the shipped champion from a fresh clone, and write its model card (``make champion``).
 
-  1. a Deep CFR start checkpoint: one iteration of ``lost_cities/cpu.yaml`` (the bot teacher of
-     the improvement round never consults it, and the round's student starts fresh, so one
-     iteration is all the recipe needs; docs/results.md, "The champion");
-  2. one round of expert iteration, ``deepcfr improve --config lost_cities/improve.yaml``;
-  3. the distilled network exported into the package (``deepcfr.players.champion``);
-  4. its figures: the network alone (greedy) and the search over it against every bot, on paired
+  1. one round of expert iteration, ``deepcfr improve --config lost_cities/improve.yaml``, with no
+     start network: its bot teacher plays both seats and the student starts fresh, so a Deep CFR
+     checkpoint would change nothing (tests/test_improve.py checks that the positions and the
+     network are the same with one);
+  2. the distilled network exported into the package (``deepcfr.players.champion``);
+  3. its figures: the network alone (greedy) and the search over it against every bot, on paired
      deals with 95% CIs, written with the commands, seeds, commit and hash into card.json and CARD.md.
 
     python scripts/make_champion.py                     # the shipped recipe (about an hour on 2 cores)
@@ -29,11 +29,7 @@ sys.path.insert(0, str(ROOT / "src"))
 from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, HERE, export_champion, file_sha256  # noqa: E402
 
 BOTS = ["heuristic_balanced", "heuristic_careful", "heuristic_aggressive", "discard_only", "random"]
-QUICK_TRAIN = ["run.iterations=1", "run.time_budget_seconds=null", "traversal.traversals_per_player=50",
-               "traversal.chunk_size=50", "critic.train_steps=5", "advantage.train_steps=5", "strategy.train_steps=5",
-               "strategy.final_train_steps=5", "memory.advantage_capacity=20000", "memory.strategy_capacity=20000",
-               "critic.capacity=20000", "eval.every=0", "network.hidden_size=16"]
-QUICK_IMPROVE = ["improve.games_per_round=4", "improve.batch_games=2", "improve.train_steps=20", "improve.batch_size=32",
+QUICK_IMPROVE = ["network.hidden_size=16", "improve.games_per_round=4", "improve.batch_games=2", "improve.train_steps=20", "improve.batch_size=32",
                  "improve.gate_games=20", "improve.eval_games=0", "improve.executor=inline",
                  "improve.teacher=search[determinizations=2]:heuristic_balanced"]
 
@@ -56,18 +52,15 @@ def commit() -> str:
 
 
 def recipe(variant: str, quick: bool, work: Path) -> tuple[list[list[str]], Path]:
-    """The recipe's commands (as run) and the improvement checkpoint they leave."""
-    train = ["train", "--config", "lost_cities/cpu.yaml", "--set", "run.iterations=1", "--run-dir", str(work / "start")]
-    improve = ["improve", "--checkpoint", str(work / "start" / "checkpoints" / "latest.pt"),
-               "--config", "lost_cities/improve.yaml", "--set", "improve.eval_search=null", "--run-dir", str(work / "improve")]
+    """The recipe's commands and the improvement checkpoint they leave."""
+    improve = ["improve", "--config", "lost_cities/improve.yaml", "--set", "improve.eval_search=null",
+               "--run-dir", str(work / "improve")]
     if variant != "classic":
-        train += ["--set", f"game.variant={variant}"]
+        improve += ["--set", f"game.variant={variant}"]
     if quick:
-        for override in QUICK_TRAIN:
-            train += ["--set", override]
         for override in QUICK_IMPROVE:
             improve += ["--set", override]
-    return [train, improve], work / "improve" / "checkpoints" / "latest.pt"
+    return [improve], work / "improve" / "checkpoints" / "latest.pt"
 
 
 def match(a: str, b: str, games: int, seed: int, variant: str) -> dict:
@@ -145,6 +138,8 @@ def main() -> int:
         file.chmod(0o644)
     commands = [["deepcfr", *c] for c in commands] + [
         ["python", "-c", f"'from deepcfr.players.champion import export_champion; export_champion(\"{improved}\", \"{file}\")'"]]
+    if args.evaluate_only and previous.get("commands"):
+        commands = previous["commands"]  # what made the file
     from deepcfr.train.agent import load_agent
     from deepcfr.train.checkpoint import load_checkpoint, network_meta
 
@@ -161,9 +156,8 @@ def main() -> int:
         "network": network_meta(agent.config, agent.game), "improve_rounds": rounds,
         "run_seed": int(agent.config.run.seed), "eval_seed": args.seed,
         "teacher": agent.config.improve.teachers(), "commands": commands,
-        "recipe_note": previous.get("recipe_note", "The start checkpoint is one Deep CFR iteration: with a bot teacher on "
-                                    "both seats the round never consults it and the student starts fresh, so the "
-                                    "positions (61,796 for the shipped recipe) and the network do not depend on it."),
+        "recipe_note": previous.get("recipe_note", "With a bot teacher on both seats the round never consults a start "
+                                    "network and the student starts fresh, so no Deep CFR checkpoint is needed."),
         "commit": commit(),
         "date": dt.date.today().isoformat(), "machine": args.machine, "figures": figures,
     }

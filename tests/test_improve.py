@@ -14,6 +14,7 @@ from deepcfr.evaluate.arena import play_match
 from deepcfr.improve.distil import held_out_split, relabel
 from deepcfr.improve import Improver, PositionMemory, Positions, improve_config, improved_target, one_sided_p
 from deepcfr.players import load_player
+from deepcfr.train.checkpoint import load_checkpoint
 from deepcfr.train.config import ConfigError
 from deepcfr.train.run import Run
 
@@ -273,3 +274,31 @@ def test_a_short_mini_improvement_makes_the_network_stronger_than_its_start(mini
     result = play_match(improver.game, improved, start, 400, seed=123)
     # measured: +6.9 +- 1.1 points a game, 74.6% wins (start: a random-weight network)
     assert result.mean_score_diff - result.score_diff_ci95 > 3.0, result
+
+
+def test_a_bot_teacher_needs_no_start_network_and_gives_what_a_checkpoint_start_gives(mini_checkpoint, tmp_path, capsys):
+    """Self-play with a bot teacher on both seats never consults the start network and the
+    student starts fresh: with and without a Deep CFR checkpoint, the same positions and network."""
+    bot_round = [*TINY[1:], "improve.teacher=search[determinizations=3,candidates=3]:heuristic_balanced",
+                 "improve.gate_games=0", "improve.rounds=1"]
+    own = ["game.variant=mini", "game.rules.ply_cap=400", "network.hidden_size=8"]  # the checkpoint's game and network
+    runs = {}
+    for name, args in (("start", ["--checkpoint", str(mini_checkpoint)]), ("none", [f"--set={x}" for x in own])):
+        run_dir = tmp_path / name
+        assert main(["improve", *args, "--run-dir", str(run_dir), *[f"--set={x}" for x in bot_round]]) == 0
+        runs[name] = load_checkpoint(str(run_dir / "checkpoints" / "latest.pt"), map_location="cpu")
+    assert "no start network: round 1's teacher search[determinizations=3,candidates=3]:heuristic_balanced plays" \
+        in capsys.readouterr().out
+    a, b = runs["start"], runs["none"]
+    (ra,), (rb,) = a["memories"]["rounds"], b["memories"]["rounds"]
+    assert len(ra["target"]) > 0 and all(torch.equal(ra[k], rb[k]) for k in ("obs", "mask", "candidates", "target"))
+    for x, y in zip(a["strategy_net"].values(), b["strategy_net"].values()):
+        assert torch.equal(x, y)
+    # the checkpoint-free network plays like any improved one; it has no current policy
+    assert load_player(str(tmp_path / "none" / "checkpoints" / "latest.pt") + "@greedy").greedy
+    with pytest.raises(ValueError, match="no current policy"):
+        load_player(str(tmp_path / "none" / "checkpoints" / "latest.pt") + "@current")
+    # a teacher over the learner needs a network to search over
+    assert main(["improve", "--run-dir", str(tmp_path / "bad"), *[f"--set={x}" for x in own], "--set",
+                 "improve.teacher=search:learner"]) == 2
+    assert "needs a start network" in capsys.readouterr().err

@@ -23,7 +23,9 @@ def register(subparsers) -> None:
         "--set change the improve, run and checkpoint sections (not game or network). "
         "checkpoints/latest.pt loads like any checkpoint (PATH, search:PATH).",
     )
-    p.add_argument("--checkpoint", default=None, help="the checkpoint to improve (a deepcfr train checkpoint)")
+    p.add_argument("--checkpoint", default=None,
+                   help="the checkpoint to improve (a deepcfr train checkpoint); not needed when round 1's teacher is "
+                   "a search over a bot (its network is then trained from scratch on that teacher's games)")
     p.add_argument("--config", default=None, help="YAML file whose sections override the checkpoint's config")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set improve.games_per_round=400 (repeatable)")
@@ -48,12 +50,15 @@ def run(args) -> int:
             raise ConfigError("--resume RUN_DIR continues that run with its own config; drop --checkpoint/--config/--run-dir")
         run_ = Run.open(args.resume, overrides)
     else:
-        if args.checkpoint is None:
-            raise ConfigError("deepcfr improve needs --checkpoint CK (or --resume RUN_DIR)")
         config = improve_config(args.checkpoint, args.config, overrides)
         run_dir = Path(args.run_dir) if args.run_dir is not None else _default_run_dir(f"improve-{config.game.name}")
         run_ = Run(run_dir, config)
     print(f"run directory: {run_.dir}", file=out, flush=True)
+    if run_.config.improve.checkpoint is None and not run_.resume:
+        game = run_.config.game
+        print(f"no start network: round 1's teacher {run_.config.improve.teacher_of(1)} plays "
+              f"{game.name} ({getattr(game, 'variant', '')} rules), a fresh {run_.config.network.hidden_size}x"
+              f"{run_.config.network.num_layers} network learns from it", file=out, flush=True)
     started = time.perf_counter()
     with run_:
         cfg = run_.config.improve

@@ -73,17 +73,22 @@ def _cpu_state(net: torch.nn.Module) -> dict:
     return {k: v.detach().to("cpu").clone() for k, v in net.state_dict().items()}
 
 
-def improve_config(checkpoint: str, config_file: str | None = None, overrides: list[str] | None = None) -> TrainConfig:
-    """The config of an improvement run: the checkpoint's own config (its game and network), the
-    sections of ``config_file`` over it (key by key), then ``overrides``; improve.checkpoint set."""
+def improve_config(checkpoint: str | None, config_file: str | None = None,
+                   overrides: list[str] | None = None) -> TrainConfig:
+    """The config of an improvement run: the checkpoint's own config (its game and network; no
+    checkpoint: the defaults), the sections of ``config_file`` over it (key by key), then
+    ``overrides``; improve.checkpoint set."""
     from ..train.checkpoint import load_checkpoint
     from ..train.config import config_from_dict, read_config_file, upgrade_saved_config
 
-    payload = load_checkpoint(checkpoint, map_location="cpu")
-    if "config" not in payload:
-        raise ValueError(f"checkpoint {checkpoint} holds no trainer config (not a deepcfr train checkpoint?)")
-    data = upgrade_saved_config(copy.deepcopy(payload["config"]))
-    source = f"{checkpoint}'s config"
+    if checkpoint is None:
+        data, source = {}, "the defaults"
+    else:
+        payload = load_checkpoint(checkpoint, map_location="cpu")
+        if "config" not in payload:
+            raise ValueError(f"checkpoint {checkpoint} holds no trainer config (not a deepcfr train checkpoint?)")
+        data = upgrade_saved_config(copy.deepcopy(payload["config"]))
+        source = f"{checkpoint}'s config"
     if config_file is not None:
         for section, values in read_config_file(config_file).items():
             if isinstance(values, dict) and isinstance(data.get(section), dict):
@@ -92,7 +97,7 @@ def improve_config(checkpoint: str, config_file: str | None = None, overrides: l
                 data[section] = values
         source += f" + {config_file}"
     config = config_from_dict(data, overrides, source)
-    config.improve.checkpoint = str(checkpoint)
+    config.improve.checkpoint = None if checkpoint is None else str(checkpoint)
     return config
 
 
@@ -121,9 +126,16 @@ class Improver:
         # gate, evaluation
         self.progress_listeners: list[Callable[[str], None]] = []
         payload = run.load_latest() if run is not None and run.resume else None
-        if payload is None:
-            if self.cfg.checkpoint is None:
-                raise ValueError("improve.checkpoint is not set: name the checkpoint to improve (--checkpoint CK)")
+        agent = None
+        if payload is None and self.cfg.checkpoint is None:
+            # No start network: round 1's teacher must not search over one; its network is kept
+            # without a gate (there is nothing to beat).
+            if teaches_over_learner(self.cfg.teacher_of(1)):
+                raise ValueError(f"improve.teacher {self.cfg.teacher_of(1)!r} searches over the learner, which needs a "
+                                 "start network: give --checkpoint CK, or start with a bot teacher "
+                                 "(e.g. search[candidates=3]:heuristic_balanced)")
+            self.round, self.past, self.memory = 0, [], PositionMemory(self.cfg.keep_rounds)
+        elif payload is None:
             agent = load_agent(self.cfg.checkpoint, device=self.device)
             for section in ("game", "network"):
                 have = getattr(agent.config, section).model_dump(mode="json")
@@ -143,8 +155,14 @@ class Improver:
             self.memory.load_state_dict(payload["memories"])
             self.memory.keep_rounds = self.cfg.keep_rounds
         self.agent = agent
-        self.game = agent.game
-        self.current = agent.strategy_net.to(self.device).eval()
+        if agent is not None:
+            self.game = agent.game
+            self.current = agent.strategy_net.to(self.device).eval()
+        else:
+            from ..train.checkpoint import make_game_from_config
+
+            self.game = make_game_from_config(config)
+            self.current = None  # until round 1 has trained one
         self._players: dict[str, Any] = {}
         self._executor = None
 
@@ -258,7 +276,7 @@ class Improver:
             gen = torch.Generator().manual_seed(derived_seed(self.seed, "train", round_index))
             train_rows, held_rows = held_out_split(len(data), cfg.holdout, gen)
             losses = fit_policy(net, game, data[train_rows], steps=cfg.train_steps, batch_size=cfg.batch_size,
-                                lr=cfg.lr, grad_clip=cfg.grad_clip, generator=gen, augment=self.config.memory.augment,
+                                lr=cfg.lr, grad_clip=cfg.grad_clip, generator=gen, augment=self.cfg.augment,
                                 on_steps=lambda done: self._progress(f"round {round_index}: training steps", done,
                                                                      cfg.train_steps, start)).tolist()
             tail = losses[-max(1, len(losses) // 10):]
@@ -273,7 +291,7 @@ class Improver:
     def gate(self, candidate: torch.nn.Module, round_index: int) -> tuple[bool, dict]:
         """Whether ``candidate`` beats the current network significantly (one-sided, paired)."""
         cfg = self.cfg
-        if cfg.gate_games == 0:
+        if cfg.gate_games == 0 or self.current is None:
             return True, {"gate/accepted": 1}
         start = time.perf_counter()
         # greedy on both sides: a distilled network plays its argmax (sampling its ~20% of
@@ -291,7 +309,7 @@ class Improver:
         """The current network alone (and the teacher over it, with ``eval_search``) against the
         evaluation bots, on the same deals every round."""
         cfg = self.cfg
-        if cfg.eval_games == 0:
+        if cfg.eval_games == 0 or self.current is None:
             return {}
         start = time.perf_counter()
         sides = {"average": self.network_player(self.current, "network"),
@@ -324,7 +342,8 @@ class Improver:
         candidate, train_metrics = self.train_network(r)
         accepted, gate_metrics = self.gate(candidate, r)
         if accepted:
-            self.past.append(_cpu_state(self.current))
+            if self.current is not None:
+                self.past.append(_cpu_state(self.current))
             self.current = candidate
         self.round = r
         metrics = {**metrics, **train_metrics, **gate_metrics, "improve/accepted_total": len(self.past),
@@ -346,7 +365,7 @@ class Improver:
         returns the rounds done."""
         budget = self.config.run.time_budget_seconds
         start = time.perf_counter()
-        if self.round == 0 and self.run is not None and not self.run.latest_path.exists():
+        if self.round == 0 and self.current is not None and self.run is not None and not self.run.latest_path.exists():
             self._record(0, self.evaluate())  # where the start network stands
         while self.round < self.cfg.rounds:
             if budget is not None and time.perf_counter() - start > budget:
@@ -371,13 +390,16 @@ class Improver:
     def payload(self) -> dict:
         """A checkpoint payload: trainer-shaped (load_agent / player specs), plus the improvement state."""
         agent = self.agent
+        # the start run's advantage networks travel along (a resumed run keeps them), but a
+        # distilled checkpoint has no current policy of its own (load_agent refuses PATH@current)
+        start = {} if agent is None or not agent.advantage_nets else {
+            "iteration": int(agent.iteration), "advantage_nets": [_cpu_state(net) for net in agent.advantage_nets],
+            "advantage_trained": list(agent.advantage_trained)}
         return {
             "config": self.config.model_dump(mode="json"),
             "game": {"name": self.game.name, "version": int(self.game.version), "config": self.game.config_dict()},
-            "iteration": int(agent.iteration),
-            "advantage_nets": [_cpu_state(net) for net in agent.advantage_nets],
+            **start,
             "strategy_net": _cpu_state(self.current),
-            "advantage_trained": list(agent.advantage_trained),
             "memories": self.memory.state_dict(),
             "improve": {"round": self.round, "past": self.past},
             "meta": make_meta(self.config, self.round, self.game),
