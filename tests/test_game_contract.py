@@ -3,13 +3,19 @@ variant, in the manner of pgx's api_test: a new game that passes this works with
 the package. Random playouts of uniformly random legal actions drive every check."""
 
 import dataclasses
+import math
 
 import pytest
 import torch
 
 from deepcfr.games.base import (
+    CAPABILITIES,
     BatchedGame,
+    MissingCapability,
     batch_size,
+    capability,
+    declared_capabilities,
+    has_capability,
     clone_state,
     concat_states,
     index_state,
@@ -179,3 +185,109 @@ def test_symmetry_where_declared(game):
         moved = symmetry.actions(a[live], r)
         assert torch.equal(new_mask.gather(1, moved[:, None]).squeeze(1), mask.gather(1, a[live][:, None]).squeeze(1))
         assert torch.isfinite(game.encode(relabelled)).all()
+
+
+# Optional capabilities (games.base.CAPABILITIES): each one a game declares does what it says; a
+# game that lacks one gets an error naming the game and the capability ------------------------
+def test_capabilities_are_known_and_asked_for_by_name(game):
+    declared = declared_capabilities(game)
+    assert set(declared) <= set(CAPABILITIES)
+    for name in CAPABILITIES:
+        assert has_capability(game, name) == (name in declared)
+        if name in declared:
+            assert capability(game, name) is not None
+        else:
+            with pytest.raises(MissingCapability, match=rf"{game.name}.*{name}"):
+                capability(game, name)
+    with pytest.raises(KeyError, match="unknown game capability"):
+        capability(game, "teleport")
+
+
+def test_every_game_names_its_capabilities():
+    found = {gid: set(declared_capabilities(make_game(name, **params))) for gid, (name, params) in zip(IDS, GAMES)}
+    assert {"determinize", "symmetry", "match_diagnostics", "scores", "cut_off", "rules", "describe"} <= found["lost_cities-classic"]
+    for gid in ("kuhn", "leduc", "liars_dice"):
+        assert "chance_deals" in found[gid] and "determinize" not in found[gid]
+    assert all("deals_of" in caps for caps in found.values())
+
+
+def test_missing_capability_is_a_clear_value_error():
+    kuhn = make_game("kuhn")
+    with pytest.raises(ValueError, match=r"game 'kuhn' has no 'determinize' capability \(determinization"):
+        capability(kuhn, "determinize")
+
+
+def test_determinize_where_declared(game):
+    if not has_capability(game, "determinize"):
+        pytest.skip(f"{game.name} declares no determinize")
+    history, _ = playout(game, seed=9, n=12)
+    generator = torch.Generator().manual_seed(3)
+    d = 3
+    for state in history[:: max(1, len(history) // 6)]:
+        live = torch.nonzero(~game.is_terminal(state)).squeeze(1)
+        if not live.numel():
+            continue
+        state = index_state(state, live)
+        for observer in (0, 1):
+            obs = game.observe(state, observer)
+            sampled = game.determinize(obs, d, generator)
+            assert batch_size(sampled) == live.numel() * d
+            assert torch.equal(game.observe(sampled, observer), obs.repeat_interleave(d, dim=0))
+            assert torch.equal(game.current_player(sampled), game.current_player(state).repeat_interleave(d))
+            own = (game.current_player(state) == observer).repeat_interleave(d)  # the observer's own moves
+            assert torch.equal(game.legal_mask(sampled)[own], game.legal_mask(state).repeat_interleave(d, dim=0)[own])
+
+
+def test_scores_and_cut_off_where_declared(game):
+    history, _ = playout(game, seed=10)
+    final = history[-1]
+    if has_capability(game, "scores"):
+        scores = game.scores(final)
+        assert scores.shape == (N, 2)
+        assert torch.equal((scores[:, 0] - scores[:, 1]).sign().float(), game.returns(final)[:, 0].sign())
+    if has_capability(game, "cut_off"):
+        for state in (history[0], final):
+            cut = game.cut_off(state)
+            assert cut.shape == (N,) and cut.dtype == torch.bool
+            assert not bool((cut & ~game.is_terminal(state)).any())  # only finished games are cut off
+    if not (has_capability(game, "scores") or has_capability(game, "cut_off")):
+        pytest.skip(f"{game.name} declares neither scores nor cut_off")
+
+
+def test_match_diagnostics_where_declared(game):
+    if not has_capability(game, "match_diagnostics"):
+        pytest.skip(f"{game.name} declares no match_diagnostics")
+    history, _ = playout(game, seed=11)
+    seat_a = torch.arange(N) % 2
+    out = game.match_diagnostics(history[-1], seat_a)
+    assert out and all(isinstance(v, float) and math.isfinite(v) for v in out.values())
+    assert {k[:-2] for k in out if k.endswith("_a")} == {k[:-2] for k in out if k.endswith("_b")}
+    assert all(k.endswith(("_a", "_b")) for k in out)
+
+
+def test_chance_deals_where_declared(game):
+    if not has_capability(game, "chance_deals"):
+        pytest.skip(f"{game.name} declares no chance_deals")
+    deals, probs = game.chance_deals()
+    assert deals.shape[0] == probs.shape[0] and abs(float(probs.sum()) - 1.0) < 1e-6 and bool((probs > 0).all())
+    state = game.init_from_deal(deals)
+    assert batch_size(state) == deals.shape[0] and not bool(game.is_terminal(state).any())
+
+
+def test_deals_of_restarts_the_same_games(game):
+    state = game.init(N, torch.Generator().manual_seed(12))
+    deals = capability(game, "deals_of")(state)
+    again = game.init_from_deal(deals)
+    for p in (0, 1):
+        assert torch.equal(game.observe(again, p), game.observe(state, p))
+
+
+def test_rules_and_describe_where_declared(game):
+    if has_capability(game, "rules"):
+        assert game.config_dict() == game.rules.model_dump()
+        assert capability(game, "deals_of")(game.init(2)).shape[1] == game.rules.deck_size
+    if has_capability(game, "describe"):
+        text = game.describe()
+        assert isinstance(text, str) and text.startswith(game.name)
+    if not (has_capability(game, "rules") or has_capability(game, "describe")):
+        pytest.skip(f"{game.name} declares neither rules nor describe")

@@ -19,7 +19,7 @@ from typing import Any, Callable, Union
 
 import torch
 
-from ..games.base import clone_state, concat_states, sample_from_probs
+from ..games.base import capability, clone_state, concat_states, has_capability, sample_from_probs
 
 Side = Union[Any, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
 
@@ -49,10 +49,6 @@ class MatchResult:
         return d
 
 
-def side_name(side: Side) -> str:
-    return str(getattr(side, "name", getattr(side, "__name__", type(side).__name__)))
-
-
 def _decide(side: Side, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator) -> torch.Tensor:
     if hasattr(side, "act"):
         return side.act(obs, mask, generator)
@@ -66,7 +62,7 @@ def _decide(side: Side, obs: torch.Tensor, mask: torch.Tensor, generator: torch.
 
 def _scores(game, state) -> torch.Tensor:
     """Per-seat game scores ``[n, 2]``: points where the game has them, else utilities."""
-    if hasattr(game, "scores"):
+    if has_capability(game, "scores"):
         return game.scores(state).to(torch.float64)
     return game.returns(state).to(torch.float64)
 
@@ -135,11 +131,9 @@ def play_match(
     win_ci95 = 1.96 * pair_points.std(unbiased=True).item() / math.sqrt(pairs) if pairs > 1 else float("nan")
     wins = int((diff > 0).sum())
     draws = int((diff == 0).sum())
-    cut_off = int(game.cut_off(state).sum()) if hasattr(game, "cut_off") else 0
+    cut_off = int(game.cut_off(state).sum()) if has_capability(game, "cut_off") else 0
 
-    diagnostics = {}
-    if getattr(game, "name", None) == "lost_cities":
-        diagnostics = _lost_cities_diagnostics(game, state, seat_a)
+    diagnostics = capability(game, "match_diagnostics")(state, seat_a) if has_capability(game, "match_diagnostics") else {}
 
     return MatchResult(
         games=games,
@@ -156,24 +150,3 @@ def play_match(
         win_rate_ci95=win_ci95,
         diagnostics=diagnostics,
     )
-
-
-def _lost_cities_diagnostics(game, state, seat_a: torch.Tensor) -> dict:
-    """Expeditions opened and expeditions scoring below zero, per game, for A and B (read from
-    each side's own final observation)."""
-    from ..games.lost_cities.layout import decode
-
-    rules = game.rules
-    kinds = torch.arange(rules.n_ranks + 1, device=seat_a.device)
-    value = torch.where(kinds >= 1, rules.min_rank + kinds - 1, 0)
-    out = {}
-    for label, seat in (("a", seat_a), ("b", 1 - seat_a)):
-        exp = decode(rules, game.observe(state, seat)).my_expedition  # [n, C, R1]
-        cards = exp.sum(dim=2)
-        opened = cards > 0
-        score = (exp * value).sum(dim=2) + rules.expedition_cost
-        score = score * (1 + exp[:, :, 0]) + rules.bonus * (cards >= rules.bonus_threshold)
-        out[f"expeditions_opened_{label}"] = opened.sum(dim=1).double().mean().item()
-        out[f"negative_expeditions_{label}"] = (opened & (score < 0)).sum(dim=1).double().mean().item()
-        out[f"wagers_played_{label}"] = exp[:, :, 0].sum(dim=1).double().mean().item()
-    return out

@@ -25,7 +25,7 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
-from ..games.base import IllegalActionError, clone_state
+from ..games.base import IllegalActionError, capability, clone_state, has_capability
 
 FORMAT_VERSION = 1
 REQUIRED_FIELDS = {"format": int, "game": str, "game_config": dict, "seed": (int, type(None)),
@@ -62,51 +62,36 @@ class GameRecord:
 def game_version(name: str) -> int:
     from ..games.registry import make_game
 
-    if name == "lost_cities":
-        from ..games.lost_cities import LostCitiesGame
-
-        return LostCitiesGame.version
     return make_game(name).version
 
 
-def rules_from_config(name: str, game_config: dict):
-    """The Lost Cities rules of a recorded ``game_config`` (None for games without rules)."""
-    if name != "lost_cities":
-        return None
-    from ..games.lost_cities import LostCitiesRules
+def game_of_record(name: str, game_config: dict):
+    """The batched game of a recorded ``game_config`` (its rules; ValueError for rules this build
+    does not know)."""
+    from ..games.registry import game_from_config_dict
 
-    return LostCitiesRules(**game_config)
+    return game_from_config_dict(name, game_config)
 
 
 def new_reference(name: str, game_config: dict, deal: Sequence[int]):
     """A reference engine at the start of the game dealt ``deal``."""
-    from ..games.registry import game_names, make_reference
+    from ..games.registry import game_names, reference_from_deal
 
     if name not in game_names():
         raise ValueError(f"unknown game {name!r}; valid games: {', '.join(game_names())}")
-    cls = make_reference(name)
-    if name == "lost_cities":
-        return cls.from_deal(rules_from_config(name, game_config), list(deal))
-    return cls.from_deal(list(deal))
+    return reference_from_deal(name, game_config, deal)
 
 
 def reference_deal(name: str, ref) -> list[int]:
-    """The deal of a reference engine that has not moved yet (what ``new_reference`` takes)."""
-    if name == "lost_cities":
-        if ref.num_decisions:
-            raise ValueError("the deal of a Lost Cities game can only be read before the first move")
-        return list(ref.hands[0]) + list(ref.hands[1]) + list(ref.deck)
-    return [int(c) for c in ref.cards]
+    """The deal of a reference engine that has not moved yet (what ``new_reference`` takes; the
+    engine's own ``deal()``; ``name`` is the game's, kept for the callers)."""
+    return [int(c) for c in ref.deal()]
 
 
 def state_deals(game, state) -> torch.Tensor:
     """Deals ``[n, deal_len]`` of a batched state that has not moved yet (what the game's
-    ``init_from_deal`` takes). Reads the engines' deal fields unless the game offers ``deals_of``."""
-    if hasattr(game, "deals_of"):
-        return game.deals_of(state).long()
-    if game.name == "lost_cities":
-        return state.deck[:, : game.rules.deck_size].long()  # the engine may keep scratch columns after the deal
-    return state.cards.long()
+    ``init_from_deal`` takes): the game's ``deals_of`` capability."""
+    return capability(game, "deals_of")(state).long()
 
 
 def decisions_made(ref) -> int:
@@ -121,14 +106,11 @@ def game_result(name: str, ref) -> dict:
     """The result of a (possibly unfinished) game, for the record's ``result`` field."""
     returns = [float(x) for x in ref.returns()]
     result: dict[str, Any] = {"finished": bool(ref.is_terminal()), "decisions": decisions_made(ref)}
-    if name == "lost_cities":
-        scores = [int(s) for s in ref.scores()]
-        result.update(scores=scores, expedition_scores=[ref.expedition_scores(0), ref.expedition_scores(1)],
-                      cut_off=bool(ref.cut_off))
-        margin = scores[0] - scores[1]
-    else:
-        margin = returns[0]
+    detail = getattr(ref, "score_detail", None)  # points where the game has them (Lost Cities)
+    if detail is not None:
+        result.update(detail())
     result["returns"] = returns
+    margin = returns[0]  # the utilities have the sign of the score difference
     result["winner"] = None if margin == 0 or not ref.is_terminal() else (0 if margin > 0 else 1)
     return result
 
@@ -276,10 +258,11 @@ def replay_record(record: GameRecord, where: str = "record"):
         raise ReplayError(f"{where}: recorded with {record.game} rules version {record.game_version}, but this "
                           f"build implements version {current}; the game cannot be replayed")
     try:
-        rules = rules_from_config(record.game, record.game_config)
+        game = game_of_record(record.game, record.game_config)
     except ValueError as e:
         first = str(e).strip().splitlines()
         raise ReplayError(f"{where}: game_config is not a rule set this build knows ({'; '.join(first[:3])})") from None
+    rules = capability(game, "rules") if has_capability(game, "rules") else None
     if rules is not None and len(record.deal) != rules.deck_size:
         raise ReplayError(f"{where}: the deal has {len(record.deal)} cards but these rules have a "
                           f"{rules.deck_size}-card deck (recorded under another rule set?)")

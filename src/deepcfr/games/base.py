@@ -15,10 +15,11 @@ Conventions (all games):
   ``obs_dtype`` (small ints). It contains everything that player may know, and the observer's
   seat, so that ``obs_player(obs)`` recovers it: a policy needs nothing but obs and mask.
 - ``encode(obs)`` is a pure batched function ``[n, obs_size] -> [n, feature_size]`` float32.
-- Optional ``symmetry``: a relabelling of information states that the rules cannot tell apart
-  (Lost Cities: its colours; see lost_cities/symmetry.py), with ``sample(n, generator, device)``,
-  ``obs(obs, r)``, ``action_columns(r)``, ``actions(actions, r)`` and ``inverse(r)``;
-  ``memory.augment`` uses it.
+- Optional capabilities (``CAPABILITIES``): what only some games can do, such as
+  ``determinize`` (the search), ``symmetry`` (``memory.augment``: Lost Cities' colours, see
+  lost_cities/symmetry.py) or ``match_diagnostics`` (the arena). Code above ``games`` asks for a
+  capability with ``capability(game, name)`` (a clear error naming the game and the capability
+  when it lacks it) or ``has_capability(game, name)``, never for the game's name.
 - A *policy* is a callable ``policy(obs, mask) -> probs [n, A]`` (rows sum to 1, zero on
   illegal actions). A *bot* is an object with ``act(obs, mask, generator) -> actions [n]``.
 """
@@ -63,6 +64,58 @@ class BatchedGame(Protocol):
     def config_dict(self) -> dict: ...
 
 
+# Optional capabilities: a game that has one offers the attribute or method of that name, with
+# the meaning given here (``tests/test_game_contract.py`` checks each one a game declares).
+CAPABILITIES: dict[str, str] = {
+    "determinize": "determinization for the search: determinize(obs, d, generator) -> n * d full states "
+                   "consistent with the observations (row i * d + j is sample j of obs[i]; the hidden "
+                   "information drawn uniformly)",
+    "symmetry": "a relabelling the rules cannot tell apart, with sample(n, generator, device), obs(obs, r), "
+                "action_columns(r), actions(actions, r) and inverse(r)",
+    "scores": "scores(state) -> [n, 2] points of each seat (the utilities are a function of them)",
+    "cut_off": "cut_off(state) -> [n] bool: games ended by the ply cap before their natural end",
+    "match_diagnostics": "match_diagnostics(state, seat_a) -> {name: float}: play diagnostics of finished "
+                         "games for the side in seat_a (suffix _a) and the other side (suffix _b)",
+    "chance_deals": "chance_deals() -> (deals, probabilities) of every deal: the game tree can be enumerated "
+                    "(exact exploitability, external sampling)",
+    "deals_of": "deals_of(state) -> [n, deal_len] the deals the games started from (what init_from_deal takes)",
+    "describe": "describe() -> the game and its rules in words",
+    "rules": "the rule set the game was built with (a pydantic model whose fields are config_dict(); "
+             "deck_size cards make a deal)",
+}
+
+
+class MissingCapability(ValueError):
+    """A game asked for a capability it does not have; the message names both."""
+
+
+def _known(name: str) -> None:
+    if name not in CAPABILITIES:
+        raise KeyError(f"unknown game capability {name!r}; known: {', '.join(CAPABILITIES)}")
+
+
+def has_capability(game: Any, name: str) -> bool:
+    """Whether ``game`` offers the optional capability ``name`` (a key of ``CAPABILITIES``)."""
+    _known(name)
+    return getattr(game, name, None) is not None
+
+
+def capability(game: Any, name: str) -> Any:
+    """The capability ``name`` of ``game`` (its attribute or bound method); a game without it
+    raises ``MissingCapability`` naming the game and what the capability is."""
+    _known(name)
+    value = getattr(game, name, None)
+    if value is None:
+        raise MissingCapability(f"game {getattr(game, 'name', game)!r} has no {name!r} capability "
+                                f"({CAPABILITIES[name]})")
+    return value
+
+
+def declared_capabilities(game: Any) -> list[str]:
+    """The optional capabilities ``game`` offers."""
+    return [name for name in CAPABILITIES if getattr(game, name, None) is not None]
+
+
 def _tensor_fields(state: Any):
     for f in dataclasses.fields(state):
         if not f.metadata.get("static", False):
@@ -83,10 +136,6 @@ def concat_states(states: Sequence[S]) -> S:
     return dataclasses.replace(
         first, **{k: torch.cat([getattr(s, k) for s in states], dim=0) for k in _tensor_fields(first)}
     )
-
-
-def state_to(state: S, device: str | torch.device) -> S:
-    return dataclasses.replace(state, **{k: getattr(state, k).to(device) for k in _tensor_fields(state)})
 
 
 def batch_size(state: Any) -> int:

@@ -6,19 +6,13 @@ from typing import TextIO
 
 from rich.text import Text
 
-from ..evaluate.replay import GameRecord, replay_steps
-from ..games.registry import make_game
+from ..evaluate.replay import GameRecord, game_of_record, replay_steps
 from .session import EXIT_INTERRUPTED, EXIT_OK, Screen
 from .views import GameView, make_view
 
 
 def view_for_record(record: GameRecord) -> GameView:
-    if record.game == "lost_cities":
-        from ..games.lost_cities import LostCitiesGame
-        from ..evaluate.replay import rules_from_config
-
-        return make_view(LostCitiesGame(rules_from_config(record.game, record.game_config)))
-    return make_view(make_game(record.game))
+    return make_view(game_of_record(record.game, record.game_config))
 
 
 def show_replay(record: GameRecord, stdin: TextIO, stdout: TextIO, *, step: bool = True, plain: bool = False,

@@ -8,6 +8,7 @@ from typing import Any
 
 import yaml
 
+from ..games.registry import game_params
 from .metrics import MetricsLog
 from .plots import eval_groups
 
@@ -178,7 +179,8 @@ def render_summary(run_dir: Path, log: MetricsLog, plots: list[Path], checkpoint
     its = log.iterations
     out = [f"# Run report: {run_dir.name}", ""]
     if game:
-        variant = f" (variant {game['variant']})" if game.get("name") == "lost_cities" and game.get("variant") else ""
+        variant = game_params(game).get("variant")  # the games that take a variant say so
+        variant = f" (variant {variant})" if variant else ""
         out.append(f"- Game: {game.get('name', '?')}{variant}")
     if its:
         out.append(f"- Iterations logged: {len(its)} (from {its[0]} to {its[-1]})")

@@ -24,11 +24,11 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import torch
 
-from ..games.base import index_state, sample_from_probs
+from ..games.base import capability, index_state, sample_from_probs
 from .config import SearchConfig
 
 _LOG_FLOOR = 1e-6  # log pi of a candidate with (almost) no base probability
@@ -77,7 +77,6 @@ class SearchStats:
     capped_rollouts: int = 0  # rollouts ended by the ply cap with cards left in the deck
     overrides: int = 0  # decisions where the search played another move than the base's greedy one
     seconds: float = 0.0
-    calls_seconds: list = field(default_factory=list)
 
     def reset(self) -> None:
         self.__init__()
@@ -116,16 +115,12 @@ class _Rollout:
 
 class RolloutSearch:
     """Determinized rollout search over ``base`` (see the module docstring) for a game with a
-    ``determinize(obs, d, generator)`` (Lost Cities). ``rollout_policy`` is the object that plays
+    ``determinize`` capability (games.base; Lost Cities). ``rollout_policy`` is the object that plays
     the rollouts (a bot; None: ``config.rollout_policy``, a bot name or "base")."""
 
     def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
                  device: str | torch.device = "cpu"):
-        if getattr(game, "name", None) != "lost_cities":
-            raise ValueError(f"search needs a game with determinization (lost_cities), not {getattr(game, 'name', game)!r}")
-        from ..games.lost_cities.determinize import determinize
-
-        self._determinize = determinize
+        self._determinize = capability(game, "determinize")  # MissingCapability (a ValueError) names the game
         self.game = game
         self.base = base
         self.config = config or SearchConfig()
@@ -246,7 +241,7 @@ class RolloutSearch:
         candidates are rolled out as the base move and get the base's values)."""
         game = self.game
         m, k = candidates.shape
-        states = self._determinize(game, obs, d, self.generator)  # [m * d], row i * d + j
+        states = self._determinize(obs, d, self.generator)  # [m * d], row i * d + j
         # [m, k, d] layout: candidate-major inside a decision, determinizations innermost.
         order = torch.arange(m * d, device=self.device).view(m, 1, d).expand(m, k, d).reshape(-1)
         states = index_state(states, order)

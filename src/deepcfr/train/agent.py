@@ -19,8 +19,9 @@ from deepcfr.cfr.policies import (
     greedy as to_greedy,
 )
 from deepcfr.games.base import Policy
+from deepcfr.games.registry import make_game_from_config
 
-from .checkpoint import load_checkpoint, make_game_from_config
+from .checkpoint import load_checkpoint
 from .config import TrainConfig, upgrade_saved_config
 
 POLICY_KINDS = ("average", "current", "mixture")

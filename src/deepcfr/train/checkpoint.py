@@ -21,6 +21,8 @@ from typing import Any, Mapping
 import torch
 
 from deepcfr.atomic import atomic_path
+# the game factory lives in the games layer; re-exported for improve/loop.py's import
+from deepcfr.games.registry import game_params, make_game_from_config  # noqa: F401
 
 FORMAT_VERSION = 1
 FORMAT_NAME = "deepcfr-checkpoint"
@@ -32,20 +34,6 @@ class CheckpointError(ValueError):
 
 
 # ---------------------------------------------------------------------------- meta
-def game_params(config: Any) -> dict[str, Any]:
-    """Keyword arguments for ``make_game`` from a TrainConfig's ``game`` section."""
-    game = config.game
-    if game.name == "lost_cities":
-        return {"variant": game.variant, **dict(game.rules)}
-    return {}
-
-
-def make_game_from_config(config: Any):
-    from deepcfr.games.registry import make_game
-
-    return make_game(config.game.name, **game_params(config))
-
-
 def network_meta(config: Any, game: Any) -> dict[str, Any]:
     """The network shape a checkpoint records: config plus input/output sizes."""
     return {**config.network.model_dump(mode="json"), "input_size": int(game.feature_size), "output_size": int(game.num_actions)}

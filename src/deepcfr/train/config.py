@@ -13,6 +13,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from deepcfr.cfr.traversal import ALGORITHMS, TraversalOptions, traversal_options
+from deepcfr.games.base import has_capability
+from deepcfr.games.registry import make_game_from_config
 
 
 class _Section(BaseModel):
@@ -333,17 +335,30 @@ class TrainConfig(_Section):
     ray: RayConfig = Field(default_factory=RayConfig)
     improve: ImproveConfig = Field(default_factory=ImproveConfig)  # deepcfr improve (expert iteration)
 
+    def _game(self):
+        """The game, for the checks that ask it for a capability (None if its rules do not build: the
+        trainer reports those)."""
+        if not (self.memory.augment or self.traversal.algorithm == "external"):
+            return None
+        try:
+            return make_game_from_config(self)
+        except ValueError:
+            return None
+
     @model_validator(mode="after")
     def _check(self) -> "TrainConfig":
-        if self.traversal.algorithm == "external" and self.game.name == "lost_cities":
-            raise ValueError("traversal.algorithm: external sampling is only for kuhn, leduc and liars_dice; use 'critic' or 'outcome'")
+        game = self._game()
+        if self.traversal.algorithm == "external" and game is not None and not has_capability(game, "chance_deals"):
+            raise ValueError(f"traversal.algorithm: external sampling explores every traverser action, so it is only "
+                             f"for games whose tree can be enumerated (chance_deals; not {self.game.name}); use "
+                             "'critic' or 'outcome'")
         try:
             self.traversal.options()
         except ValueError as e:
             raise ValueError(f"traversal: {e}") from None
-        if self.memory.augment and self.game.name != "lost_cities":
+        if self.memory.augment and game is not None and not has_capability(game, "symmetry"):
             raise ValueError(f"memory.augment: {self.game.name} has no symmetry to relabel samples with "
-                             "(only lost_cities: its colours)")
+                             "(a game's symmetry capability, such as Lost Cities' colours)")
         if self.memory.augment and (self.advantage.aggregate or self.strategy.aggregate):
             raise ValueError("memory.augment does not combine with advantage.aggregate or strategy.aggregate "
                              "(aggregated tables are encoded once, not drawn per batch)")

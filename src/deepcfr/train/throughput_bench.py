@@ -44,6 +44,7 @@ import torch
 
 from deepcfr.cfr.forward_bench import forward_bound_states_per_second
 from deepcfr.cfr.traversal import TraversalStats
+from deepcfr.games.registry import game_params
 
 from .config import TrainConfig
 from .trainer import Trainer
@@ -126,7 +127,7 @@ def bench_traversal(
         decisions_per_second = stats.decisions / wall
         out: dict[str, Any] = {
             "game": config.game.name,
-            "variant": config.game.variant if config.game.name == "lost_cities" else None,
+            "variant": game_params(config).get("variant"),
             "algorithm": config.traversal.algorithm,
             "executor": config.traversal.executor,
             "network": f"{config.network.hidden_size}x{config.network.num_layers}",

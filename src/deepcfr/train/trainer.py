@@ -44,8 +44,10 @@ from deepcfr.cfr.networks import DeepCFRMLP, build_network
 from deepcfr.cfr.policies import ExactAveragePolicy
 from deepcfr.cfr.samples import SampleCodec, max_legal_actions, memory_fields
 from deepcfr.cfr.traversal import TraversalStats
+from deepcfr.evaluate.exploitability import supports_exploitability
 from deepcfr.games.base import Policy
 from deepcfr.games.bots import make_bot
+from deepcfr.games.registry import game_params, make_game_from_config
 from deepcfr.host_memory import keep_freed_memory
 from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_seed, chunk_sizes
 from deepcfr.parallel.base import TraversalExecutor
@@ -53,7 +55,6 @@ from deepcfr.parallel.executors import make_executor
 
 from .agent import Agent
 from .amp import MixedPrecision
-from .checkpoint import game_params, make_game_from_config
 from .config import TrainConfig
 from .critic import Critic
 from .fit import FINAL_LR_FRACTION, FitSchedule, Fitter, advantage_loss, sample_weights, strategy_loss
@@ -181,7 +182,7 @@ class Trainer:
 
     def _enumerable(self) -> bool:
         """Kuhn and Leduc: exact exploitability and the exact average policy."""
-        return hasattr(self.game, "chance_deals") and hasattr(self.game, "init_from_deal")
+        return supports_exploitability(self.game)
 
     def _init_seed(self) -> int:
         return int(torch.randint(0, 2**62, (1,), generator=self.generators["init"]))

@@ -1,6 +1,7 @@
 """Determinization: full Lost Cities states consistent with one player's compact observation.
 
-``determinize(game, obs, d, generator)`` returns ``n * d`` engine states (row ``i * d + j`` is
+``determinize(game, obs, d, generator)`` (the game's ``determinize`` capability:
+``LostCitiesGame.determinize(obs, d, generator)``) returns ``n * d`` engine states (row ``i * d + j`` is
 sample ``j`` of observation ``i``) such that ``game.observe(state, observer) == obs`` bit for bit.
 The cards the observer cannot see (location code 0) are dealt uniformly at random: a random
 permutation of them fills the opponent's unknown hand slots first and the deck after (in random
@@ -23,13 +24,12 @@ from __future__ import annotations
 
 import torch
 
-from .engine import (CAP_FLAG, DECISION_BITS, DECK_FLAG, T_DECISIONS, T_DECK, T_DISCARD, T_PLAYER, T_PLY, LostCitiesGame,
-                     LostCitiesState)
+from .state import CAP_FLAG, DECISION_BITS, DECK_FLAG, T_DECISIONS, T_DECK, T_DISCARD, T_PLAYER, T_PLY, LostCitiesState
 from .layout import card_kinds, LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, LOC_UNKNOWN
 
 
 
-def determinize(game: LostCitiesGame, obs: torch.Tensor, d: int,
+def determinize(game: "LostCitiesGame", obs: torch.Tensor, d: int,
                 generator: torch.Generator | None = None) -> LostCitiesState:
     """``n * d`` states consistent with the observations ``obs [n, obs_size]`` (uint8 rows of
     layout.py, any observer), on ``obs.device``; row ``i * d + j`` is sample ``j`` of ``obs[i]``.
@@ -57,14 +57,14 @@ def determinize(game: LostCitiesGame, obs: torch.Tensor, d: int,
     return state_from_hidden(game, obs, to_opp, deck_pos)
 
 
-def opponent_hand_size(game: LostCitiesGame, obs: torch.Tensor) -> torch.Tensor:
+def opponent_hand_size(game: "LostCitiesGame", obs: torch.Tensor) -> torch.Tensor:
     """[n] cards in the observer's opponent's hand (one fewer while it is to draw)."""
     D = game.rules.deck_size
     phase, observer, to_move = obs[:, D + 1].long(), obs[:, D + 3].long(), obs[:, D + 4].long()
     return game.rules.hand_size - ((phase == 1) & (to_move != observer)).long()
 
 
-def state_from_hidden(game: LostCitiesGame, obs: torch.Tensor, to_opp: torch.Tensor,
+def state_from_hidden(game: "LostCitiesGame", obs: torch.Tensor, to_opp: torch.Tensor,
                       deck_pos: torch.Tensor) -> LostCitiesState:
     """The state of observations ``obs [N, obs_size]`` with the hidden cards placed: ``to_opp
     [N, D]`` bool marks the unknown cards in the opponent's hand, ``deck_pos [N, D]`` gives each
@@ -142,7 +142,7 @@ def state_from_hidden(game: LostCitiesGame, obs: torch.Tensor, to_opp: torch.Ten
     arena.scatter_(1, torch.cat([deck_byte, pile_byte], dim=1), torch.cat([cards, cards], dim=1))
     arena[:, L.zero] = 0
 
-    # The turn word (engine.T_*): phase, player, colour discarded, decisions, ply and deck counters.
+    # The turn word (state.T_*): phase, player, colour discarded, decisions, ply and deck counters.
     decisions = 2 * (L.deck_cards - deck_count) + phase
     turn = (phase | to_move << T_PLAYER | discarded << T_DISCARD | decisions << T_DECISIONS
             | ((1 << DECISION_BITS) - r.ply_cap + decisions) << T_PLY | (256 - deck_count) << T_DECK)

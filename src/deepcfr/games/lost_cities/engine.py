@@ -31,26 +31,19 @@ ops as possible, each on small contiguous tensors:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import torch
 
 from ..base import IllegalActionError
 from .encoding import LostCitiesEncoder
-from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, OBS_DTYPE, obs_size
+from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, OBS_DTYPE, decode, obs_size
 from .rules import LostCitiesRules, make_rules
+# the state and its turn word live in state.py (determinize.py builds states without the engine)
+from .state import (CAP_FLAG, DECISION_BITS, DECK_FLAG, MAX_PLY_CAP, T_DECISIONS, T_DECK, T_DISCARD,  # noqa: F401
+                    T_PHASE, T_PLAYER, T_PLY, LostCitiesState)
 from .symmetry import ColourRelabelling
 
 _ROW_CACHE_LIMIT = 16
 
-# The turn word: phase (bit 0), player (bit 1), colour discarded this turn (bits 2-5, n_colors =
-# none), decisions made (bits 8-27), a ply counter that starts at 2^20 - ply_cap (bits 28-47, its
-# carry into bit 48 marks the cap) and a deck counter that starts at 256 - cards in the deck
-# (bits 49-56, its carry into bit 57 marks the empty deck).
-T_PHASE, T_PLAYER, T_DISCARD, T_DECISIONS, T_PLY, T_DECK = 0, 1, 2, 8, 28, 49
-DECISION_BITS = 20
-MAX_PLY_CAP = (1 << DECISION_BITS) - 1
-CAP_FLAG, DECK_FLAG = 1 << (T_PLY + DECISION_BITS), 1 << (T_DECK + 8)
 KEY_BITS = 6  # phase, player and discarded colour: the low bits of the turn word
 # Columns of the per-(action, turn) table.
 K_HEIGHT, K_HAND, K_SOURCE, K_SOURCE_STEP, K_MOVE, K_TURN = range(6)
@@ -72,36 +65,6 @@ def _sorting_network(width: int) -> list[tuple[int, int]]:
 def _signed64(value: int) -> int:
     value &= (1 << 64) - 1
     return value - (1 << 64) if value >= 1 << 63 else value
-
-
-@dataclass
-class LostCitiesState:
-    """Batched state; every field has a leading batch dimension n. The layout of ``arena`` is
-    described by ``_Layout``; read the game through ``LostCitiesGame``'s methods."""
-
-    arena: torch.Tensor  # [n, row_bytes] uint8, 8-byte aligned rows (see the module docstring)
-    turn: torch.Tensor  # [n] int64 packed turn word (T_* bits)
-    terminal: torch.Tensor  # [n] bool
-    deck: torch.Tensor  # [n, D] uint8 the deal the game started from (``init_from_deal`` order)
-
-    @property
-    def phase(self) -> torch.Tensor:
-        """[n] int64: 0 play/discard, 1 draw."""
-        return self.turn & 1
-
-    @property
-    def player(self) -> torch.Tensor:
-        """[n] int64 seat to move (on finished games: the seat that would move next)."""
-        return (self.turn >> T_PLAYER) & 1
-
-    @property
-    def discarded_color(self) -> torch.Tensor:
-        """[n] int64 colour discarded onto this turn, n_colors = none."""
-        return (self.turn >> T_DISCARD) & 15
-
-    @property
-    def num_decisions(self) -> torch.Tensor:
-        return (self.turn >> T_DECISIONS) & MAX_PLY_CAP
 
 
 class _Layout:
@@ -572,7 +535,33 @@ class LostCitiesGame:
             diff = diff.sign()
         return torch.stack([diff, -diff], dim=1)
 
+    def match_diagnostics(self, state: LostCitiesState, seat_a: torch.Tensor) -> dict:
+        """Expeditions opened, expeditions scoring below zero and wagers played, per game, for the
+        side in ``seat_a [n]`` (suffix ``_a``) and the other side (``_b``), read from each side's
+        own final observation (the arena's play diagnostics)."""
+        rules = self.rules
+        kinds = torch.arange(rules.n_ranks + 1, device=seat_a.device)
+        value = torch.where(kinds >= 1, rules.min_rank + kinds - 1, 0)
+        out = {}
+        for label, seat in (("a", seat_a), ("b", 1 - seat_a)):
+            exp = decode(rules, self.observe(state, seat)).my_expedition  # [n, C, R1]
+            cards = exp.sum(dim=2)
+            opened = cards > 0
+            score = (exp * value).sum(dim=2) + rules.expedition_cost
+            score = score * (1 + exp[:, :, 0]) + rules.bonus * (cards >= rules.bonus_threshold)
+            out[f"expeditions_opened_{label}"] = opened.sum(dim=1).double().mean().item()
+            out[f"negative_expeditions_{label}"] = (opened & (score < 0)).sum(dim=1).double().mean().item()
+            out[f"wagers_played_{label}"] = exp[:, :, 0].sum(dim=1).double().mean().item()
+        return out
+
     # Information -----------------------------------------------------------------------------
+    def determinize(self, obs: torch.Tensor, d: int, generator: torch.Generator | None = None) -> LostCitiesState:
+        """``n * d`` states consistent with the observations ``obs [n, obs_size]`` (row ``i * d + j``
+        is sample ``j`` of ``obs[i]``): see determinize.py."""
+        from .determinize import determinize
+
+        return determinize(self, obs, d, generator)
+
     def observe(self, state: LostCitiesState, player: int | torch.Tensor) -> torch.Tensor:
         """[n, obs_size] uint8 rows of layout.py for the observer ``player`` (int or [n]; a -1 in a
         tensor, ``current_player`` of a finished game, is read as seat 0)."""

@@ -61,6 +61,12 @@ class LostCitiesReference:
     def from_deal(cls, rules: LostCitiesRules | None, deal: Sequence[int]) -> "LostCitiesReference":
         return cls(rules, deal)
 
+    def deal(self) -> list[int]:
+        """The deal (what ``from_deal`` takes) of a game that has not moved yet."""
+        if self.num_decisions:
+            raise ValueError("the deal of a Lost Cities game can only be read before the first move")
+        return list(self.hands[0]) + list(self.hands[1]) + list(self.deck)
+
     # Queries ---------------------------------------------------------------------------------
     def current_player(self) -> int:
         return self.player
@@ -186,6 +192,13 @@ class LostCitiesReference:
 
     def scores(self) -> tuple[int, int]:
         return sum(self.expedition_scores(0)), sum(self.expedition_scores(1))
+
+    def score_detail(self) -> dict:
+        """The points of a game record's result: scores, each expedition's score, and whether the
+        ply cap cut the game off."""
+        return {"scores": [int(s) for s in self.scores()],
+                "expedition_scores": [self.expedition_scores(0), self.expedition_scores(1)],
+                "cut_off": bool(self.cut_off)}
 
     def returns(self) -> tuple[float, float]:
         """Utilities (per rules.utility) of the scores as they stand (final once terminal)."""

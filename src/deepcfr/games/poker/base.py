@@ -30,6 +30,10 @@ class PokerGame:
     def init_from_deal(self, deals: torch.Tensor):  # pragma: no cover - every game defines it
         raise NotImplementedError
 
+    def deals_of(self, state) -> torch.Tensor:
+        """[n, deal_size] the deals the games started from (what ``init_from_deal`` takes)."""
+        return state.cards.long()
+
     def obs_player(self, obs: torch.Tensor) -> torch.Tensor:
         return obs[:, 0].long()  # every poker observation starts with the observer's seat
 
@@ -59,6 +63,10 @@ class PokerReference:
     @classmethod
     def from_deal(cls, deal):
         return cls(deal)
+
+    def deal(self) -> list[int]:
+        """The deal (what ``from_deal`` takes) of this game."""
+        return [int(c) for c in self.cards]
 
     def legal_actions(self) -> list[int]:  # pragma: no cover - every game defines it
         raise NotImplementedError
