@@ -181,6 +181,7 @@ def test_the_champion_is_a_spec_everywhere(ck, capsys, monkeypatch, tmp_path):
     from deepcfr.serve import ServeSettings, create_app
 
     client = TestClient(create_app(ServeSettings(runs=str(tmp_path))))  # served without --checkpoint
+    assert [c["spec"] for c in client.get("/api/info").json()["champions"]] == ["search:champion", "champion@greedy"]
     for spec in CHAMPION_SPECS:
         assert main(["arena", "--a", spec, "--b", "random", "--games", "2", "--json"]) == 0, spec
         assert json.loads(capsys.readouterr().out)["a"] == spec

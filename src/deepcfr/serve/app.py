@@ -26,9 +26,8 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..evaluate.replay import append_records
 from ..games.lost_cities.rules import VARIANTS
 from .library import ReplayLibrary, RunLibrary
-from ..players import VALID_FORMS, PlayerSpecError, parse_player
+from ..players import VALID_FORMS, PlayerCache, PlayerSpecError, parse_player, same_game
 from .docs import docs_page
-from ..players import PlayerCache, same_game
 from .players import CheckpointPolicy
 from .tables import Table, TableError, TableStore
 
@@ -226,7 +225,13 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         listed = [{"spec": c, "label": Path(c).name} for c in settings.checkpoints]
         for run in runs.runs():
             listed += [{"spec": c, "label": c} for c in run["checkpoints"]]
-        return {"bots": bot_names(make_game("lost_cities")), "checkpoints": listed, "variants": list(VARIANTS),
+        from ..players.champion import CHAMPION_FILE
+
+        # the shipped champion first: with search the strongest opponent, the page's default
+        champions = [{"spec": "search:champion", "label": "champion with search (strongest)"},
+                     {"spec": "champion@greedy", "label": "champion network alone"}] if CHAMPION_FILE.is_file() else []
+        return {"bots": bot_names(make_game("lost_cities")), "champions": champions, "checkpoints": listed,
+                "variants": list(VARIANTS),
                 "spec_forms": VALID_FORMS, "runs": str(runs_root), "replays": str(replays_root),
                 "games_in_memory": len(tables)}
 

@@ -547,7 +547,8 @@ function openRules() { renderRules(); const d = $("#rules"); if (!d.open) d.show
 
 // Play: setup, new games ---------------------------------------------------------------------
 function playerOptions(select, preferred, custom) {
-  const opts = info.bots.map((b) => `<option value="${esc(b)}">${esc(b)}</option>`);
+  const opts = (info.champions || []).map((c) => `<option value="${esc(c.spec)}">${esc(c.label)}</option>`)
+    .concat(info.bots.map((b) => `<option value="${esc(b)}">${esc(b)}</option>`));
   for (const c of info.checkpoints) {
     opts.push(`<option value="${esc(c.spec)}">${esc(c.label)} (average)</option>`);
     opts.push(`<option value="${esc(c.spec)}@current">${esc(c.label)} (current)</option>`);
@@ -835,8 +836,9 @@ async function refresh() {  // the game on the board, as the server has it now (
 async function start() {
   info = await api("GET", "/api/info");
   for (const sel of $$(".player-select")) playerOptions(sel);
-  playerOptions($("#play-opponent"), "heuristic_careful", true);
-  playerOptions($("#watch-a"), "heuristic_careful");
+  // the champion with search is the default opponent (where one ships)
+  playerOptions($("#play-opponent"), "search:champion", true);
+  playerOptions($("#watch-a"), "champion@greedy");
   playerOptions($("#watch-b"), "heuristic_balanced");
   syncSpecFromSelect();
   for (const sel of $$(".variant-select")) {
