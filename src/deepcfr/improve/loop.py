@@ -31,7 +31,6 @@ an uninterrupted run does.
 from __future__ import annotations
 
 import copy
-import hashlib
 import math
 import time
 from typing import Any, Callable
@@ -41,6 +40,7 @@ import torch
 from ..cfr.networks import build_network
 from ..evaluate.arena import play_match
 from ..players import LEARNER, NetworkPlayer, load_player, parse_player
+from ..seeding import derived_seed
 from ..train.agent import load_agent
 from ..train.checkpoint import make_meta
 from ..train.config import TrainConfig
@@ -52,12 +52,6 @@ MATCH_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95")
 # A batch of full games with a deep search can take an hour on a loaded core; a dead worker is
 # noticed at once anyway, this only bounds a hung one.
 LABEL_CHUNK_TIMEOUT = 4 * 3600.0
-
-
-def derived_seed(*parts: Any) -> int:
-    """A 62-bit seed from the run seed and the names of a random stream (stable across runs)."""
-    digest = hashlib.blake2b(repr(parts).encode(), digest_size=8).digest()
-    return int.from_bytes(digest, "little") >> 2
 
 
 def one_sided_p(mean: float, ci95: float) -> float:

@@ -34,6 +34,7 @@ import torch
 
 from deepcfr.cfr.policies import BotPolicy, RegretMatchingPolicy, StrategyNetPolicy, UniformPolicy
 from deepcfr.cfr.traversal import OutcomeSampling, TraversalOptions, TraversalStats, traverse
+from deepcfr.seeding import chunk_seed  # noqa: F401  (re-exported: the chunk seed lives in deepcfr.seeding)
 
 POLICY_KINDS = ("uniform", "regret", "strategy", "bot")
 
@@ -169,13 +170,6 @@ class ModuleNetworks:
             return self.networks[name]
         except KeyError:
             raise KeyError(f"network {name!r} was not provided; available: {sorted(self.networks)}") from None
-
-
-def chunk_seed(run_seed: int, iteration: int, traverser: int, index: int) -> int:
-    """A stable 63-bit seed for chunk ``index`` of ``traverser``'s traversals in ``iteration``."""
-    key = [int(run_seed) & 0xFFFFFFFF, (int(run_seed) >> 32) & 0xFFFFFFFF, int(iteration), int(traverser), int(index),
-           0x74726176]  # "trav": keeps these seeds apart from other streams of the same run seed
-    return int(np.random.SeedSequence(key).generate_state(1, dtype=np.uint64)[0]) & (2**63 - 1)
 
 
 def chunk_sizes(total: int, chunk_size: int) -> list[int]:

@@ -46,6 +46,7 @@ from typing import Any
 
 import torch
 
+from deepcfr.devices import resolve_device
 from .child import child_environment, configure_process
 from .shm import SharedBlock, WeightsHandle, WeightsReader
 
@@ -70,11 +71,7 @@ class ServerOptions:
 
 
 def resolve_server_device(name: str) -> str:
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    if name.startswith("cuda") and not torch.cuda.is_available():
-        raise ValueError(f"inference_server.device={name!r}: CUDA is not available on this machine")
-    return name
+    return str(resolve_device(name, "inference_server.device"))
 
 
 # ------------------------------------------------------------------------------------------------

@@ -35,7 +35,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-import numpy as np
 import torch
 
 from deepcfr.cfr.league import League
@@ -48,10 +47,12 @@ from deepcfr.evaluate.exploitability import supports_exploitability
 from deepcfr.games.base import Policy
 from deepcfr.games.bots import make_bot
 from deepcfr.games.registry import game_params, make_game_from_config
+from deepcfr.devices import resolve_device
 from deepcfr.host_memory import keep_freed_memory
-from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_seed, chunk_sizes
+from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_sizes
 from deepcfr.parallel.base import TraversalExecutor
 from deepcfr.parallel.executors import make_executor
+from deepcfr.seeding import chunk_seed, derive_seed
 
 from .agent import Agent
 from .amp import MixedPrecision
@@ -64,21 +65,6 @@ logger = logging.getLogger("deepcfr")
 
 GENERATORS = ("init", "traversal", "memory", "sample", "league", "eval")
 PHASES = ("traversal", "critic_train", "memory_add", "advantage_train", "strategy_train", "eval", "checkpoint")
-
-
-def resolve_device(name: str) -> torch.device:
-    if name == "auto":
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
-    device = torch.device(name)
-    if device.type == "cuda" and not torch.cuda.is_available():
-        raise ValueError(f"run.device={name!r}: CUDA is not available on this machine")
-    return device
-
-
-def derive_seed(seed: int, stream: str) -> int:
-    """A stable 63-bit seed for one named random stream (independent of Python's hash salt)."""
-    key = [int(seed) & 0xFFFFFFFF, (int(seed) >> 32) & 0xFFFFFFFF] + [ord(c) for c in stream]
-    return int(np.random.SeedSequence(key).generate_state(1, dtype=np.uint64)[0]) & (2**63 - 1)
 
 
 class PhaseTimer:
