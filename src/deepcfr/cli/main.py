@@ -27,14 +27,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deepcfr", description="Batched Deep CFR for card games.")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, module in COMMANDS.items():
-        try:
-            mod = importlib.import_module(f"deepcfr.cli.{module}")
-        except ModuleNotFoundError as e:
-            if e.name == f"deepcfr.cli.{module}":
-                continue  # not built yet
-            raise
-        mod.register(sub)
+    for module in COMMANDS.values():
+        importlib.import_module(f"deepcfr.cli.{module}").register(sub)
     return parser
 
 

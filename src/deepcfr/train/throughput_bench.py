@@ -28,8 +28,7 @@ advantage networks, so that sigma is regret matching on a network rather than un
 - **memory**: bytes per stored advantage sample against the float32 feature vector
   (``4 * feature_size``; aim < 10%).
 
-Nothing here sets OMP_WAIT_POLICY (it must be set before torch starts): the CLI and
-``scripts/bench_traversal.py`` do.
+Nothing here sets OMP_WAIT_POLICY (it must be set before torch starts): ``deepcfr bench`` does.
 """
 
 from __future__ import annotations
