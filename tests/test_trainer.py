@@ -283,10 +283,43 @@ def test_time_budget_keeps_room_for_the_final_strategy_training():
                            "strategy.final_train_steps=10"))
     assert trainer._final_strategy_reserve() == 0.0  # nothing timed yet
     trainer.run_iteration()
-    assert trainer._strategy_step_seconds is not None and trainer._strategy_step_seconds > 0
-    trainer._strategy_step_seconds = 11.0  # 10 final steps would need 110 s of the 100
+    assert len(trainer._strategy_step_seconds) == 1 and trainer._strategy_step_seconds[0] > 0
+    trainer._strategy_step_seconds.extend([11.0, 11.0])  # 10 final steps would need 110 s of the 100
     trainer.train()
     assert trainer.iteration == 1 and trainer.strategy_final_iteration == 1
+
+
+def test_the_budget_reserve_is_the_median_step_time_and_counts_the_next_iteration():
+    trainer = Trainer(tiny("kuhn", "run.iterations=50", "run.time_budget_seconds=100",
+                           "strategy.final_train_steps=10"))
+    trainer.run_iteration()
+    # one slow moment (a busy machine) does not decide the reserve alone
+    trainer._strategy_step_seconds.clear()
+    trainer._strategy_step_seconds.extend([0.01, 50.0, 0.01])
+    assert trainer._final_strategy_reserve() == pytest.approx(0.1)
+    # an iteration expected to take 150 s is not started inside a 100 s budget
+    trainer._iteration_seconds.extend([150.0, 150.0])
+    trainer.train()
+    assert trainer.iteration == 1 and trainer.strategy_final_iteration == 1
+
+
+def test_auto_threads_measure_each_count_then_keep_the_fastest(monkeypatch):
+    from deepcfr.train.threads import ThreadTuner
+
+    tuner = ThreadTuner([1, 2], probe_every=4)
+    slow = {1: 1.0, 2: 3.0}  # two threads three times slower (a busy core)
+    chosen = []
+    for t in range(1, 10):
+        chosen.append(tuner.choose(t))
+        tuner.record(t, slow[tuner.current])
+    assert chosen[0] == 2  # the warm-up, not timed
+    assert set(chosen[1:3]) == {1, 2}  # each count timed once
+    assert chosen[3:] == [1, 1, 1, 2, 1, 1]  # then the fastest, the other retried once 4 iterations old
+    assert torch.get_num_threads() == chosen[-1]
+    monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
+    trainer = Trainer(tiny("kuhn", "run.iterations=3", "run.threads=auto"))
+    metrics = [trainer.run_iteration() for _ in range(3)]
+    assert all(m["run/threads"] in trainer.thread_tuner.candidates for m in metrics)
 
 
 def test_load_state_dict_refuses_another_game():

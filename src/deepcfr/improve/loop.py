@@ -106,7 +106,7 @@ class Improver:
         self.cfg = config.improve
         self.run = run
         self.device = resolve_device(config.run.device)
-        if config.run.threads > 0:
+        if config.run.threads != "auto" and config.run.threads > 0:  # auto: torch's default here (workers take one each)
             torch.set_num_threads(config.run.threads)
         self.seed = config.run.seed
         for key, text in [*(("teacher", t) for t in self.cfg.teachers()), ("eval_search", self.cfg.eval_search)]:

@@ -32,10 +32,19 @@ class RunConfig(_Section):
     device: str = "cpu"  # trainer device: cpu | cuda | cuda:N | auto (cuda when present)
     iterations: int = Field(100, ge=1)  # CFR iterations
     time_budget_seconds: float | None = Field(None, gt=0)  # stop after this much wall time (then checkpoint)
-    threads: int = Field(0, ge=0)  # torch intra-op threads in the trainer; 0 = leave torch's default
+    # torch intra-op threads in the trainer; 0 = leave torch's default; auto = the count that
+    # measured fastest on this machine, re-measured as the load changes (train/threads.py)
+    threads: int | Literal["auto"] = 0
     amp: Literal["off", "fp16", "bf16"] = "off"  # mixed precision for network training (CUDA only)
     compile: bool = False  # torch.compile the training networks
     progress: bool = True  # live progress display for long phases
+
+    @field_validator("threads")
+    @classmethod
+    def _threads(cls, value: int | str) -> int | str:
+        if isinstance(value, int) and value < 0:
+            raise ValueError(f"must be auto or a count >= 0, got {value}")
+        return value
 
     @field_validator("amp", mode="before")
     @classmethod

@@ -30,7 +30,9 @@ from __future__ import annotations
 
 import logging
 import math
+import statistics
 import time
+from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Iterator, Mapping
@@ -94,7 +96,12 @@ class Trainer:
         self.config = config
         self.run = run
         self.device = resolve_device(config.run.device)
-        if config.run.threads > 0:
+        self.thread_tuner = None
+        if config.run.threads == "auto":
+            from .threads import ThreadTuner
+
+            self.thread_tuner = ThreadTuner.for_this_machine()
+        elif config.run.threads > 0:
             torch.set_num_threads(config.run.threads)
         keep_freed_memory()
         self.game = make_game_from_config(config)
@@ -116,7 +123,11 @@ class Trainer:
         self.advantage_trained = [False, False]
         self.strategy_trained = False
         self.strategy_final_iteration = 0  # the iteration whose end the final strategy training followed
-        self._strategy_step_seconds: float | None = None  # measured, to keep room for the final training
+        # measured, to keep room for the final training and not to start an iteration that would
+        # run over the budget: the median of the last iterations (one slowed by a busy moment
+        # does not decide alone)
+        self._strategy_step_seconds: deque[float] = deque(maxlen=9)
+        self._iteration_seconds: deque[float] = deque(maxlen=9)
 
         # Autocast + GradScaler (fp16) on CUDA; elsewhere one logged notice and plain float32.
         self.amp = MixedPrecision(config.run.amp, self.device, log=self._log)
@@ -424,7 +435,7 @@ class Trainer:
     def _final_strategy_reserve(self) -> float:
         """Seconds to keep for the final strategy training (0 until a strategy step was timed)."""
         steps = self.config.strategy.final_train_steps
-        return steps * self._strategy_step_seconds if steps and self._strategy_step_seconds else 0.0
+        return steps * statistics.median(self._strategy_step_seconds) if steps and self._strategy_step_seconds else 0.0
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
@@ -468,6 +479,8 @@ class Trainer:
         """One CFR iteration (both players); returns and logs its metrics."""
         self.iteration += 1
         t = self.iteration
+        if self.thread_tuner is not None:
+            self.thread_tuner.choose(t)
         timer = PhaseTimer()
         self.fitter.batch_seconds = 0.0
         self._opponent_counts = {}
@@ -498,7 +511,7 @@ class Trainer:
             with timer("strategy_train"):
                 metrics["loss/strategy"] = self.train_strategy()
             if self.config.strategy.train_steps:
-                self._strategy_step_seconds = timer.seconds["strategy_train"] / self.config.strategy.train_steps
+                self._strategy_step_seconds.append(timer.seconds["strategy_train"] / self.config.strategy.train_steps)
         if self.config.traversal.opponent == "league":
             self.league.maybe_add(t, [net.state_dict() for net in self.advantage_nets])
         eval_every = self.config.eval.every
@@ -512,6 +525,11 @@ class Trainer:
             with timer("checkpoint"):
                 self.save_checkpoint()
         metrics.update(self._time_metrics(timer))
+        self._iteration_seconds.append(metrics["time/iteration_seconds"])
+        if self.thread_tuner is not None:
+            work = metrics["time/iteration_seconds"] - timer.seconds.get("eval", 0.0) - timer.seconds.get("checkpoint", 0.0)
+            self.thread_tuner.record(t, work)
+            metrics["run/threads"] = self.thread_tuner.current
         self.history.append({"iteration": t, **metrics})
         if self.run is not None:
             self.run.log_metrics(t, metrics)
@@ -583,7 +601,9 @@ class Trainer:
         try:
             while self.iteration < self.config.run.iterations:
                 reserve = self._final_strategy_reserve()
-                if budget is not None and time.perf_counter() - start + reserve >= budget:
+                # the next iteration is expected to take as long as the recent ones
+                upcoming = statistics.median(self._iteration_seconds) if self._iteration_seconds else 0.0
+                if budget is not None and time.perf_counter() - start + upcoming + reserve >= budget:
                     kept = f" (keeping {reserve:.0f}s for the final strategy training)" if reserve else ""
                     self._log(f"time budget of {budget:g}s reached after iteration {self.iteration}{kept}")
                     break
