@@ -69,7 +69,7 @@ def test_wrong_format(tmp_path, config):
     "override, key",
     [
         (["network.hidden_size=32"], "network.hidden_size"),
-        (["network.layer_norm=true"], "network.layer_norm"),
+        (["network.num_layers=3"], "network.num_layers"),
         (["game.name=leduc", "memory.augment=false"], "game"),
     ],
 )

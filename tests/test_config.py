@@ -132,7 +132,7 @@ def test_unknown_key_is_named(tmp_path):
     "override, key",
     [
         ("network.hidden_size=0", "network.hidden_size"),
-        ("network.activation=swish", "network.activation"),
+        ("network.num_layers=0", "network.num_layers"),
         ("traversal.chunk_size=0", "traversal.chunk_size"),
         ("traversal.epsilon=1.5", "traversal.epsilon"),
         ("run.iterations=many", "run.iterations"),
@@ -158,7 +158,7 @@ def test_set_overrides_and_nested_types(tmp_path):
         [
             "run.iterations=7",
             "advantage.lr=3e-4",
-            "network.layer_norm=true",
+            "network.num_layers=3",
             "eval.opponents=[random, heuristic_careful]",
             "game.rules={ply_cap: 50}",
             "advantage.grad_clip=null",
@@ -168,7 +168,7 @@ def test_set_overrides_and_nested_types(tmp_path):
     )
     assert config.run.iterations == 7 and config.network.hidden_size == 8
     assert config.advantage.lr == 3e-4 and isinstance(config.advantage.lr, float)
-    assert config.network.layer_norm is True
+    assert config.network.num_layers == 3
     assert config.eval.opponents == ["random", "heuristic_careful"]
     assert config.game.rules == {"ply_cap": 50}
     assert config.advantage.grad_clip is None

@@ -20,11 +20,11 @@ from search_helpers import tiny_checkpoint
 from test_cli_train import ROOT, _cmd, _env, _iterations, _json, deepcfr, kill_when
 
 # Every kind of opponent a batch can have: self-play, a bot, an accepted network (round 2 on,
-# every round is accepted) and the learner's own target sampled as its move.
+# every round is accepted).
 POOL = [
     "improve.teacher=search[determinizations=3,candidates=3]:learner", "improve.games_per_round=12",
     "improve.batch_games=4", "improve.train_steps=15", "improve.batch_size=32", "improve.gate_games=0",
-    "improve.eval_games=0", "run.threads=1", "improve.opponents=[self,random,past]", "improve.play=target",
+    "improve.eval_games=0", "run.threads=1", "improve.opponents=[self,random,past]",
 ]
 POSITION_FIELDS = ("obs", "mask", "candidates", "values", "target")
 

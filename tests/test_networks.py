@@ -16,16 +16,18 @@ def test_mlp_shapes_and_layers():
     assert not any(isinstance(m, nn.LayerNorm) for m in net.modules())
 
 
-def test_layer_norm_and_activation_options():
-    net = DeepCFRMLP(5, 3, hidden_size=8, num_layers=2, activation="gelu", layer_norm=True)
-    assert sum(isinstance(m, nn.LayerNorm) for m in net.modules()) == 2
-    assert sum(isinstance(m, nn.GELU) for m in net.modules()) == 2
-    assert net(torch.randn(2, 5)).shape == (2, 3)
+def test_retired_network_options_load_at_their_only_value_and_are_refused_otherwise():
+    from deepcfr.train.config import ConfigError, config_from_dict, upgrade_saved_config
+
+    saved = {"network": {"hidden_size": 8, "activation": "relu", "layer_norm": False}, "improve": {"play": "chosen"}}
+    assert config_from_dict(upgrade_saved_config(saved)).network.hidden_size == 8
+    with pytest.raises(ConfigError, match="network.layer_norm"):
+        config_from_dict(upgrade_saved_config({"network": {"layer_norm": True}}))
 
 
 @pytest.mark.parametrize(
     "kwargs, name",
-    [({"hidden_size": 0}, "hidden_size"), ({"num_layers": 0}, "num_layers"), ({"activation": "swish"}, "swish")],
+    [({"hidden_size": 0}, "hidden_size"), ({"num_layers": 0}, "num_layers"), ({"input_size": 0}, "input_size")],
 )
 def test_bad_arguments_name_the_parameter(kwargs, name):
     args = {"input_size": 4, "output_size": 2, "hidden_size": 8, "num_layers": 1} | kwargs
@@ -34,10 +36,8 @@ def test_bad_arguments_name_the_parameter(kwargs, name):
 
 
 def test_build_network_from_config():
-    net = build_network(NetworkConfig(hidden_size=32, num_layers=1, activation="tanh", layer_norm=True), 6, 9)
-    assert net.shape_dict() == {
-        "input_size": 6, "output_size": 9, "hidden_size": 32, "num_layers": 1, "activation": "tanh", "layer_norm": True,
-    }
+    net = build_network(NetworkConfig(hidden_size=32, num_layers=1), 6, 9)
+    assert net.shape_dict() == {"input_size": 6, "output_size": 9, "hidden_size": 32, "num_layers": 1}
     assert build_network({"hidden_size": 4, "num_layers": 2}, 3, 2)(torch.zeros(1, 3)).shape == (1, 2)
 
 

@@ -105,13 +105,13 @@ def test_improve_takes_every_spec_as_opponent_and_a_search_as_teacher(ck):
         config = config_from_dict({"improve": {"opponents": [spec, "self"], "eval_opponents": [spec],
                                                "teacher": f"{FAST}:heuristic_careful"}})
         assert config.improve.opponents[0] == spec
-        chunk = LabelChunk(index=0, round=1, games=2, teacher=config.improve.teacher, temperature=5.0, play="chosen",
+        chunk = LabelChunk(index=0, round=1, games=2, teacher=config.improve.teacher, temperature=5.0,
                            teacher_seed=1, deal_seed=2, play_seed=3, opponent=spec)
         result = chunk.run(runner, ModuleNetworks({}))
         assert result.score_diffs.shape == (2,) and result.positions is not None
     # the teacher over the learner: the network the round trains, by name
     net = load_player(ck, game).agent.strategy_net
-    chunk = LabelChunk(index=0, round=1, games=2, teacher=f"{FAST}:learner", temperature=5.0, play="chosen",
+    chunk = LabelChunk(index=0, round=1, games=2, teacher=f"{FAST}:learner", temperature=5.0,
                        teacher_seed=1, deal_seed=2, play_seed=3)
     assert chunk.network_names() == {"learner"}
     assert chunk.run(runner, ModuleNetworks({"learner": net})).positions is not None

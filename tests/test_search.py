@@ -154,23 +154,6 @@ def test_bot_prior_puts_the_rollout_bots_move_among_the_candidates(mini_checkpoi
     assert torch.equal(own.decide(obs, mask), base.policy(obs, mask).masked_fill(~mask, -1).argmax(dim=1))
 
 
-def test_win_bonus_shifts_the_values_of_won_and_lost_rollouts():
-    game = LostCitiesGame.from_params("mini")
-    obs, win = winning_endgame_obs(game)
-    from deepcfr.games.lost_cities.layout import legal_mask_from_obs
-
-    mask = legal_mask_from_obs(game.rules, obs)
-    base = BotPlayer(make_bot(game, "random"), game)
-    plain = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=game.num_actions))
-    bonus = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=game.num_actions, win_bonus=50))
-    plain.decide(obs, mask)
-    bonus.decide(obs, mask)
-    by_action = lambda rows: sorted(rows, key=lambda r: r["action"])  # noqa: E731
-    for a, b in zip(by_action(plain.last.rows(0)), by_action(bonus.last.rows(0))):
-        assert a["action"] == b["action"]
-        assert b["mean"] == pytest.approx(a["mean"] + (50 if a["mean"] > 0 else -50))
-
-
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_search_on_cuda_plays_legal_moves():

@@ -12,49 +12,24 @@ from typing import Any
 import torch
 from torch import nn
 
-_ACTIVATIONS = {
-    "relu": nn.ReLU,
-    "gelu": nn.GELU,
-    "silu": nn.SiLU,
-    "tanh": nn.Tanh,
-}
-
-
 class DeepCFRMLP(nn.Module):
-    """``num_layers`` hidden layers of ``hidden_size`` (Linear [-> LayerNorm] -> activation),
-    then a linear head of ``output_size``. Input ``[n, input_size]`` float, output ``[n, output_size]``."""
+    """``num_layers`` hidden layers of ``hidden_size`` (Linear -> ReLU), then a linear head of
+    ``output_size``. Input ``[n, input_size]`` float, output ``[n, output_size]``."""
 
-    def __init__(
-        self,
-        input_size: int,
-        output_size: int,
-        hidden_size: int,
-        num_layers: int,
-        activation: str = "relu",
-        layer_norm: bool = False,
-    ) -> None:
+    def __init__(self, input_size: int, output_size: int, hidden_size: int, num_layers: int) -> None:
         super().__init__()
         for name, value in (("input_size", input_size), ("output_size", output_size),
                             ("hidden_size", hidden_size), ("num_layers", num_layers)):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"DeepCFRMLP: {name} must be a positive int, got {value!r}")
-        if activation not in _ACTIVATIONS:
-            raise ValueError(
-                f"DeepCFRMLP: unknown activation {activation!r}; valid: {', '.join(_ACTIVATIONS)}"
-            )
         self.input_size = input_size
         self.output_size = output_size
         self.hidden_size = hidden_size
         self.num_layers = num_layers
-        self.activation = activation
-        self.layer_norm = layer_norm
         layers: list[nn.Module] = []
         width = input_size
         for _ in range(num_layers):
-            layers.append(nn.Linear(width, hidden_size))
-            if layer_norm:
-                layers.append(nn.LayerNorm(hidden_size))
-            layers.append(_ACTIVATIONS[activation]())
+            layers += [nn.Linear(width, hidden_size), nn.ReLU()]
             width = hidden_size
         self.body = nn.Sequential(*layers)
         self.head = nn.Linear(width, output_size)
@@ -64,17 +39,8 @@ class DeepCFRMLP(nn.Module):
 
     def shape_dict(self) -> dict[str, Any]:
         """What a checkpoint must match to load these weights."""
-        return {
-            "input_size": self.input_size,
-            "output_size": self.output_size,
-            "hidden_size": self.hidden_size,
-            "num_layers": self.num_layers,
-            "activation": self.activation,
-            "layer_norm": self.layer_norm,
-        }
-
-    def extra_repr(self) -> str:
-        return f"activation={self.activation}, layer_norm={self.layer_norm}"
+        return {"input_size": self.input_size, "output_size": self.output_size,
+                "hidden_size": self.hidden_size, "num_layers": self.num_layers}
 
 
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
@@ -109,6 +75,4 @@ def build_network(network_config: Any, input_size: int, output_size: int) -> Dee
         output_size=int(output_size),
         hidden_size=_field(network_config, "hidden_size", 128),
         num_layers=_field(network_config, "num_layers", 2),
-        activation=_field(network_config, "activation", "relu"),
-        layer_norm=bool(_field(network_config, "layer_norm", False)),
     )

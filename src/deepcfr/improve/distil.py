@@ -2,7 +2,7 @@
 
 The loss is the cross-entropy from the target over the search's candidates to the network's
 policy over the legal actions (masked log-softmax, read at the candidates). With the game's
-symmetry (Lost Cities' colour permutations, ``memory.augment``) every drawn batch is relabelled
+symmetry (Lost Cities' colour permutations, ``improve.augment``) every drawn batch is relabelled
 by a random permutation per position, so each searched position teaches all its relabellings.
 Measured on 164k positions of a search over ``heuristic_balanced``: without it the network
 memorised them (train loss 0.25, held-out 0.99), with it 0.52 / 0.57 (docs/results.md).

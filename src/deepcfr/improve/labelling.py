@@ -22,7 +22,6 @@ import numpy as np
 import torch
 
 from ..evaluate.arena import play_out
-from ..games.base import sample_from_probs
 from ..players import LEARNER, NetworkPlayer, load_player, parse_player
 from ..search import SearchStats
 from .positions import Positions, improved_target
@@ -57,7 +56,6 @@ class LabelChunk:
     games: int
     teacher: str  # search spec
     temperature: float
-    play: str  # "chosen" | "target": the learner's move in self-play
     teacher_seed: int
     deal_seed: int
     play_seed: int
@@ -120,8 +118,6 @@ class LabelChunk:
                     target = improved_target(d.candidates, d.mean, d.prior, self.temperature)
                 else:  # a bot has no probabilities to improve: its search's choice (paired test included) is the target
                     target = (d.candidates == d.chosen[:, None]).float()
-                if self.play == "target":
-                    chosen = d.candidates.gather(1, sample_from_probs(target, play_gen)[:, None]).squeeze(1)
                 actions[rows] = chosen
                 keep = (d.candidates >= 0).sum(dim=1) > 1  # a forced move teaches nothing
                 if bool(keep.any()):

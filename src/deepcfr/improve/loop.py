@@ -153,7 +153,7 @@ class Improver:
             self.game = agent.game
             self.current = agent.strategy_net.to(self.device).eval()
         else:
-            from ..train.checkpoint import make_game_from_config
+            from ..games.registry import make_game_from_config
 
             self.game = make_game_from_config(config)
             self.current = None  # until round 1 has trained one
@@ -184,7 +184,7 @@ class Improver:
         if self._executor is None:
             from ..parallel.chunks import GameSpec
             from ..parallel.executors import build_executor
-            from ..train.checkpoint import game_params
+            from ..games.registry import game_params
 
             cfg = self.cfg
             spec = GameSpec.of(self.config.game.name, game_params(self.config))
@@ -213,7 +213,7 @@ class Improver:
                 opponent = entry
             chunks.append(LabelChunk(
                 index=b, round=round_index, games=min(cfg.batch_games, cfg.games_per_round - b * cfg.batch_games),
-                teacher=cfg.teacher_of(round_index), temperature=cfg.temperature, play=cfg.play,
+                teacher=cfg.teacher_of(round_index), temperature=cfg.temperature,
                 teacher_seed=derived_seed(self.seed, "teacher", round_index, b),
                 deal_seed=derived_seed(self.seed, "deal", round_index, b),
                 play_seed=derived_seed(self.seed, "play", round_index, b),

@@ -24,10 +24,8 @@ class SearchConfig(BaseModel):
                             "(1 plays the base's greedy move)")
     prior_weight: float = Field(2.0, ge=0.0, description="weight of log pi(a) of a network base in the choice "
                                 "(bots have no pi)")
-    base_bonus: float = Field(0.0, description="points added to the base policy's own (greedy) move before choosing")
     min_z: float = Field(1.0, ge=0.0, description="another move replaces the base move only when its mean paired "
                          "difference over the same deals is above this many standard errors (0: whenever it scores higher)")
-    win_bonus: float = Field(0.0, ge=0.0, description="points added to a won rollout (subtracted from a lost one)")
     rollout_policy: str = Field("heuristic_balanced", description="who plays both seats in the rollouts: base, or a "
                                 "player spec (a bot or a checkpoint)")
     # with a bot as rollout_policy and a network base the candidates and the prior come from

@@ -5,7 +5,7 @@ of the decider's observation (the hidden cards dealt uniformly) are shared by ev
 and so are the random numbers of the rollouts (common random numbers: deck luck and rollout luck
 cancel between candidates); each candidate is rolled out to the end of the game by the rollout
 policy playing both seats; the choice is the candidate with the best mean utility plus
-``prior_weight * log pi(a)`` (plus ``base_bonus`` for the base's own move), among the moves
+``prior_weight * log pi(a)``, among the moves
 allowed by the paired test (``min_z``: a move other than the base's greedy move must beat it by
 ``min_z`` standard errors of the paired difference).
 
@@ -213,7 +213,6 @@ class RolloutSearch:
 
         log_prior = prior.clamp(min=_LOG_FLOOR).log() if probs is not None else torch.zeros(n, k, device=self.device)
         score = mean.float() + cfg.prior_weight * log_prior
-        score[:, 0] += cfg.base_bonus
         allowed = valid.clone()
         allowed[:, 1:] &= diff[:, 1:] > cfg.min_z * diff_se[:, 1:]
         score = score.masked_fill(~allowed, -torch.inf)
@@ -269,7 +268,7 @@ class RolloutSearch:
                 fin = index_state(states, finished)
                 where = rows[finished]
                 u = game.returns(fin).gather(1, seat[where][:, None]).squeeze(1).double()
-                utility[where] = u + self.config.win_bonus * u.sign()
+                utility[where] = u
                 decisions += (game.num_decisions(fin) - start[where]).sum()
                 capped += game.cut_off(fin).sum()
                 keep = (~done).nonzero().squeeze(1)

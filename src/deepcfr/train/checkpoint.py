@@ -21,8 +21,7 @@ from typing import Any, Mapping
 import torch
 
 from deepcfr.atomic import atomic_path
-# the game factory lives in the games layer; re-exported for improve/loop.py's import
-from deepcfr.games.registry import game_params, make_game_from_config  # noqa: F401
+from deepcfr.games.registry import make_game_from_config
 
 FORMAT_VERSION = 1
 FORMAT_NAME = "deepcfr-checkpoint"

@@ -56,8 +56,6 @@ class RunConfig(_Section):
 class NetworkConfig(_Section):
     hidden_size: int = Field(256, ge=1)
     num_layers: int = Field(2, ge=1)
-    activation: Literal["relu", "gelu", "silu", "tanh"] = "relu"
-    layer_norm: bool = False
 
 
 class TraversalConfig(_Section):
@@ -259,8 +257,6 @@ class ImproveConfig(_Section):
     # points: the target over the search's candidates is pi(a) * exp(value(a) / temperature),
     # normalised over the candidates; a bot base has no pi: its target is the search's choice
     temperature: float = Field(5.0, gt=0)
-    # the learner's move in self-play: the search's choice, or a sample from the improved target
-    play: Literal["chosen", "target"] = "chosen"
     keep_rounds: int = Field(3, ge=1)  # the network trains on the positions of the last k rounds
     train_steps: int = Field(500, ge=0)  # SGD steps per round (cross-entropy to the targets)
     batch_size: int = Field(256, ge=1)
@@ -435,6 +431,10 @@ RETIRED_OPTIONS: dict[str, Any] = {
     "strategy.lr_iteration_decay": 0.0,
     "strategy.weight_averaging": 0.0,
     "checkpoint.numbered_memories": False,
+    # never measured (docs/experiments.md, "Retired without a measurement")
+    "network.activation": "relu",
+    "network.layer_norm": False,
+    "improve.play": "chosen",
 }
 
 
