@@ -138,3 +138,23 @@ def test_cli_bench_engine():
     assert result["bench"] == "engine" and result["batch"] == 64 and result["batched_decisions_per_second"] > 0
     out = _cli("bench", "engine", "--game", "chess")
     assert out.returncode == 2 and "valid games" in out.stderr
+
+
+def test_a_match_reports_its_progress_step_by_step():
+    import io
+
+    from deepcfr.cli.common import step_progress
+    from deepcfr.games.bots import make_bot
+    from deepcfr.games.registry import make_game
+
+    game = make_game("lost_cities", variant="mini")
+    steps = []
+    result = play_match(game, make_bot(game, "random"), make_bot(game, "random"), 8, seed=1,
+                        on_step=lambda step, running: steps.append((step, running)))
+    assert [s for s, _ in steps] == list(range(len(steps)))  # every lockstep step, in order
+    assert steps[0][1] == 8 and all(0 < r <= 8 for _, r in steps)
+    assert len(steps) >= result.mean_game_length  # the longest game sets the number of steps
+    out = io.StringIO()
+    report = step_progress(out, every_seconds=0.0)
+    report(3, 5)
+    assert out.getvalue().startswith("step 3: 5 games still running")

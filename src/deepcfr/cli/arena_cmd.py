@@ -3,7 +3,9 @@ paired deals, one line of figures."""
 
 from __future__ import annotations
 
-from .common import add_json_flag, add_search_options, emit, players_and_game, search_figures, search_settings
+import sys
+
+from .common import add_json_flag, add_search_options, emit, players_and_game, search_figures, search_settings, step_progress
 
 
 def register(subparsers) -> None:
@@ -41,7 +43,8 @@ def run(args) -> int:
         from ..evaluate.replay import RecordingGame
 
         played = RecordingGame(game)
-    result = play_match(played, player_a, player_b, games=args.games, seed=args.seed, device=args.device)
+    result = play_match(played, player_a, player_b, games=args.games, seed=args.seed, device=args.device,
+                        on_step=step_progress(sys.stderr))
     out = {"game": game.name, "a": args.a, "b": args.b}
     if game.name == "lost_cities":
         out["variant"] = args.variant or "classic"

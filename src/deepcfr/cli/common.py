@@ -106,6 +106,23 @@ def players_and_game(specs: list[str], game_name: str | None, variant: str | Non
     return players, game
 
 
+def step_progress(out, every_seconds: float = 10.0):
+    """An ``on_step`` for ``play_match`` printing, at most every ``every_seconds``, the lockstep
+    step, the games still running and the seconds so far (a search match takes minutes)."""
+    import time
+
+    start = time.perf_counter()
+    last = [start]
+
+    def report(step: int, running: int) -> None:
+        now = time.perf_counter()
+        if now - last[0] >= every_seconds:
+            last[0] = now
+            print(f"step {step}: {running} games still running ({now - start:.0f}s)", file=out, flush=True)
+
+    return report
+
+
 def search_figures(player, prefix: str) -> dict:
     """Search statistics of a search player (empty for other players), keys prefixed."""
     stats = getattr(player, "stats", None)

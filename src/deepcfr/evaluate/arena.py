@@ -67,16 +67,20 @@ def _scores(game, state) -> torch.Tensor:
     return game.returns(state).to(torch.float64)
 
 
-def play_out(game, state, decide: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor]):
+def play_out(game, state, decide: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+             on_step: Callable[[int, int], None] | None = None):
     """Step a batch of games to their end in lockstep and return the final state. At each step
     ``decide(obs, mask, live, player)`` gives every row's action (rows not ``live`` are finished:
-    any action; their ``player`` is 0), ``obs`` being each row's mover's observation."""
+    any action; their ``player`` is 0), ``obs`` being each row's mover's observation.
+    ``on_step(step, games still running)`` is called before each step (progress lines)."""
     max_steps = int(getattr(game, "max_game_length", 10**6))
-    for _ in range(max_steps + 1):
+    for step in range(max_steps + 1):
         done = game.is_terminal(state)
         if bool(done.all()):
             return state
         live = ~done
+        if on_step is not None:
+            on_step(step, int(live.sum()))
         # Some games report no seat (-1) for finished rows; observe them as seat 0 (unused).
         player = torch.where(live, game.current_player(state), 0)
         mask = game.legal_mask(state)
@@ -91,9 +95,10 @@ def play_match(
     games: int,
     seed: int = 0,
     device: str | torch.device = "cpu",
+    on_step: Callable[[int, int], None] | None = None,
 ) -> MatchResult:
     """Play ``games`` games (an even number: ``games / 2`` deals, each in both seat orders) of A
-    against B and return the result from A's point of view."""
+    against B and return the result from A's point of view (``on_step``: see ``play_out``)."""
     if games < 2 or games % 2 != 0:
         raise ValueError(f"games must be a positive even number (paired deals), got {games}")
     device = torch.device(device)
@@ -117,7 +122,7 @@ def play_match(
         decisions.add_(live.long())
         return actions
 
-    state = play_out(game, state, decide)
+    state = play_out(game, state, decide, on_step)
 
     rows = torch.arange(games, device=device)
     scores = _scores(game, state)
