@@ -56,3 +56,12 @@ def test_the_recipe_runs_on_the_mini_variant(tmp_path):
     improved = load_agent(str(work / "improve" / "checkpoints" / "latest.pt"))
     for a, b in zip(agent.strategy_net.state_dict().values(), improved.strategy_net.state_dict().values()):
         assert bool((a == b).all())
+
+
+def test_the_end_of_make_train_names_the_champion_and_the_next_step():
+    from deepcfr.cli.train_cmd import what_comes_next
+
+    text = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt"))
+    assert "deepcfr improve --checkpoint runs/x/checkpoints/latest.pt --config lost_cities/improve.yaml" in text
+    assert "Deep CFR average policy" in text and "loses" in text  # what the network is, and is not
+    assert "deepcfr play" in text and "champion@greedy" in text
