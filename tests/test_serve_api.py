@@ -674,3 +674,27 @@ def test_fuzzed_requests_are_never_a_500(tmp_path):
                 check(client.get(url, params=params))
 
     one()
+
+
+def test_kept_games_are_compact(tmp_path):
+    """A finished game kept in memory is a few tens of KB (moves as (seat, action, extra) tuples),
+    so the 1,000-game cap stays well under 100 MB."""
+    import gc
+    import tracemalloc
+
+    client = _client(tmp_path)
+    _play_to_end(client, client.post("/api/games", json={"opponent": "heuristic_careful", "seed": 1}).json(),
+                 random.Random(1))
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for k in range(4):
+            _play_to_end(client, client.post("/api/games", json={"opponent": "heuristic_careful", "seed": 2 + k}).json(),
+                         random.Random(k))
+        gc.collect()
+        per_game = (tracemalloc.get_traced_memory()[0] - before) / 4
+    finally:
+        tracemalloc.stop()
+    assert len(client.app.state.tables) == 5
+    assert per_game < 45_000, per_game  # (moves as dicts: about 60 KB)

@@ -105,16 +105,19 @@ BOXES = """() => {
   const box = (s) => { const b = document.querySelector(s).getBoundingClientRect();
     return {left: b.left, top: b.top, right: b.right, bottom: b.bottom, width: b.width, height: b.height}; };
   return {doc: document.documentElement.scrollWidth, body: document.body.scrollWidth,
-          hand: box('#hand-area'), actions: box('#actions'), status: box('#status')};
+          hand: box('#hand-area'), actions: box('#actions'), status: box('#status'), board: box('#board')};
 }"""
 
 
 def _assert_fits(page, size: str, when: str) -> dict:
-    """No horizontal scrolling, and the hand, the actions and the status lie on the screen."""
+    """No horizontal scrolling, and the board, the hand, the actions and the status lie on the
+    screen. (Measured from the top of the page: the page itself never scrolls, but Playwright's
+    clicks sometimes scroll an element they retry on.)"""
     width, height = SIZES[size]
+    page.evaluate("window.scrollTo(0, 0)")
     m = page.evaluate(BOXES)
     assert m["doc"] <= width and m["body"] <= width, (size, when, m)
-    for part in ("hand", "actions", "status"):
+    for part in ("board", "hand", "actions", "status"):
         b = m[part]
         assert b["width"] > 0 and b["height"] > 0, (size, when, part, m)
         assert b["left"] >= 0 and b["right"] <= width and b["top"] >= 0 and b["bottom"] <= height, (size, when, part, m)
@@ -298,6 +301,7 @@ def test_whole_games_by_clicking_and_by_keyboard(browser, server, tmp_path, size
 def test_a_turn_by_enter_on_focused_cards_and_targets(browser, server):
     url, app = server
     page, errors = _open(browser, server, "laptop")
+    page.select_option("#play-opponent", "heuristic_careful")
     page.select_option("#play-variant", "mini")
     page.click("#new-game")
     page.wait_for_selector("#status.yours")

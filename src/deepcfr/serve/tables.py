@@ -20,7 +20,7 @@ from ..evaluate.replay import GameRecord, make_record, reference_deal
 from ..games.base import IllegalActionError
 from ..games.lost_cities.reference import PHASE_CARD, LostCitiesReference
 from ..play.session import why_illegal
-from .players import top_probabilities
+from ..players import top_probabilities
 from .present import describe_action, legal_json, table_json
 
 HUMAN = "human"
@@ -54,21 +54,30 @@ class Table:
         self.deal = reference_deal("lost_cities", self.ref)
         self.state = game.init_from_deal(torch.tensor([self.deal]))
         self.generator = torch.Generator().manual_seed(seed + 1)
-        self.moves: list[dict] = []
+        # Every decision as (seat, action, extra): extra holds a computer player's probabilities and
+        # search values, or None. Kept this compact (a game is ~20 KB); the JSON is built per view.
+        self.moves: list[tuple[int, int, dict | None]] = []
         self.lock = threading.Lock()
         self.saved_to: str | None = None
 
     # Moves -------------------------------------------------------------------------------
     def _apply(self, action: int, seat: int, probs=None, values=None) -> None:
-        before = self.ref.num_decisions
         self.ref.apply(action)  # raises before changing anything when the move is illegal
         self.state = self.game.step(self.state, torch.tensor([action]))
-        entry = {"n": before + 1, "seat": seat, **describe_action(self.rules, action)}
+        extra = {}
         if probs is not None:
-            entry["probs"] = top_probabilities(probs, self.rules.action_name, action)
+            extra["probs"] = top_probabilities(probs, self.rules.action_name, action)
         if values is not None:
-            entry["values"] = values
-        self.moves.append(entry)
+            extra["values"] = values
+        self.moves.append((seat, int(action), extra or None))
+
+    def _move_json(self, i: int, extra: bool) -> dict:
+        """Decision ``i`` (from 0) for the page; with the probabilities and values when ``extra``."""
+        seat, action, more = self.moves[i]
+        out = {"n": i + 1, "seat": seat, **describe_action(self.rules, action)}
+        if extra and more:
+            out.update(more)
+        return out
 
     def _computer_move(self) -> None:
         seat = self.ref.current_player()
@@ -122,18 +131,13 @@ class Table:
         probabilities and search values, which name the cards in its hand)."""
         return self.human_seat is not None and not self.ref.is_terminal()
 
-    def _public(self, move: dict) -> dict:
-        if not self.private or move["seat"] == self.human_seat:
-            return move
-        return {k: v for k, v in move.items() if k not in ("probs", "values")}
-
     def moves_json(self) -> list[dict]:
         """Every move of the game with the players' probabilities and search values (after the end)."""
         with self.lock:
             if self.private:
                 raise TableError(409, "the game is still running: the players' probabilities and search values "
                                       "are shown when it is over")
-            return list(self.moves)
+            return [self._move_json(i, True) for i in range(len(self.moves))]
 
     def view(self) -> dict:
         with self.lock:
@@ -147,15 +151,15 @@ class Table:
             out["refusals"] = self._refusals() if your_turn else {}
             # The opponent's moves since the person's last one (all moves for watched games: the last few).
             recent = []
-            for move in reversed(self.moves):
-                if self.human_seat is not None and move["seat"] == self.human_seat:
+            for i in range(len(self.moves) - 1, -1, -1):
+                if self.human_seat is not None and self.moves[i][0] == self.human_seat:
                     break
-                recent.append(move)
+                recent.append(i)
                 if self.human_seat is None and len(recent) >= 4:
                     break
-            out["last_moves"] = [self._public(m) for m in recent[::-1]]
+            out["last_moves"] = [self._move_json(i, not private) for i in reversed(recent)]
             # The whole game, both seats, without the probabilities (those ride on last_moves).
-            out["moves"] = [{k: v for k, v in m.items() if k not in ("probs", "values")} for m in self.moves]
+            out["moves"] = [self._move_json(i, False) for i in range(len(self.moves))]
             out["move_count"] = len(self.moves)
             out["saved_to"] = self.saved_to
             return out
@@ -180,7 +184,7 @@ class Table:
                 raise TableError(409, "the game is still running: its record holds the whole deal (the opponent's "
                                       "hand and the deck order) and is available when the game is over")
             names = [HUMAN if p is None else n for p, n in zip(self.players, self.names)]
-            actions = [m["action"] for m in self.moves]
+            actions = [action for _, action, _ in self.moves]
             return make_record("lost_cities", self.game.config_dict(), self.deal, actions, names, self.seed,
                                ref=self.ref)
 
