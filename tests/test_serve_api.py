@@ -698,3 +698,14 @@ def test_kept_games_are_compact(tmp_path):
         tracemalloc.stop()
     assert len(client.app.state.tables) == 5
     assert per_game < 45_000, per_game  # (moves as dicts: about 60 KB)
+
+
+def test_the_command_allows_its_own_host_names():
+    import socket
+
+    from deepcfr.cli.serve_cmd import allowed_hosts
+
+    local = allowed_hosts("127.0.0.1", [])
+    assert {"127.0.0.1", "localhost", "::1"} <= set(local) and socket.gethostname() not in local
+    everywhere = allowed_hosts("0.0.0.0", ["lab.example"])
+    assert {"localhost", "lab.example", socket.gethostname()} <= set(everywhere)

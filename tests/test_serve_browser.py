@@ -222,6 +222,33 @@ def _key_turn(page, app, rng: random.Random) -> None:
     _wait_moved(page, before)
 
 
+def _assert_last_move_shown(page) -> None:
+    """The opponent's last turn is on the board: its card (on its expedition or the pile) and its
+    draw (the pile or the deck) highlighted and said in words; every expedition shows its
+    multiplier and its progress to the bonus."""
+    turn = page.evaluate("lastTurn(1 - view.human_seat)")
+    text = page.inner_text("#last-turn")
+    for move in turn:
+        if move["type"] == "play":
+            assert page.locator(f'.exp.opp[data-color="{move["color"]}"] .chip.last-move').count() == 1
+            assert "played" in text
+        elif move["type"] == "discard":
+            assert page.locator(f'.pile.last-move[data-color="{move["color"]}"]').count() == 1
+            assert "discarded" in text
+        elif move["type"] == "draw_pile":
+            assert page.locator(f'.pile.last-draw[data-color="{move["color"]}"]').count() == 1
+        else:
+            assert page.locator("#deck.last-draw").count() == 1 and "drew from the deck" in text
+    shown = page.eval_on_selector_all(".exp-info[data-seat]", "els => els.map((e) => [Number(e.dataset.seat), Number(e.dataset.color), e.innerText])")
+    threshold = page.evaluate("view.rules.bonus_threshold")
+    expeditions = page.evaluate("view.expeditions")
+    for seat, color, words in shown:
+        e = expeditions[seat][color]
+        assert (f"x{e['wagers'] + 1}" in words) == (e["wagers"] > 0), words
+        assert f"{len(e['cards'])}/{threshold}" in words or len(e["cards"]) >= threshold, words
+    assert len(shown) == sum(1 for seat in expeditions for e in seat if e["cards"])
+
+
 def _play_game(page, app, size: str, tmp_path: Path, name: str, keyboard: bool, seed: int) -> dict:
     rng = random.Random(seed)
     page.wait_for_selector("#status.yours")
@@ -239,6 +266,8 @@ def _play_game(page, app, size: str, tmp_path: Path, name: str, keyboard: bool, 
         else:
             _click_turn(page, app, rng, use_drag=rng.random() < 0.15, deselect=decisions % 10 == 0)
         decisions += 1
+        if page.evaluate("view.moves.some((m) => m.seat !== view.human_seat)"):
+            _assert_last_move_shown(page)
         if decisions == 24 and not page.evaluate("view.finished"):
             page.wait_for_function("!busy")
             if page.evaluate("view.phase") == "card":
@@ -375,6 +404,8 @@ def test_the_game_survives_tabs_history_and_restarts(browser, server, tmp_path):
     page.keyboard.press(" ")
     page.wait_for_selector("#board.dead")
     assert "gone" in page.inner_text("#status") and page.is_visible("#setup-play")
+    assert page.locator("#hand-area.dead").count() == 1 and page.locator("#board-col .active").count() == 0
+    assert page.is_hidden("#setup-cancel")
     assert page.locator("#hand-area .hand-card[tabindex]").count() == 0 or not page.evaluate("yourTurn()")
     _shot(page, tmp_path, "laptop-dead")
     page.click("#new-game")

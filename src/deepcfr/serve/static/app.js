@@ -205,7 +205,7 @@ function middleHTML() {
 }
 
 function oppBarHTML(top) {
-  const active = !view.finished && view.to_move === top;
+  const active = !view.finished && !view.dead && view.to_move === top;
   const hand = view.hands[top];
   let cards = "";
   if (hand.cards === null) {
@@ -222,7 +222,7 @@ function oppBarHTML(top) {
 
 function handAreaHTML(bottom) {
   const hand = view.hands[bottom];
-  const active = !view.finished && view.to_move === bottom;
+  const active = !view.finished && !view.dead && view.to_move === bottom;
   const interactive = yourTurn() && bottom === view.human_seat && view.phase === "card";
   const knownIds = new Set(hand.known_ids);
   const { plays } = legalSets();
@@ -264,7 +264,8 @@ function render() {
   $("#board").classList.toggle("dead", !!view.dead);
   const handArea = $("#hand-area");
   handArea.innerHTML = handAreaHTML(bottom);
-  handArea.classList.toggle("active", !view.finished && view.to_move === bottom);
+  handArea.classList.toggle("active", !view.finished && !view.dead && view.to_move === bottom);
+  handArea.classList.toggle("dead", !!view.dead);
   handArea.classList.toggle("seat", true);
   handArea.classList.toggle("bottom", true);
   renderStatus();
@@ -583,7 +584,7 @@ function askConfirm(text, onYes) {
 
 function showSetup(show) {
   $("#setup-play").classList.toggle("hidden", !show || mode !== "play");
-  $("#setup-cancel").classList.toggle("hidden", !kept.play);
+  $("#setup-cancel").classList.toggle("hidden", !kept.play || !!kept.play.dead);
 }
 
 function askNewGame() {
@@ -829,7 +830,11 @@ async function applyRoute() {
 async function refresh() {  // the game on the board, as the server has it now (a restart shows as a dead board)
   const v = view;
   if (!v || !v.id || v.dead || busy || !(mode === "play" || mode === "watch")) return;
-  try { const next = await api("GET", `/api/games/${v.id}`); if (view && view.id === v.id) { setView(next); render(); } }
+  try {
+    const next = await api("GET", `/api/games/${v.id}`);
+    // A move answered meanwhile is newer than this look: an older state never replaces a newer one.
+    if (view && view.id === v.id && !busy && next.decisions >= view.decisions) { setView(next); render(); }
+  }
   catch (e) { if (e.status === 404 && view && view.id === v.id) markDead(); }
 }
 
