@@ -16,10 +16,10 @@ import json
 import torch
 
 from deepcfr.evaluate.arena import play_match
-from deepcfr.improve import Improver
+from deepcfr.improve import ImproveRunConfig, Improver
 from deepcfr.players import load_player
 from deepcfr.train.checkpoint import load_checkpoint
-from deepcfr.train.config import config_from_dict
+from deepcfr.train.config import config_from_dict, upgrade_saved_config
 
 
 def main() -> None:
@@ -34,7 +34,8 @@ def main() -> None:
     payload = load_checkpoint(args.checkpoint, map_location="cpu")
     out = {}
     for init in ("fresh", "fine_tune"):
-        config = config_from_dict(payload["config"], [*args.overrides, f"improve.init={init}"], args.checkpoint)
+        config = config_from_dict(upgrade_saved_config(payload["config"], ImproveRunConfig),
+                                  [*args.overrides, f"improve.init={init}"], args.checkpoint, ImproveRunConfig)
         with Improver(config) as improver:  # from improve.checkpoint: the run's start network
             improver.memory.load_state_dict(payload["memories"])
             net, metrics = improver.train_network(1)

@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from deepcfr.cli.main import main
 from deepcfr.evaluate.arena import play_match
 from deepcfr.improve.distil import held_out_split, relabel
-from deepcfr.improve import Improver, PositionMemory, Positions, improve_config, improved_target, one_sided_p
+from deepcfr.improve import ImproveRunConfig, Improver, PositionMemory, Positions, improve_config, improved_target, one_sided_p
 from deepcfr.players import load_player
 from deepcfr.train.checkpoint import load_checkpoint
 from deepcfr.train.config import ConfigError
@@ -106,8 +106,9 @@ def test_a_round_reports_held_out_fit_and_the_greedy_network(mini_checkpoint):
     metrics = improver.run_round()
     held = int(metrics["selfplay/positions"] * 0.25)
     assert held > 0 and metrics["train/heldout_loss"] > 0 and 0 <= metrics["train/heldout_agreement"] <= 1
-    for kind in ("average", "greedy"):
+    for kind in ("sampled", "greedy"):  # the network sampled and playing its argmax ("average" is CFR's)
         assert 0 <= metrics[f"eval/random/{kind}/win_rate"] <= 1
+    assert not any("/average/" in k for k in metrics)
     # the held-out positions are a fixed share, and no position is both trained on and held out
     train_rows, held_rows = held_out_split(100, 0.25, torch.Generator().manual_seed(0))
     assert len(held_rows) == 25 and len(set(train_rows.tolist()) | set(held_rows.tolist())) == 100
@@ -198,7 +199,7 @@ def test_a_kill_during_a_round_resumes_to_the_uninterrupted_result(mini_checkpoi
             first = Improver(config, run=run)
             first.batch_listeners.append(kill)
             first.improve()
-    with Run.open(tmp_path / "killed", console=False) as run:
+    with Run.open(tmp_path / "killed", console=False, config_class=ImproveRunConfig) as run:
         resumed = Improver(run.config, run=run)
         assert resumed.round == 1
         resumed.improve()
@@ -225,13 +226,14 @@ def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint
     assert "round 1/1" in captured.err and "ETA" in captured.err
     assert "vs random" in captured.err and "search" in captured.err
     # no silent phase: round 0's and round 1's evaluations count their matches with an ETA
-    assert "round 0: evaluation (average vs random next), matches 0/3" in captured.err
+    assert "round 0: evaluation (sampled vs random next), matches 0/3" in captured.err
     assert "round 1: evaluation, matches 3/3" in captured.err
     assert "latest.pt@greedy --b heuristic_balanced" in captured.err  # how an improved network is meant to play
     assert summary["rounds"] == 1 and summary["checkpoint"].endswith("latest.pt")
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [0, 1]
-    assert "eval/random/average/win_rate" in records[0] and records[1]["selfplay/positions"] > 0
+    assert "eval/random/sampled/win_rate" in records[0] and records[1]["selfplay/positions"] > 0
+    assert summary["eval/random/sampled/win_rate"] == records[1]["eval/random/sampled/win_rate"]
     assert 0 <= records[1]["eval/random/search/win_rate"] <= 1
     assert (run_dir / "reports" / "round_001.json").is_file()
     network = load_player(summary["checkpoint"])
@@ -249,6 +251,35 @@ def test_the_shipped_improve_config_lays_over_a_checkpoints_config(mini_checkpoi
     assert config.improve.teacher_of(1).endswith(":heuristic_balanced") and config.run.time_budget_seconds == 7200
     improver = Improver(config)  # every teacher in it is a search spec
     assert improver.cfg.executor == "processes"
+
+
+def test_improve_owns_its_config_section(mini_checkpoint, tmp_path):
+    """deepcfr train's schema has no improve section; an improvement run's config is
+    ImproveRunConfig, which its run directory, its checkpoint and the saved configs reload as."""
+    from deepcfr.train.agent import load_agent
+    from deepcfr.train.config import TrainConfig, config_from_dict, load_config, upgrade_saved_config
+
+    assert "improve" not in TrainConfig.model_fields and "improve" not in load_config(None).model_dump()
+    with pytest.raises(ConfigError, match="unknown key 'improve'"):
+        load_config(None, ["improve.rounds=2"])
+    config = improve_config(str(mini_checkpoint), overrides=[*TINY, "improve.rounds=1", "improve.gate_games=0"])
+    assert isinstance(config, ImproveRunConfig) and config.improve.checkpoint == str(mini_checkpoint)
+    with Run(tmp_path / "run", config, console=False) as run:
+        Improver(config, run=run).improve()
+    with Run.open(tmp_path / "run", ["improve.rounds=2"], console=False, config_class=ImproveRunConfig) as run:
+        assert run.config.improve.rounds == 2 and run.config.improve.teacher == config.improve.teacher
+    latest = tmp_path / "run" / "checkpoints" / "latest.pt"
+    agent = load_agent(latest)  # as a train config: the improve section is not train's, so dropped
+    assert type(agent.config) is TrainConfig and agent.config.network == config.network
+    assert load_agent(latest, config_class=ImproveRunConfig).config.improve == config.improve
+    # an older train checkpoint's config held improve at its defaults (improve.play included)
+    old = {**TrainConfig().model_dump(mode="json"), "improve": {**ImproveRunConfig().improve.model_dump(mode="json"),
+                                                                "play": "chosen"}}
+    assert config_from_dict(upgrade_saved_config(old)) == TrainConfig()
+    assert config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig) == ImproveRunConfig()
+    old["improve"]["play"] = "target"  # a retired value that changed what was played: refused, by name
+    with pytest.raises(ConfigError, match="improve.play"):
+        config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig)
 
 
 def test_bad_improve_settings_are_clear_errors(mini_checkpoint):

@@ -95,6 +95,7 @@ def test_the_server_seats_every_spec_and_refuses_bad_ones(ck, tmp_path):
 
 
 def test_improve_takes_every_spec_as_opponent_and_a_search_as_teacher(ck):
+    from deepcfr.improve import ImproveRunConfig
     from deepcfr.improve.labelling import LabelChunk
     from deepcfr.parallel.chunks import ChunkRunner, ModuleNetworks
     from deepcfr.train.config import ConfigError, config_from_dict
@@ -103,7 +104,8 @@ def test_improve_takes_every_spec_as_opponent_and_a_search_as_teacher(ck):
     runner = ChunkRunner(game)
     for spec in valid_specs(ck):
         config = config_from_dict({"improve": {"opponents": [spec, "self"], "eval_opponents": [spec],
-                                               "teacher": f"{FAST}:heuristic_careful"}})
+                                               "teacher": f"{FAST}:heuristic_careful"}},
+                                  config_class=ImproveRunConfig)
         assert config.improve.opponents[0] == spec
         chunk = LabelChunk(index=0, round=1, games=2, teacher=config.improve.teacher, temperature=5.0,
                            teacher_seed=1, deal_seed=2, play_seed=3, opponent=spec)
@@ -118,7 +120,7 @@ def test_improve_takes_every_spec_as_opponent_and_a_search_as_teacher(ck):
     for spec, problem in BAD_SPECS[1:-1]:  # form errors: a bot name or `learner` is checked when built
         for section in ({"opponents": [spec]}, {"eval_opponents": [spec]}, {"teacher": spec}, {"eval_search": spec}):
             with pytest.raises(ConfigError, match=problem.replace("[", r"\[")):
-                config_from_dict({"improve": section})
+                config_from_dict({"improve": section}, config_class=ImproveRunConfig)
 
 
 def test_the_config_lists_take_specs(ck):

@@ -130,6 +130,26 @@ def test_exploitability_run_and_corrupt_middle_line(tmp_path):
     assert "lowest `exploitability/average`" in summary and "| average | 0.125 |" in summary
 
 
+def test_an_older_improvement_runs_sampled_network_reads_under_todays_name(tmp_path):
+    """Improvement runs once logged the network sampled as eval/OPP/average/...: read as sampled
+    (average is CFR's average strategy); a train run's average policy keeps its name."""
+    run = tmp_path / "improve"
+    run.mkdir()
+    rows = [{"iteration": r, "improve/accepted_total": r, "selfplay/positions": 10 * r,
+             **{f"eval/random/{kind}/{figure}": 0.5 + 0.1 * r for kind in ("average", "greedy")
+                for figure in ("win_rate", "mean_score_diff", "score_diff_ci95")}} for r in (0, 1)]
+    (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    log = read_metrics(run / "metrics.jsonl")
+    assert "eval/random/sampled/win_rate" in log.keys() and not any("/average/" in k for k in log.keys())
+    assert log.series("eval/random/sampled/win_rate") == ([0, 1], [0.5, 0.6])
+    summary = write_report(run).summary.read_text()
+    assert "| random | sampled |" in summary and "of the sampled policy" in summary
+    train = tmp_path / "train"
+    train.mkdir()
+    (train / "metrics.jsonl").write_text(json.dumps({"iteration": 1, "eval/random/average/win_rate": 0.5}) + "\n")
+    assert read_metrics(train / "metrics.jsonl").keys() == ["eval/random/average/win_rate"]
+
+
 def test_missing_run_dir_is_a_clear_error(tmp_path):
     with pytest.raises(FileNotFoundError, match="no metrics.jsonl"):
         write_report(tmp_path)

@@ -37,7 +37,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    from ..improve import Improver, improve_config
+    from ..improve import Improver, ImproveRunConfig, improve_config
+    from ..report.metrics import improve_eval_names
     from ..train.config import ConfigError
     from ..train.run import Run
 
@@ -48,7 +49,7 @@ def run(args) -> int:
     if args.resume is not None:
         if args.checkpoint is not None or args.config is not None or args.run_dir is not None:
             raise ConfigError("--resume RUN_DIR continues that run with its own config; drop --checkpoint/--config/--run-dir")
-        run_ = Run.open(args.resume, overrides)
+        run_ = Run.open(args.resume, overrides, config_class=ImproveRunConfig)
     else:
         config = improve_config(args.checkpoint, args.config, overrides)
         run_dir = Path(args.run_dir) if args.run_dir is not None else _default_run_dir(f"improve-{config.game.name}")
@@ -72,7 +73,7 @@ def run(args) -> int:
             rounds = improver.improve()
         metrics = run_.read_metrics()
     last: dict = {}
-    for record in metrics:
+    for record in improve_eval_names(metrics):  # a resumed older run's sampled figures under today's name
         last.update(record)
     summary = {
         "run_dir": str(run_.dir), "rounds": rounds, "target_rounds": run_.config.improve.rounds,

@@ -13,8 +13,9 @@ A round (``Improver.run_round``):
   3. gating: the new network against the current one on paired deals, both playing their most
      probable action; it replaces the current network only when the one-sided test on the
      paired score differences has p < gate_alpha;
-  4. evaluation of the (kept) network alone, sampled and greedy, and optionally of the teacher
-     over it, against bots.
+  4. evaluation of the (kept) network alone, sampled and greedy (``eval/OPP/sampled/...``,
+     ``eval/OPP/greedy/...``), and optionally of the teacher over it (``eval/OPP/search/...``),
+     against bots.
 The figures go to metrics.jsonl / TensorBoard / reports/round_NNN.json through the same
 :class:`~deepcfr.train.run.Run` as ``deepcfr train``; round 0 is the start network's evaluation.
 
@@ -43,7 +44,7 @@ from ..players import LEARNER, NetworkPlayer, load_player, parse_player
 from ..seeding import derived_seed
 from ..train.agent import load_agent
 from ..train.checkpoint import make_meta
-from ..train.config import TrainConfig
+from .config import ImproveRunConfig
 from .distil import evaluate_fit, fit_policy, held_out_split
 from .labelling import LabelChunk, teaches_over_learner, total_search_stats
 from .positions import PositionMemory, Positions
@@ -68,7 +69,7 @@ def _cpu_state(net: torch.nn.Module) -> dict:
 
 
 def improve_config(checkpoint: str | None, config_file: str | None = None,
-                   overrides: list[str] | None = None) -> TrainConfig:
+                   overrides: list[str] | None = None) -> ImproveRunConfig:
     """The config of an improvement run: the checkpoint's own config (its game and network; no
     checkpoint: the defaults), the sections of ``config_file`` over it (key by key), then
     ``overrides``; improve.checkpoint set."""
@@ -81,7 +82,7 @@ def improve_config(checkpoint: str | None, config_file: str | None = None,
         payload = load_checkpoint(checkpoint, map_location="cpu")
         if "config" not in payload:
             raise ValueError(f"checkpoint {checkpoint} holds no trainer config (not a deepcfr train checkpoint?)")
-        data = upgrade_saved_config(copy.deepcopy(payload["config"]))
+        data = upgrade_saved_config(copy.deepcopy(payload["config"]), ImproveRunConfig)
         source = f"{checkpoint}'s config"
     if config_file is not None:
         for section, values in read_config_file(config_file).items():
@@ -90,7 +91,7 @@ def improve_config(checkpoint: str | None, config_file: str | None = None,
             else:
                 data[section] = values
         source += f" + {config_file}"
-    config = config_from_dict(data, overrides, source)
+    config = config_from_dict(data, overrides, source, ImproveRunConfig)
     config.improve.checkpoint = None if checkpoint is None else str(checkpoint)
     return config
 
@@ -99,7 +100,7 @@ class Improver:
     """Expert iteration from ``config.improve.checkpoint`` (module docstring). With a resumed
     ``run``, continues from its latest checkpoint."""
 
-    def __init__(self, config: TrainConfig, run=None):
+    def __init__(self, config: ImproveRunConfig, run=None):
         from ..train.trainer import resolve_device
 
         self.config = config
@@ -306,7 +307,9 @@ class Improver:
         if cfg.eval_games == 0 or self.current is None:
             return {}
         start = time.perf_counter()
-        sides = {"average": self.network_player(self.current, "network"),
+        # the distilled network sampled from its policy and playing its argmax ("average" is
+        # CFR's average strategy elsewhere, so not used here)
+        sides = {"sampled": self.network_player(self.current, "network"),
                  "greedy": self.network_player(self.current, "network", greedy=True)}
         if cfg.eval_search:
             sides["search"] = self.search_agent(cfg.eval_search)

@@ -4,6 +4,10 @@ Each line is one JSON object with an ``iteration`` and flat figures (``loss/...`
 ``eval/<opponent>/<policy>/<figure>``, ``exploitability/...``, ``memory/...``,
 ``traversal/...``). Several lines may carry the same iteration (for example training figures
 and a later evaluation); they are merged, later values winning.
+
+An improvement run (``deepcfr improve``) evaluates its network ``sampled`` and ``greedy``; its
+older metrics files called the sampled one ``average`` (CFR's average strategy everywhere else),
+which reading renames (``improve_eval_names``).
 """
 
 from __future__ import annotations
@@ -57,6 +61,25 @@ def _is_number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
+IMPROVE_PREFIXES = ("selfplay/", "gate/", "improve/")  # figures only an improvement run logs
+
+
+def improve_eval_names(rows: list[dict]) -> list[dict]:
+    """The rows of an improvement run's metrics (a row holds ``selfplay/``, ``gate/`` or
+    ``improve/`` figures) with the old name of its sampled network's evaluation,
+    ``eval/OPP/average/FIGURE``, as today's ``eval/OPP/sampled/FIGURE``; other runs' rows as they are."""
+    if not any(k.startswith(IMPROVE_PREFIXES) for r in rows for k in r):
+        return rows
+
+    def renamed(key: str) -> str:
+        parts = key.split("/")
+        if parts[0] == "eval" and len(parts) >= 4 and parts[-2] == "average":
+            return "/".join([*parts[:-2], "sampled", parts[-1]])
+        return key
+
+    return [{renamed(k): v for k, v in r.items()} for r in rows]
+
+
 def read_metrics(path: str | Path) -> MetricsLog:
     """Read ``metrics.jsonl``. An incomplete last line (a live run mid-write) is skipped quietly;
     an unreadable line elsewhere is skipped with a warning naming its line number."""
@@ -92,5 +115,5 @@ def read_metrics(path: str | Path) -> MetricsLog:
             continue  # lines without an iteration (run events) carry no plottable figures
         by_iteration.setdefault(int(it), {}).update(record)
         by_iteration[int(it)]["iteration"] = int(it)
-    rows = [by_iteration[k] for k in sorted(by_iteration)]
+    rows = improve_eval_names([by_iteration[k] for k in sorted(by_iteration)])
     return MetricsLog(path=path, rows=rows, warnings=warnings, partial_last_line=partial)

@@ -76,7 +76,8 @@ def _eval_score(row: dict, groups: dict) -> tuple[float, str] | None:
         if isinstance(row.get(k), (int, float)):
             return -float(row[k]), f"lowest `{k}`"
     policies = sorted({p for (_, p) in groups})
-    policy = "average" if "average" in policies else (policies[0] if policies else None)
+    # CFR's average strategy; an improvement run's network as it is trained, sampled
+    policy = next((p for p in ("average", "sampled") if p in policies), policies[0] if policies else None)
     for figure, what in (("mean_score_diff", "mean score difference"), ("win_rate", "win rate")):
         vals = [row[f[figure]] for (o, p), f in groups.items()
                 if p == policy and figure in f and isinstance(row.get(f[figure]), (int, float))]

@@ -71,15 +71,18 @@ class Agent:
         raise ValueError(f"unknown policy kind {kind!r}; valid: {', '.join(POLICY_KINDS)}")
 
 
-def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.device = "cpu") -> Agent:
-    """An :class:`Agent` from a checkpoint file (or an already loaded payload / trainer state dict)."""
+def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.device = "cpu",
+               config_class: type[TrainConfig] = TrainConfig) -> Agent:
+    """An :class:`Agent` from a checkpoint file (or an already loaded payload / trainer state dict).
+    Its config is a ``config_class``: sections of the saved config that class does not own (an
+    improvement run's ``improve``) are dropped; ``deepcfr.improve.ImproveRunConfig`` keeps them."""
     if isinstance(checkpoint, Mapping):
         payload = checkpoint
     else:
         payload = load_checkpoint(checkpoint, map_location="cpu")
     if "config" not in payload or "strategy_net" not in payload:
         raise ValueError("checkpoint does not hold a trainer state (no config / strategy_net)")
-    config = TrainConfig.model_validate(upgrade_saved_config(payload["config"]))
+    config = config_class.model_validate(upgrade_saved_config(payload["config"], config_class))
     game = make_game_from_config(config)
     saved = payload.get("game", {})
     if saved.get("version") is not None and int(saved["version"]) != int(game.version):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
@@ -64,6 +64,10 @@ class TraversalConfig(_Section):
     # regret targets come from a learned Q network (section `critic`) for every legal action,
     # with no importance weights (ESCHER). The options of each are deepcfr.cfr.traversal's
     # ExternalSampling / OutcomeSampling / CriticSampling, whose defaults apply to what is not set.
+    # Default critic (Lost Cities, lost_cities/cpu.yaml): outcome sampling's sampled regrets carry the
+    # game's outcome noise (25.9 points of std for a 5.9-point action gap) times 1/q; with them the
+    # agent stalled at -30 against discard_only. A learned critic averages that noise over all
+    # similar states instead: about -5 in 30 CPU minutes (docs/experiments.md)
     algorithm: Literal["external", "outcome", "critic"] = "critic"
     traversals_per_player: int = Field(2000, ge=1)  # traversals per player per iteration
     # traversals run in lockstep per chunk (inline, or one worker task); each chunk draws its own
@@ -96,6 +100,8 @@ class RegretMatchingConfig(_Section):
 
 
 class MemoryConfig(_Section):
+    # 4M samples each (~115 B per sample in Lost Cities: about 1.4 GB in all). With 1M, reservoir
+    # sampling kept about one sample in ten of each iteration after ~45 iterations and the policy slipped
     advantage_capacity: int = Field(4_000_000, ge=1)  # per player
     strategy_capacity: int = Field(4_000_000, ge=1)
     device: Literal["train", "cpu", "cpu_pinned"] = "train"  # where samples live
@@ -104,7 +110,9 @@ class MemoryConfig(_Section):
     # or float32. Only the legal actions' values are stored (sparse), so a sample costs bytes.
     target_dtype: Literal["float16", "bfloat16", "float32"] = "float16"
     # Relabel every drawn training sample (advantage, strategy, critic) by a random symmetry of
-    # the game: Lost Cities' colour permutations (games without one must set false)
+    # the game: Lost Cities' colour permutations (games without one must set false): each colour's
+    # samples teach all five. Measured: -5.0 against discard_only at iteration 25 where the same
+    # run without it had -14.4 (docs/experiments.md)
     augment: bool = True
 
 
@@ -113,7 +121,8 @@ class CriticConfig(_Section):
     networks), fitted each iteration to the traverser's final utility after the action it took."""
 
     # the most recent samples kept (a window, not a reservoir: Q values belong to sigma_t, and a
-    # sample of a long-gone sigma is wrong rather than merely old)
+    # sample of a long-gone sigma is wrong rather than merely old): in lost_cities/cpu.yaml's run,
+    # about the last 8 iterations' on-policy nodes
     capacity: int = Field(1_000_000, ge=1)
     train_steps: int = Field(200, ge=0)  # SGD steps per player per iteration (warm-started)
     batch_size: int = Field(1024, ge=1)
@@ -121,7 +130,9 @@ class CriticConfig(_Section):
     grad_clip: float | None = Field(1.0, gt=0)
     # the critic also reads the opponent's observation (its private cards), so it values the
     # history rather than the information set (as ESCHER's history value function): its
-    # regression target is far less noisy; the advantage networks still see only their own player's
+    # regression target is far less noisy; the advantage networks still see only their own player's.
+    # Measured: -2.8..-6.7 against discard_only after 35-40 iterations where the information-set
+    # critic had -10.5..-12 after 30-35
     sees_opponent: bool = True
 
 
@@ -145,11 +156,14 @@ class AdvantageTrainConfig(_Section):
 
 
 class StrategyTrainConfig(_Section):
-    every: int = Field(1, ge=0)  # train the strategy net every k iterations (0 = only at the end)
+    # train the strategy net every k iterations (0 = only at the end); every iteration keeps a
+    # usable average policy during the run
+    every: int = Field(1, ge=0)
     train_steps: int = Field(200, ge=0)  # warm-started steps each time
     # when the run ends (last iteration or time budget), retrain the strategy net from scratch on
     # the whole strategy memory for this many steps, its learning rate cosine-decayed to 5%, as
-    # Deep CFR does; the time budget keeps room for it. The per-iteration training (every,
+    # Deep CFR does (3000 steps: about 45 s on 2 cores; the per-iteration warm-started 200 steps
+    # underfit); the time budget keeps room for it. The per-iteration training (every,
     # train_steps) keeps a usable average during the run. 0 = off
     final_train_steps: int = Field(3000, ge=0)
     batch_size: int = Field(1024, ge=1)
@@ -158,7 +172,10 @@ class StrategyTrainConfig(_Section):
     lr_schedule: Literal["constant", "cosine"] = "constant"  # as advantage.lr_schedule
     aggregate: bool = False  # as advantage.aggregate (cross-entropy is linear in the target: exact too)
     # a sample of iteration t weighs t (linear), 1 (uniform) or t^discount_gamma (discounted, DCFR's
-    # average-strategy weights: the early policies are weak)
+    # average-strategy weights: the early policies are weak). Measured with final_train_steps on the
+    # seed 0 / seed 1 runs' memories of lost_cities/cpu.yaml: +3.9 / +5.5 against discard_only,
+    # where linear weighting gave -1.2 / +3.7 retrained and -3.4 / -0.2 trained only per
+    # iteration (docs/results.md)
     weighting: Literal["linear", "uniform", "discounted"] = "discounted"
     discount_gamma: float = 4.0
 
@@ -218,9 +235,10 @@ class CheckpointConfig(_Section):
 
 
 class InferenceServerConfig(_Section):
-    device: str = "auto"
+    device: str = "auto"  # cuda when present (cpu works, but competes with the workers for cores)
     max_batch: int = Field(65536, ge=1)
     batch_window_us: int = Field(200, ge=0)
+    # iterations between weight syncs (1: traversals always use the latest networks)
     weight_sync_every: int = Field(1, ge=1)
 
 
@@ -228,102 +246,39 @@ class RayConfig(_Section):
     address: str = ""  # empty = start a local Ray
 
 
-class ImproveConfig(_Section):
-    """Expert iteration (``deepcfr improve``): rounds of self-play where a search teacher picks
-    every learner move, its improved policy targets distilled into the strategy network, and a
-    gate that keeps the new network only when it beats the previous one."""
-
-    checkpoint: str | None = None  # the checkpoint improved (deepcfr improve --checkpoint CK)
-    rounds: int = Field(4, ge=1)  # improvement rounds (self-play, training, gating, evaluation)
-    games_per_round: int = Field(200, ge=1)  # self-play games per round, over all opponents of the pool
-    batch_games: int = Field(100, ge=1)  # games played in lockstep (one teacher search call per step)
-    # who plays the self-play batches, each batch one chunk seeded by itself (so on CPU a round's
-    # positions and metrics do not depend on the executor or worker count): inline (this process,
-    # on run.device), processes (improve.num_workers worker processes on CPU, one thread each,
-    # weights through shared memory) or ray (Ray actors; ray.address). Workers load bots and
-    # checkpoint specs of the teacher and the pool themselves (a checkpoint path must exist there)
-    executor: Literal["inline", "processes", "ray"] = "inline"
-    num_workers: int = Field(2, ge=1)
-    # player spec of the teacher, a search spec (search:SPEC or search[key=value,...]:SPEC); the
-    # base name `learner` stands for the current round's network (search:learner), any other
-    # bot or checkpoint spec is searched over as it is (search:heuristic_balanced). A list gives
-    # round r the r-th spec (the last one for every later round): e.g. a bot teacher to
-    # bootstrap, then the search over the learner
-    teacher: str | list[str] = "search:learner"
-    # opponent pool, cycled over the batches of a round: `self` (the learner in both seats, both
-    # labelled), `past` (the networks accepted in earlier rounds, cycled; self before there is
-    # one), a bot name or a checkpoint spec (only the learner's seat is labelled)
-    opponents: list[str] = Field(default_factory=lambda: ["self"], min_length=1)
-    # points: the target over the search's candidates is pi(a) * exp(value(a) / temperature),
-    # normalised over the candidates; a bot base has no pi: its target is the search's choice
-    temperature: float = Field(5.0, gt=0)
-    keep_rounds: int = Field(3, ge=1)  # the network trains on the positions of the last k rounds
-    train_steps: int = Field(500, ge=0)  # SGD steps per round (cross-entropy to the targets)
-    batch_size: int = Field(256, ge=1)
-    lr: float = Field(1e-3, gt=0)
-    grad_clip: float | None = Field(1.0, gt=0)
-    # share of the kept positions held out of training: their loss and agreement with the target
-    # (train/heldout_*) show over- or under-fitting
-    holdout: float = Field(0.05, ge=0, lt=1)
-    # every training batch relabelled by a random colour permutation (the game's symmetry):
-    # held-out loss 0.99 -> 0.57 on 164k positions (docs/experiments.md)
-    augment: bool = True
-    # fresh: a newly initialised network each round; fine_tune: continue from the current one
-    init: Literal["fresh", "fine_tune"] = "fresh"
-    # games (paired deals, even) of the new network against the previous one; 0: accept every round
-    gate_games: int = Field(200, ge=0)
-    # the new network is kept when the one-sided test of its mean paired score difference > 0
-    # has p < gate_alpha
-    gate_alpha: float = Field(0.05, gt=0, lt=1)
-    eval_games: int = Field(0, ge=0)  # games (even) per evaluation opponent after each round; 0: none
-    eval_opponents: list[str] = Field(default_factory=lambda: ["heuristic_balanced", "heuristic_careful"])
-    # a search spec also evaluated after each round, e.g. search:learner (search over the round's
-    # network at the search defaults; the teacher may be another search, such as one over a bot);
-    # null: the network alone only
-    eval_search: str | None = None
-
-    @field_validator("teacher")
-    @classmethod
-    def _some_teacher(cls, value: str | list[str]) -> str | list[str]:
-        if isinstance(value, list) and not value:
-            raise ValueError("name at least one search spec")
-        for spec in [value] if isinstance(value, str) else value:
-            _player_spec(spec)
-        return value
-
-    @field_validator("opponents")
-    @classmethod
-    def _pool_specs(cls, value: list[str]) -> list[str]:
-        return [_player_spec(v, keep=("self", "past")) for v in value]
-
-    @field_validator("eval_opponents")
-    @classmethod
-    def _eval_specs(cls, value: list[str]) -> list[str]:
-        return [_player_spec(v) for v in value]
-
-    @field_validator("eval_search")
-    @classmethod
-    def _search_spec(cls, value: str | None) -> str | None:
-        return _player_spec(value)
-
-    def teachers(self) -> list[str]:
-        """Every teacher spec, in round order."""
-        return [self.teacher] if isinstance(self.teacher, str) else list(self.teacher)
-
-    def teacher_of(self, round_index: int) -> str:
-        """The teacher's spec in round ``round_index`` (1-based; the last spec for later rounds)."""
-        specs = self.teachers()
-        return specs[min(round_index, len(specs)) - 1]
-
-    @field_validator("gate_games", "eval_games")
-    @classmethod
-    def _even(cls, value: int) -> int:
-        if value % 2:
-            raise ValueError(f"must be even (paired deals: each deal in both seat orders), got {value}")
-        return value
+# Options retired in the renovation (issue 13; what each measured: docs/experiments.md), with the
+# value that made each one inert. A config saved by an older run (a checkpoint's, a run
+# directory's config.yaml) that holds them at these values still loads; any other value, or any
+# of them in a config file someone writes, is an unknown key.
+RETIRED_OPTIONS: dict[str, Any] = {
+    "game.advice_bot": None,
+    "traversal.explore": "once",
+    "traversal.importance_clip": None,
+    "traversal.warm_start_bot": None,
+    "traversal.warm_start_iterations": 0,
+    "critic.td_lambda": 1.0,
+    "critic.value_scale": None,
+    "advantage.target_scale": None,
+    "advantage.lr_final_fraction": 0.0,
+    "advantage.lr_iteration_decay": 0.0,
+    "advantage.weight_averaging": 0.0,
+    "strategy.reinit": False,
+    "strategy.lr_final_fraction": 0.0,
+    "strategy.lr_iteration_decay": 0.0,
+    "strategy.weight_averaging": 0.0,
+    "checkpoint.numbered_memories": False,
+    # never measured (docs/experiments.md, "Retired without a measurement")
+    "network.activation": "relu",
+    "network.layer_norm": False,
+}
 
 
 class TrainConfig(_Section):
+    """What ``deepcfr train`` reads. A layer above that saves runs of its own (``deepcfr improve``)
+    extends it with its own sections (``deepcfr.improve.config.ImproveRunConfig``)."""
+
+    # retired options of this schema, at their inert values (upgrade_saved_config)
+    retired_options: ClassVar[dict[str, Any]] = RETIRED_OPTIONS
     game: GameConfig = Field(default_factory=GameConfig)
     run: RunConfig = Field(default_factory=RunConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
@@ -338,7 +293,6 @@ class TrainConfig(_Section):
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
     inference_server: InferenceServerConfig = Field(default_factory=InferenceServerConfig)
     ray: RayConfig = Field(default_factory=RayConfig)
-    improve: ImproveConfig = Field(default_factory=ImproveConfig)  # deepcfr improve (expert iteration)
 
     def _game(self):
         """The game, for the checks that ask it for a capability (None if its rules do not build: the
@@ -410,41 +364,16 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     return data
 
 
-# Options retired in the renovation (issue 13; what each measured: docs/experiments.md), with the
-# value that made each one inert. A config saved by an older run (a checkpoint's, a run
-# directory's config.yaml) that holds them at these values still loads; any other value, or any
-# of them in a config file someone writes, is an unknown key.
-RETIRED_OPTIONS: dict[str, Any] = {
-    "game.advice_bot": None,
-    "traversal.explore": "once",
-    "traversal.importance_clip": None,
-    "traversal.warm_start_bot": None,
-    "traversal.warm_start_iterations": 0,
-    "critic.td_lambda": 1.0,
-    "critic.value_scale": None,
-    "advantage.target_scale": None,
-    "advantage.lr_final_fraction": 0.0,
-    "advantage.lr_iteration_decay": 0.0,
-    "advantage.weight_averaging": 0.0,
-    "strategy.reinit": False,
-    "strategy.lr_final_fraction": 0.0,
-    "strategy.lr_iteration_decay": 0.0,
-    "strategy.weight_averaging": 0.0,
-    "checkpoint.numbered_memories": False,
-    # never measured (docs/experiments.md, "Retired without a measurement")
-    "network.activation": "relu",
-    "network.layer_norm": False,
-    "improve.play": "chosen",
-}
-
-
-def upgrade_saved_config(data: dict) -> dict:
-    """A config saved before the renovation, in today's schema: retired options at their inert
+def upgrade_saved_config(data: dict, config_class: type[TrainConfig] | None = None) -> dict:
+    """A config saved before the renovation, in the schema of ``config_class`` (default
+    TrainConfig): sections it does not own dropped (the ``improve`` section that every train run
+    once saved, or an improvement run's, read as a train config), retired options at their inert
     values dropped, ``traversal.batch_size``/``worker_batch_size`` become ``chunk_size`` (the one
     the executor used), and options the algorithm never read dropped. Anything else is left for
     validation to reject."""
-    data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items()}
-    for dotted, inert in RETIRED_OPTIONS.items():
+    config_class = TrainConfig if config_class is None else config_class
+    data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in config_class.model_fields}
+    for dotted, inert in config_class.retired_options.items():
         section, key = dotted.split(".")
         if key in data.get(section, {}) and data[section][key] == inert:
             del data[section][key]
@@ -495,18 +424,19 @@ def config_path(path: str | Path) -> Path:
     raise ConfigError(f"config file not found: {p} (nor a shipped config: {', '.join(shipped_config_names())})")
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None, saved: bool = False) -> TrainConfig:
-    """A validated config from a YAML file or shipped config name (None: the defaults) with
-    ``overrides`` applied. ``saved``: the file was written by a run (``upgrade_saved_config``
-    applies first)."""
+def load_config(path: str | Path | None = None, overrides: list[str] | None = None, saved: bool = False,
+                config_class: type[TrainConfig] | None = None) -> TrainConfig:
+    """A validated config (a ``config_class``, default TrainConfig) from a YAML file or shipped
+    config name (None: the defaults) with ``overrides`` applied. ``saved``: the file was written
+    by a run (``upgrade_saved_config`` applies first)."""
     data: dict = {}
     source = "defaults"
     if path is not None:
         data = read_config_file(path)
         source = str(config_path(path))
     if saved:
-        data = upgrade_saved_config(data)
-    return config_from_dict(data, overrides, source)
+        data = upgrade_saved_config(data, config_class)
+    return config_from_dict(data, overrides, source, config_class)
 
 
 def read_config_file(path: str | Path) -> dict:
@@ -521,11 +451,13 @@ def read_config_file(path: str | Path) -> dict:
     return loaded or {}
 
 
-def config_from_dict(data: dict, overrides: list[str] | None = None, source: str = "defaults") -> TrainConfig:
-    """A validated TrainConfig from raw sections plus ``section.key=value`` overrides."""
+def config_from_dict(data: dict, overrides: list[str] | None = None, source: str = "defaults",
+                     config_class: type[TrainConfig] | None = None) -> TrainConfig:
+    """A validated config (a ``config_class``, default TrainConfig) from raw sections plus
+    ``section.key=value`` overrides."""
     data = apply_overrides(copy.deepcopy(data), overrides or [])
     try:
-        return TrainConfig.model_validate(data)
+        return (TrainConfig if config_class is None else config_class).model_validate(data)
     except ValidationError as e:
         raise ConfigError(_format_validation_error(e, source)) from None
 

@@ -120,15 +120,18 @@ class Run:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def open(cls, run_dir: str | Path, overrides: list[str] | None = None, console: bool = True) -> "Run":
+    def open(cls, run_dir: str | Path, overrides: list[str] | None = None, console: bool = True,
+             config_class: type[TrainConfig] = TrainConfig) -> "Run":
         """Reopen an existing run for resuming. ``overrides`` (``section.key=value``) may change
-        anything but the game and the network, which the checkpoint depends on."""
+        anything but the game and the network, which the checkpoint depends on. ``config_class``:
+        the run's schema (an improvement run's is ``deepcfr.improve.ImproveRunConfig``); sections
+        of the saved config it does not own are dropped."""
         run_dir = Path(run_dir)
         path = run_dir / CONFIG_FILE
         if not path.is_file():
             raise ConfigError(f"cannot resume {run_dir}: no {CONFIG_FILE} there (not a run directory?)")
-        original = load_config(path, saved=True)
-        config = load_config(path, overrides or [], saved=True)
+        original = load_config(path, saved=True, config_class=config_class)
+        config = load_config(path, overrides or [], saved=True, config_class=config_class)
         for section in FROZEN_ON_RESUME:
             before = getattr(original, section).model_dump(mode="json")
             after = getattr(config, section).model_dump(mode="json")

@@ -1,0 +1,118 @@
+"""The schema of an improvement run (``deepcfr improve``): a train config, whose game, network,
+run and checkpoint sections it uses, plus the ``improve`` section, which only this layer reads.
+``deepcfr train`` configs (and their saved config.yaml) have no improve section."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar, Literal
+
+from pydantic import Field, field_validator
+
+from ..train.config import RETIRED_OPTIONS, TrainConfig, _player_spec, _Section
+
+
+class ImproveConfig(_Section):
+    """Expert iteration (``deepcfr improve``): rounds of self-play where a search teacher picks
+    every learner move, its improved policy targets distilled into the strategy network, and a
+    gate that keeps the new network only when it beats the previous one."""
+
+    checkpoint: str | None = None  # the checkpoint improved (deepcfr improve --checkpoint CK)
+    rounds: int = Field(4, ge=1)  # improvement rounds (self-play, training, gating, evaluation)
+    games_per_round: int = Field(200, ge=1)  # self-play games per round, over all opponents of the pool
+    batch_games: int = Field(100, ge=1)  # games played in lockstep (one teacher search call per step)
+    # who plays the self-play batches, each batch one chunk seeded by itself (so on CPU a round's
+    # positions and metrics do not depend on the executor or worker count): inline (this process,
+    # on run.device), processes (improve.num_workers worker processes on CPU, one thread each,
+    # weights through shared memory) or ray (Ray actors; ray.address). Workers load bots and
+    # checkpoint specs of the teacher and the pool themselves (a checkpoint path must exist there)
+    executor: Literal["inline", "processes", "ray"] = "inline"
+    num_workers: int = Field(2, ge=1)
+    # player spec of the teacher, a search spec (search:SPEC or search[key=value,...]:SPEC); the
+    # base name `learner` stands for the current round's network (search:learner), any other
+    # bot or checkpoint spec is searched over as it is (search:heuristic_balanced). A list gives
+    # round r the r-th spec (the last one for every later round): e.g. a bot teacher to
+    # bootstrap, then the search over the learner
+    teacher: str | list[str] = "search:learner"
+    # opponent pool, cycled over the batches of a round: `self` (the learner in both seats, both
+    # labelled), `past` (the networks accepted in earlier rounds, cycled; self before there is
+    # one), a bot name or a checkpoint spec (only the learner's seat is labelled)
+    opponents: list[str] = Field(default_factory=lambda: ["self"], min_length=1)
+    # points: the target over the search's candidates is pi(a) * exp(value(a) / temperature),
+    # normalised over the candidates; a bot base has no pi: its target is the search's choice
+    temperature: float = Field(5.0, gt=0)
+    keep_rounds: int = Field(3, ge=1)  # the network trains on the positions of the last k rounds
+    train_steps: int = Field(500, ge=0)  # SGD steps per round (cross-entropy to the targets)
+    batch_size: int = Field(256, ge=1)
+    lr: float = Field(1e-3, gt=0)
+    grad_clip: float | None = Field(1.0, gt=0)
+    # share of the kept positions held out of training: their loss and agreement with the target
+    # (train/heldout_*) show over- or under-fitting
+    holdout: float = Field(0.05, ge=0, lt=1)
+    # every training batch relabelled by a random colour permutation (the game's symmetry):
+    # held-out loss 0.99 -> 0.57 on 164k positions (docs/experiments.md)
+    augment: bool = True
+    # fresh: a newly initialised network each round; fine_tune: continue from the current one
+    init: Literal["fresh", "fine_tune"] = "fresh"
+    # games (paired deals, even) of the new network against the previous one; 0: accept every round
+    gate_games: int = Field(200, ge=0)
+    # the new network is kept when the one-sided test of its mean paired score difference > 0
+    # has p < gate_alpha
+    gate_alpha: float = Field(0.05, gt=0, lt=1)
+    eval_games: int = Field(0, ge=0)  # games (even) per evaluation opponent after each round; 0: none
+    eval_opponents: list[str] = Field(default_factory=lambda: ["heuristic_balanced", "heuristic_careful"])
+    # a search spec also evaluated after each round, e.g. search:learner (search over the round's
+    # network at the search defaults; the teacher may be another search, such as one over a bot);
+    # null: the network alone only
+    eval_search: str | None = None
+
+    @field_validator("teacher")
+    @classmethod
+    def _some_teacher(cls, value: str | list[str]) -> str | list[str]:
+        if isinstance(value, list) and not value:
+            raise ValueError("name at least one search spec")
+        for spec in [value] if isinstance(value, str) else value:
+            _player_spec(spec)
+        return value
+
+    @field_validator("opponents")
+    @classmethod
+    def _pool_specs(cls, value: list[str]) -> list[str]:
+        return [_player_spec(v, keep=("self", "past")) for v in value]
+
+    @field_validator("eval_opponents")
+    @classmethod
+    def _eval_specs(cls, value: list[str]) -> list[str]:
+        return [_player_spec(v) for v in value]
+
+    @field_validator("eval_search")
+    @classmethod
+    def _search_spec(cls, value: str | None) -> str | None:
+        return _player_spec(value)
+
+    def teachers(self) -> list[str]:
+        """Every teacher spec, in round order."""
+        return [self.teacher] if isinstance(self.teacher, str) else list(self.teacher)
+
+    def teacher_of(self, round_index: int) -> str:
+        """The teacher's spec in round ``round_index`` (1-based; the last spec for later rounds)."""
+        specs = self.teachers()
+        return specs[min(round_index, len(specs)) - 1]
+
+    @field_validator("gate_games", "eval_games")
+    @classmethod
+    def _even(cls, value: int) -> int:
+        if value % 2:
+            raise ValueError(f"must be even (paired deals: each deal in both seat orders), got {value}")
+        return value
+
+
+class ImproveRunConfig(TrainConfig):
+    """The config of an improvement run: TrainConfig's sections and ``improve``."""
+
+    # never measured (docs/experiments.md, "Retired without a measurement"): improve.play's only
+    # other value, target
+    retired_options: ClassVar[dict[str, Any]] = {**RETIRED_OPTIONS, "improve.play": "chosen"}
+    improve: ImproveConfig = Field(default_factory=ImproveConfig)  # deepcfr improve (expert iteration)
+
+
+__all__ = ["ImproveConfig", "ImproveRunConfig"]
