@@ -9,7 +9,14 @@ from deepcfr.games.base import index_state, sample_from_probs
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.determinize import determinize, opponent_hand_size, state_from_hidden
 from deepcfr.games.lost_cities.engine import LostCitiesGame
-from deepcfr.games.lost_cities.layout import LOC_OPP_KNOWN, LOC_UNKNOWN
+from deepcfr.games.lost_cities.layout import (
+    LOC_HAND,
+    LOC_MY_EXP,
+    LOC_OPP_EXP,
+    LOC_OPP_KNOWN,
+    LOC_PILE0,
+    LOC_UNKNOWN,
+)
 
 
 def mid_game_states(game, n, seed, bot_names=("random",), pile_bias=0.0):
@@ -78,6 +85,70 @@ def test_every_determinization_reproduces_its_observation(variant):
                 known_rows += int((obs[:, :game.rules.deck_size] == LOC_OPP_KNOWN).any(dim=1).sum())
     assert checked > (20000 if variant == "classic" else 5000)
     assert known_rows > 200  # many states where the opponent holds cards it took from piles
+
+
+def per_kind(game, per_card):
+    """[n, K, ...] sums of ``per_card [n, D, ...]`` over the cards of each kind: the views list
+    interchangeable cards (a colour's wager copies) in a canonical order, so only their counts
+    per kind are determined."""
+    kind = game.tables(per_card.device).card_kind_index.long()
+    out = torch.zeros(per_card.shape[0], game.rules.num_kinds, *per_card.shape[2:], dtype=torch.long)
+    return out.index_add_(1, kind, per_card.long())
+
+
+def card_places(game, state, observer):
+    """The observer's and its opponent's views ([n, D] location codes), and [n, K] how many
+    places (hands, deck, expeditions, discard piles) hold the cards of each kind, counted from
+    both views and the deck stack. In a consistent state that is the number of cards of the kind:
+    every card is in exactly one place."""
+    D = game.rules.deck_size
+    L = game.tables(state.arena.device).layout
+    mine, theirs = game.observe(state, observer)[:, :D].long(), game.observe(state, 1 - observer)[:, :D].long()
+    n = mine.shape[0]
+    stack = state.arena[:, L.deck_stack:L.deck_stack + L.deck_cards].long()
+    in_deck = torch.zeros(n, D + 1, dtype=torch.long)
+    in_deck.scatter_add_(1, torch.where(torch.arange(L.deck_cards) < game.deck_size(state).long()[:, None], stack, D),
+                         torch.ones_like(stack))
+    places = ((mine == LOC_HAND).long() + (theirs == LOC_HAND).long() + in_deck[:, :D]
+              + ((mine == LOC_MY_EXP) | (mine == LOC_OPP_EXP)).long() + (mine >= LOC_PILE0).long())
+    return per_kind(game, places), mine, theirs
+
+
+@pytest.mark.parametrize("variant", ["classic", "mini"])
+def test_the_whole_determinized_state_is_consistent_with_the_true_one(variant):
+    """Not only the observer's view: the opponent's hand has its true size and holds the cards
+    the observer knows it holds, the deck has its true size, the opponent sees the same
+    expeditions and piles, and every card is in exactly one place."""
+    game = LostCitiesGame.from_params(variant)
+    kind = game.tables(torch.device("cpu")).card_kind_index.long()
+    copies = torch.bincount(kind, minlength=game.rules.num_kinds)  # cards of each kind
+    codes = 256  # uint8 location codes (a pile's code also holds the card's place in it)
+    gen = torch.Generator().manual_seed(7)
+    d, checked, known_rows = 3, 0, 0
+    for names, bias in ((("random",), 6.0), (("heuristic_balanced", "random"), 4.0)):
+        for s in mid_game_states(game, 48, seed=11 + len(names), bot_names=names, pile_bias=bias):
+            for observer in (0, 1):
+                true_places, true_mine, true_theirs = card_places(game, s, observer)
+                assert torch.equal(true_places, copies.expand_as(true_places))  # the helper reads a true state right
+                obs = game.observe(s, observer)
+                sampled = determinize(game, obs, d, gen)
+                places, mine, theirs = card_places(game, sampled, observer)
+                assert torch.equal(places, copies.expand_as(places)), "a card in no place or in two"
+                rep = lambda x: x.repeat_interleave(d, dim=0)  # noqa: E731
+                assert torch.equal((theirs == LOC_HAND).sum(1), rep((true_theirs == LOC_HAND).sum(1)))
+                assert torch.equal((mine == LOC_HAND).sum(1), rep((true_mine == LOC_HAND).sum(1)))
+                assert torch.equal(game.deck_size(sampled), rep(game.deck_size(s)))
+                # the cards known to be in the opponent's hand are there
+                known = per_kind(game, mine == LOC_OPP_KNOWN)
+                assert torch.all(per_kind(game, theirs == LOC_HAND) >= known), "a known card left the opponent's hand"
+                # the opponent sees the same expeditions (its own as its own) and piles
+                public = torch.nn.functional.one_hot(theirs, codes)[:, :, LOC_MY_EXP:]
+                true_public = torch.nn.functional.one_hot(true_theirs, codes)[:, :, LOC_MY_EXP:]
+                public[:, :, LOC_OPP_KNOWN - LOC_MY_EXP] = true_public[:, :, LOC_OPP_KNOWN - LOC_MY_EXP] = 0
+                assert torch.equal(per_kind(game, public), rep(per_kind(game, true_public)))
+                checked += mine.shape[0]
+                known_rows += int((known > 0).any(dim=1).sum())
+    assert checked > 2000 and known_rows > 200
 
 
 def test_the_true_hidden_cards_rebuild_a_state_that_plays_like_the_true_one():
