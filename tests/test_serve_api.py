@@ -10,6 +10,7 @@ import random
 import subprocess
 import sys
 import threading
+import urllib.error
 import urllib.request
 from urllib.parse import quote
 import warnings
@@ -398,6 +399,11 @@ def test_serve_command_prints_a_localhost_url_and_answers(tmp_path):
         url = line.split()[line.split().index("open") + 1]
         with urllib.request.urlopen(url + "api/info", timeout=30) as r:
             info = json.loads(r.read())
+            assert "server" not in {k.lower() for k in r.headers} and r.headers["x-content-type-options"] == "nosniff"
+        foreign = urllib.request.Request(url + "api/info", headers={"Host": "rebound.example"})
+        with pytest.raises(urllib.error.HTTPError) as refused:
+            urllib.request.urlopen(foreign, timeout=30)
+        assert refused.value.code == 400 and "not served here" in json.loads(refused.value.read())["error"]
         assert "heuristic_careful" in info["bots"]
     finally:
         proc.terminate()
