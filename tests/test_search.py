@@ -175,3 +175,29 @@ def test_the_time_limit_stops_after_the_first_round(mini_checkpoint):
     actions = search.decide(obs, mask)
     assert search.last.determinizations == 1
     assert bool(mask.gather(1, actions[:, None]).all())
+
+
+@pytest.mark.parametrize("shift, noise, chosen_slot", [(-1.0, 0.0, 0), (-0.01, 0.0, 0), (1.0, 0.0, 1), (0.5, 20.0, 0)])
+def test_the_paired_test_keeps_the_base_move_unless_another_is_surely_better(monkeypatch, shift, noise, chosen_slot):
+    """The paired test's sign: a move worse than the base move on every deal never replaces it,
+    however small the gap; one better on every deal does; one better on average by less than
+    min_z standard errors of the paired difference does not."""
+    game = LostCitiesGame.from_params("mini")
+    search = RolloutSearch(game, BotPlayer(make_bot(game, "heuristic_balanced"), game),
+                           SearchConfig(determinizations=16, candidates=3, min_z=1.0))
+    obs, mask = decision_batch(game, n=16)
+    gen = torch.Generator().manual_seed(0)
+
+    def values(obs_rows, candidates, valid, d):  # [m, k, d]: slot 1 is the base's value plus shift (+-noise)
+        base = torch.randn(obs_rows.shape[0], 1, d, generator=gen, dtype=torch.float64) * 10
+        out = base.expand(-1, candidates.shape[1], -1).clone()
+        spread = noise * (1 - 2 * (torch.arange(d, dtype=torch.float64) % 2))  # +-noise: mean 0, std noise
+        out[:, 1] += shift + spread
+        out[:, 2:] -= 5.0
+        return out
+
+    monkeypatch.setattr(search, "candidate_values", values)
+    chosen = search.decide(obs, mask)
+    rolled = (search.last.candidates >= 0).sum(dim=1) > 2
+    assert bool(rolled.any())
+    assert torch.equal(chosen[rolled], search.last.candidates[rolled, chosen_slot])
