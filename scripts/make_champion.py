@@ -140,10 +140,11 @@ def main() -> int:
         ["python", "-c", f"'from deepcfr.players.champion import export_champion; export_champion(\"{improved}\", \"{file}\")'"]]
     if args.evaluate_only and previous.get("commands"):
         commands = previous["commands"]  # what made the file
+    from deepcfr.improve.config import ImproveRunConfig
     from deepcfr.train.agent import load_agent
     from deepcfr.train.checkpoint import load_checkpoint, network_meta
 
-    agent = load_agent(str(file))
+    agent = load_agent(str(file), config_class=ImproveRunConfig)
     rounds = int(load_checkpoint(str(file), map_location="cpu").get("improve_rounds", 0))
     print(f"evaluating {file} ({args.network_games} games for the network, {args.search_games} for the search)", flush=True)
     figures = evaluate(file, args.variant, args.network_games, args.search_games, args.seed)
