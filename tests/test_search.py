@@ -201,3 +201,22 @@ def test_the_paired_test_keeps_the_base_move_unless_another_is_surely_better(mon
     rolled = (search.last.candidates >= 0).sum(dim=1) > 2
     assert bool(rolled.any())
     assert torch.equal(chosen[rolled], search.last.candidates[rolled, chosen_slot])
+
+
+@pytest.mark.parametrize("seat", [0, 1])
+def test_values_are_the_deciding_seats_own(seat):
+    """The same winning end-game, decided by seat 0 or by seat 1: in both the one winning move is
+    worth points to the decider and every other move costs it (values are the decider's, not seat 0's)."""
+    from deepcfr.games.lost_cities.layout import legal_mask_from_obs
+
+    game = LostCitiesGame.from_params("mini")
+    obs, win = winning_endgame_obs(game)
+    D = game.rules.deck_size
+    obs[0, D + 3] = obs[0, D + 4] = seat  # the observer is the seat to move
+    mask = legal_mask_from_obs(game.rules, obs)
+    base = BotPlayer(make_bot(game, "random"), game)
+    search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=game.num_actions, min_z=0.0))
+    assert int(search.decide(obs, mask)[0]) == win
+    rows = {r["action"]: r for r in search.last.rows(0)}
+    assert rows[win]["mean"] > 0
+    assert all(r["mean"] < 0 for a, r in rows.items() if a != win and r["mean"] == r["mean"])
