@@ -132,7 +132,8 @@ def test_the_config_lists_take_specs(ck):
             "memory": {"advantage_capacity": 64, "strategy_capacity": 64}, "eval": {"games": 2}}
     for spec in valid_specs(ck):
         anchored = parse_player(spec).kind in ("bot", "checkpoint") and not parse_player(spec).greedy
-        league = {"anchor": spec, "weight_anchor": 1.0, "weight_current": 0.0, "weight_recent": 0.0, "weight_older": 0.0}
+        # the anchor nearly always (the current policy must keep a share: the average strategy learns from it)
+        league = {"anchor": spec, "weight_anchor": 1.0, "weight_current": 1e-6, "weight_recent": 0.0, "weight_older": 0.0}
         config = config_from_dict({**base, "eval": {"games": 2, "opponents": [spec]},
                                    "league": league if anchored else {}})
         with Trainer(config) as trainer:
@@ -145,6 +146,8 @@ def test_the_config_lists_take_specs(ck):
         config = config_from_dict({**base, "league": {"anchor": spec, "weight_anchor": 1.0}})
         with pytest.raises(ValueError, match="the anchor is a bot or a checkpoint's sampled policy"):
             Trainer(config)
+    with pytest.raises(ConfigError, match="league.weight_current must be > 0"):
+        config_from_dict({**base, "league": {"anchor": "random", "weight_anchor": 1.0, "weight_current": 0.0}})
     for spec, problem in BAD_SPECS[1:-1]:
         for section in ({"eval": {"opponents": [spec]}}, {"league": {"anchor": spec}}):
             with pytest.raises(ConfigError, match=problem.replace("[", r"\[")):

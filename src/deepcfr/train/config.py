@@ -323,6 +323,12 @@ class TrainConfig(_Section):
                              "(aggregated tables are encoded once, not drawn per batch)")
         if self.traversal.opponent == "league" and self.league.anchor is None and self.league.weight_anchor > 0:
             raise ValueError("league.weight_anchor > 0 needs league.anchor")
+        league = self.league
+        if self.traversal.opponent == "league" and league.weight_current == 0 and league.weight_anchor > 0:
+            # the strategy memory holds only sigma_t opponents' decisions; with an anchor there is
+            # always an opponent other than sigma_t, from the first iteration on
+            raise ValueError("league.weight_current must be > 0 beside an anchor: the average strategy learns only "
+                             "from the games against the current policy, and its memory would stay empty")
         return self
 
 
