@@ -11,12 +11,8 @@ from deepcfr.improve import Improver, improve_config
 from deepcfr.improve.distil import evaluate_fit, fit_policy, held_out_split, relabel
 
 from search_helpers import tiny_checkpoint
+from test_improve import TINY
 
-TINY = [  # one round of a few mini games with a cheap teacher
-    "improve.teacher=search[determinizations=3,candidates=3]:learner", "improve.games_per_round=8",
-    "improve.batch_games=8", "improve.train_steps=15", "improve.batch_size=32", "improve.gate_games=8",
-    "improve.eval_games=0", "run.threads=1",
-]
 
 
 @pytest.fixture(scope="module")
