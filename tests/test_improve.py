@@ -205,6 +205,7 @@ def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint
     # no silent phase: round 0's and round 1's evaluations count their matches with an ETA
     assert "round 0: evaluation (sampled vs random next), matches 0/3" in captured.err
     assert "round 1: evaluation, matches 3/3" in captured.err
+    assert "round 1: gate (8 greedy games), matches 1/1" in captured.err
     assert "latest.pt@greedy --b heuristic_balanced" in captured.err  # how an improved network is meant to play
     assert summary["rounds"] == 1 and summary["checkpoint"].endswith("latest.pt")
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]

@@ -289,11 +289,13 @@ class Improver:
         if cfg.gate_games == 0 or self.current is None:
             return True, {"gate/accepted": 1}
         start = time.perf_counter()
+        self._progress(f"round {round_index}: gate ({cfg.gate_games} greedy games), matches", 0, 1, start)
         # greedy on both sides: a distilled network plays its argmax (sampling its ~20% of
         # mass off the teacher's choice cost 4-9 points a game against heuristic_balanced)
         result = play_match(self.game, self.network_player(candidate, "new", greedy=True),
                             self.network_player(self.current, "current", greedy=True),
                             cfg.gate_games, seed=derived_seed(self.seed, "gate", round_index), device=self.device)
+        self._progress(f"round {round_index}: gate ({cfg.gate_games} greedy games), matches", 1, 1, start)
         p = one_sided_p(result.mean_score_diff, result.score_diff_ci95)
         accepted = p < cfg.gate_alpha
         return accepted, {"gate/accepted": int(accepted), "gate/p_value": p,
