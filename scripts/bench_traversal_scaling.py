@@ -27,7 +27,8 @@ def main() -> int:
     from deepcfr.cfr.networks import build_network
     from deepcfr.cfr.traversal import TraversalStats
     from deepcfr.cfr.traversal import OutcomeSampling
-    from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_seed, chunk_sizes
+    from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_sizes
+    from deepcfr.seeding import chunk_seed
     from deepcfr.parallel.executors import InlineExecutor, ProcessExecutor
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

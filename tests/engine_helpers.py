@@ -34,3 +34,22 @@ def play_alongside_references(game, state, refs, choose, generator) -> torch.Ten
     assert bool(game.is_terminal(state).all())
     assert_same(game, state, refs)
     return lengths
+
+
+def assert_cuda_engine_matches_cpu(game, choose, deals: int = 512) -> None:
+    """The same deals played on the CPU and on CUDA with the actions of ``choose(game, state,
+    generator)`` give the same observations, masks, features and returns at every step; and
+    ``init`` deals on the device."""
+    dealt = game.deals_of(game.init(deals, torch.Generator().manual_seed(0)))
+    cpu, gpu = game.init_from_deal(dealt), game.init_from_deal(dealt.cuda())
+    generator = torch.Generator().manual_seed(1)
+    while not bool(game.is_terminal(cpu).all()):
+        actions = choose(game, cpu, generator)
+        game.step(cpu, actions, check=True)
+        game.step(gpu, actions.cuda(), check=True)
+        assert torch.equal(game.observe(gpu, 1).cpu(), game.observe(cpu, 1))
+        assert torch.equal(game.legal_mask(gpu).cpu(), game.legal_mask(cpu))
+        assert torch.equal(game.encode(game.observe(gpu, 0)).cpu(), game.encode(game.observe(cpu, 0)))
+    assert torch.equal(game.returns(gpu).cpu(), game.returns(cpu))
+    on_device = game.deals_of(game.init(64, torch.Generator(device="cuda").manual_seed(0), device="cuda"))
+    assert on_device.is_cuda

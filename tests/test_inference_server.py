@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from deepcfr.cfr.networks import build_network
-from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_seed
+from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec
+from deepcfr.seeding import chunk_seed
 from deepcfr.parallel.base import WorkerError
 from deepcfr.parallel.executors import InlineExecutor, ProcessExecutor
 from deepcfr.parallel.inference_server import (

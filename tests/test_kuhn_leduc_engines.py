@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_helpers import play_alongside_references
+from engine_helpers import assert_cuda_engine_matches_cpu, play_alongside_references
 from deepcfr.games.base import (
     BatchedGame, IllegalActionError, clone_state, concat_states, index_state, sample_from_probs,
 )
@@ -192,16 +192,4 @@ def test_init_deals_are_uniform_and_distinct(game_cls, ref_cls):
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 @pytest.mark.parametrize("game_cls,ref_cls", GAMES, ids=IDS)
 def test_cuda_engine_matches_cpu(game_cls, ref_cls):
-    game = game_cls()
-    deals = game.init(512, torch.Generator().manual_seed(0)).cards
-    cpu, gpu = game.init_from_deal(deals), game.init_from_deal(deals.cuda())
-    generator = torch.Generator().manual_seed(1)
-    while not bool(game.is_terminal(cpu).all()):
-        actions = random_actions(game, cpu, generator)
-        game.step(cpu, actions, check=True)
-        game.step(gpu, actions.cuda(), check=True)
-        assert torch.equal(game.observe(gpu, 1).cpu(), game.observe(cpu, 1))
-        assert torch.equal(game.legal_mask(gpu).cpu(), game.legal_mask(cpu))
-    assert torch.equal(game.returns(gpu).cpu(), game.returns(cpu))
-    gpu_state = game.init(64, torch.Generator(device="cuda").manual_seed(0), device="cuda")
-    assert gpu_state.cards.is_cuda
+    assert_cuda_engine_matches_cpu(game_cls(), random_actions)

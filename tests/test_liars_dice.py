@@ -9,7 +9,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_helpers import play_alongside_references
+from engine_helpers import assert_cuda_engine_matches_cpu, play_alongside_references
 from deepcfr.games.base import BatchedGame, IllegalActionError, clone_state, sample_from_probs
 from deepcfr.games.liars_dice import (
     ACTION_NAMES, LIAR, NUM_BIDS, NUM_FACES, WILD_FACE, LiarsDiceGame, LiarsDiceReference,
@@ -201,19 +201,7 @@ def test_any_bid_sequence_then_a_call(dice, bids):
 @pytest.mark.cuda
 @pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")
 def test_cuda_engine_matches_cpu():
-    deals = GAME.init(512, torch.Generator().manual_seed(0)).dice
-    cpu, gpu = GAME.init_from_deal(deals), GAME.init_from_deal(deals.cuda())
-    generator = torch.Generator().manual_seed(1)
-    while not bool(GAME.is_terminal(cpu).all()):
-        actions = mixed_actions(GAME, cpu, generator)
-        GAME.step(cpu, actions, check=True)
-        GAME.step(gpu, actions.cuda(), check=True)
-        assert torch.equal(GAME.observe(gpu, 1).cpu(), GAME.observe(cpu, 1))
-        assert torch.equal(GAME.legal_mask(gpu).cpu(), GAME.legal_mask(cpu))
-        assert torch.equal(GAME.encode(GAME.observe(gpu, 0)).cpu(), GAME.encode(GAME.observe(cpu, 0)))
-    assert torch.equal(GAME.returns(gpu).cpu(), GAME.returns(cpu))
-    gpu_state = GAME.init(64, torch.Generator(device="cuda").manual_seed(0), device="cuda")
-    assert gpu_state.dice.is_cuda
+    assert_cuda_engine_matches_cpu(GAME, mixed_actions)
 
 
 def test_action_names_cover_every_action():

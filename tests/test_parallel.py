@@ -16,7 +16,6 @@ from deepcfr.parallel.chunks import (
     ChunkSpec,
     GameSpec,
     PolicySpec,
-    chunk_seed,
     chunk_sizes,
     result_from_arrays,
     result_to_arrays,
@@ -24,6 +23,7 @@ from deepcfr.parallel.chunks import (
 )
 from deepcfr.parallel.base import ExecutorError, WorkerError
 from deepcfr.parallel.executors import InlineExecutor, ProcessExecutor, make_executor
+from deepcfr.seeding import chunk_seed
 from deepcfr.parallel.shm import SharedBlock, WeightsPublisher, WeightsReader, list_segments
 
 MINI = GameSpec.of("lost_cities", {"variant": "mini"})

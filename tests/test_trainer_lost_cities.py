@@ -33,7 +33,7 @@ def test_lost_cities_iterations_with_evaluation():
     # the evaluation plays each reported policy (deals from the trainer's eval stream)
     from deepcfr.evaluate.arena import play_match
     from deepcfr.games.bots import make_bot
-    from deepcfr.train.trainer import derive_seed
+    from deepcfr.seeding import derive_seed
 
     eval_stream = torch.Generator().manual_seed(derive_seed(trainer.config.run.seed, "eval"))
     seed = int(torch.randint(0, 2**31 - 1, (1,), generator=eval_stream))

@@ -101,7 +101,7 @@ class Improver:
     ``run``, continues from its latest checkpoint."""
 
     def __init__(self, config: ImproveRunConfig, run=None):
-        from ..train.trainer import resolve_device
+        from ..devices import resolve_device
 
         self.config = config
         self.cfg = config.improve
@@ -316,11 +316,11 @@ class Improver:
         if cfg.eval_search:
             sides["search"] = self.search_agent(cfg.eval_search)
         out: dict[str, Any] = {}
-        matches = len(cfg.eval_opponents) * len(sides)
+        matches, done = len(cfg.eval_opponents) * len(sides), 0
         for opponent in cfg.eval_opponents:
             for kind, side in sides.items():
-                self._progress(f"round {self.round}: evaluation ({kind} vs {opponent} next), matches", len(out) // len(MATCH_FIGURES),
-                               matches, start)
+                self._progress(f"round {self.round}: evaluation ({kind} vs {opponent} next), matches", done, matches, start)
+                done += 1
                 if kind == "search":
                     side.search.generator.manual_seed(derived_seed(self.seed, "eval-search", opponent))
                 result = play_match(self.game, side, self._spec_player(opponent), cfg.eval_games,

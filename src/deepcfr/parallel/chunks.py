@@ -34,7 +34,6 @@ import torch
 
 from deepcfr.cfr.policies import BotPolicy, RegretMatchingPolicy, StrategyNetPolicy, UniformPolicy
 from deepcfr.cfr.traversal import OutcomeSampling, TraversalOptions, TraversalStats, traverse
-from deepcfr.seeding import chunk_seed  # noqa: F401  (re-exported: the chunk seed lives in deepcfr.seeding)
 
 POLICY_KINDS = ("uniform", "regret", "strategy", "bot")
 

@@ -101,8 +101,9 @@ def same_game(a, b) -> bool:
 
 def describe_game(game) -> str:
     """The game in words for error messages (a rule variant by name, with what differs)."""
-    describe = getattr(game, "describe", None)
-    return describe() if callable(describe) else game.name
+    from ..games.base import capability, has_capability
+
+    return capability(game, "describe")() if has_capability(game, "describe") else game.name
 
 
 def checkpoint_file(spec: PlayerSpec) -> Path:

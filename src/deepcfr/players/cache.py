@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from pathlib import Path
 from typing import Callable
 
 from .build import checkpoint_file, describe_game, load_player, same_game

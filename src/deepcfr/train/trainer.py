@@ -638,4 +638,4 @@ class Trainer:
         load_trainer_state(self, state)
 
 
-__all__ = ["Trainer", "derive_seed", "resolve_device"]
+__all__ = ["Trainer"]
