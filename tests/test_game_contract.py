@@ -3,6 +3,7 @@ variant, in the manner of pgx's api_test: a new game that passes this works with
 the package. Random playouts of uniformly random legal actions drive every check."""
 
 import dataclasses
+import json
 import math
 
 import pytest
@@ -205,7 +206,8 @@ def test_capabilities_are_known_and_asked_for_by_name(game):
 
 def test_every_game_names_its_capabilities():
     found = {gid: set(declared_capabilities(make_game(name, **params))) for gid, (name, params) in zip(IDS, GAMES)}
-    assert {"determinize", "symmetry", "match_diagnostics", "scores", "cut_off", "rules", "describe"} <= found["lost_cities-classic"]
+    assert {"determinize", "symmetry", "match_diagnostics", "scores", "cut_off", "rules", "describe",
+            "variants"} <= found["lost_cities-classic"]
     for gid in ("kuhn", "leduc", "liars_dice"):
         assert "chance_deals" in found[gid] and "determinize" not in found[gid]
     assert all("deals_of" in caps for caps in found.values())
@@ -280,6 +282,21 @@ def test_deals_of_restarts_the_same_games(game):
     again = game.init_from_deal(deals)
     for p in (0, 1):
         assert torch.equal(game.observe(again, p), game.observe(state, p))
+
+
+def test_variants_where_declared(game):
+    if not has_capability(game, "variants"):
+        pytest.skip(f"{game.name} declares no variants")
+    variants = game.variants
+    assert variants and len(set(variants)) == len(variants)
+    built = {v: make_game(game.name, variant=v) for v in variants}
+    assert make_game(game.name).variant == variants[0]  # the first is the default
+    for v, variant_game in built.items():
+        assert variant_game.variant == v
+    assert len({json.dumps(g.config_dict(), sort_keys=True) for g in built.values()}) == len(variants)  # distinct rules
+    assert game.variant in variants
+    with pytest.raises(ValueError, match=rf"unknown .*variant 'no_such_variant'.*{variants[0]}"):
+        make_game(game.name, variant="no_such_variant")
 
 
 def test_rules_and_describe_where_declared(game):

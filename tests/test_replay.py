@@ -135,10 +135,19 @@ def test_unfinished_game_is_recorded_and_replays(tmp_path):
     assert record.result["finished"] is False and record.actions == outcome.actions
 
 
-def test_other_rule_set_is_refused(mini_arena_file, tmp_path):
+def test_other_rule_set_is_refused(mini_arena_file, tmp_path, capsys):
+    from deepcfr.cli.main import main
+
     path, _ = mini_arena_file
     with pytest.raises(ReplayError, match=r"mini\.jsonl line 1: recorded under another rule set: .*n_colors 3 \(expected 5\)"):
         read_records(path, game="lost_cities", game_config=make_rules("classic").model_dump())
+    # the command line's --variant names one of the recorded game's variants
+    assert main(["replay", str(path), "--variant", "mini", "--list"]) == 0
+    capsys.readouterr()
+    assert main(["replay", str(path), "--variant", "classic", "--list"]) == 2
+    assert "recorded under another rule set" in capsys.readouterr().err
+    assert main(["replay", str(path), "--variant", "huge", "--list"]) == 2
+    assert "unknown lost_cities variant 'huge'; valid: classic, mini" in capsys.readouterr().err
     # A line whose rules were changed no longer fits its deal.
     lines = path.read_text().splitlines()
     data = json.loads(lines[1])
@@ -202,8 +211,8 @@ def test_replay_and_arena_command_line(tmp_path, capsys):
     assert len(capsys.readouterr().out.splitlines()) == 4
     assert main(["replay", str(path), "--game", "9"]) == 2
     assert "the file holds games 1 to 4" in capsys.readouterr().err
+    assert main(["replay", str(path), "--variant", "mini"]) == 2  # a variant of the recorded game's own
+    assert "--variant mini: game 'kuhn' has no named rule variants (no 'variants' capability)" in capsys.readouterr().err
     path.write_text(path.read_text()[:-20] + "\n")
     assert main(["replay", str(path)]) == 2
     assert "line 4: not valid JSON" in capsys.readouterr().err
-    assert main(["replay", str(path), "--variant", "mini"]) == 2
-    assert "line 1: a kuhn game, but lost_cities was asked for" in capsys.readouterr().err

@@ -35,6 +35,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..evaluate.arena import play_match
+    from ..games.base import has_capability
 
     (player_a, player_b), game = players_and_game([args.a, args.b], args.game, args.variant, args.device,
                                                   search_settings(args))
@@ -46,8 +47,8 @@ def run(args) -> int:
     result = play_match(played, player_a, player_b, games=args.games, seed=args.seed, device=args.device,
                         on_step=step_progress(sys.stderr))
     out = {"game": game.name, "a": args.a, "b": args.b}
-    if game.name == "lost_cities":
-        out["variant"] = args.variant or "classic"
+    if has_capability(game, "variants"):
+        out["variant"] = game.variant  # the rules played (a checkpoint's own when no --variant is given)
     out.update(result.to_dict())
     out["seed"] = args.seed
     out.update(search_figures(player_a, "a_"))

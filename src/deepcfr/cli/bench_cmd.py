@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import add_json_flag, add_search_options, emit, search_settings
+from .common import DEFAULT_GAME, add_json_flag, add_search_options, emit, search_settings, variant_params
 
 
 def register(subparsers) -> None:
@@ -15,12 +15,12 @@ def register(subparsers) -> None:
         help="random-play decisions per second of a batched game engine",
         description="Run random play on a batch of games for a fixed time and report decisions per second.",
     )
-    e.add_argument("--game", default="lost_cities", help="game name (kuhn, leduc, lost_cities)")
+    e.add_argument("--game", default=DEFAULT_GAME, help=f"game name (kuhn, leduc, liars_dice, lost_cities; default {DEFAULT_GAME})")
     e.add_argument("--batch", type=int, default=4096, help="games advanced in lockstep")
     e.add_argument("--seconds", type=float, default=5.0, help="measuring time")
     e.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
     e.add_argument("--seed", type=int, default=0, help="seed for deals and random actions")
-    e.add_argument("--variant", default=None, help="Lost Cities rule variant (classic, mini)")
+    e.add_argument("--variant", default=None, help="rule variant of a game that has them (Lost Cities: classic, mini)")
     add_json_flag(e)
     e.set_defaults(func=run_engine)
 
@@ -78,11 +78,7 @@ def run_engine(args) -> int:
         raise ValueError(f"--seconds must be positive, got {args.seconds}")
     if args.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
-    params = {}
-    if args.variant is not None:
-        if args.game != "lost_cities":
-            raise ValueError(f"--variant applies to lost_cities only, not to game {args.game!r}")
-        params["variant"] = args.variant
+    params = variant_params(args.game, args.variant)
     from ..games.benchmark import bench_engine
 
     result = bench_engine(args.game, args.batch, args.seconds, args.threads, args.seed, **params)

@@ -67,25 +67,41 @@ def search_settings(args) -> dict:
             if getattr(args, f"search_{key}", None) is not None}
 
 
+DEFAULT_GAME = "lost_cities"  # the flagship: what --game means when it is not given
+
+
+def variant_params(game_name: str, variant: str | None) -> dict:
+    """``make_game`` keyword arguments for ``--variant`` (none without one). A game without named
+    rule variants (the ``variants`` capability) or an unknown variant is a ValueError naming the
+    game and its variants."""
+    from ..games.base import has_capability
+    from ..games.registry import make_game
+
+    if variant is None:
+        return {}
+    game = make_game(game_name)
+    if not has_capability(game, "variants"):
+        raise ValueError(f"--variant {variant}: game {game_name!r} has no named rule variants (no 'variants' capability)")
+    variants = game.variants
+    if variant not in variants:
+        raise ValueError(f"unknown {game_name} variant {variant!r}; valid: {', '.join(variants)}")
+    return {"variant": variant}
+
+
 def make_named_game(name: str | None, variant: str | None):
-    """The game of ``--game`` / ``--variant`` (default: classic Lost Cities)."""
+    """The game of ``--game`` / ``--variant`` (default: the flagship's default rules)."""
     from ..games.registry import game_names, make_game
 
-    name = name or "lost_cities"
+    name = name or DEFAULT_GAME
     if name not in game_names():
         raise ValueError(f"unknown game {name!r}; valid games: {', '.join(game_names())}")
-    params = {}
-    if variant is not None:
-        if name != "lost_cities":
-            raise ValueError(f"--variant applies to lost_cities only, not to game {name!r}")
-        params["variant"] = variant
-    return make_game(name, **params)
+    return make_game(name, **variant_params(name, variant))
 
 
 def players_and_game(specs: list[str], game_name: str | None, variant: str | None, device, settings: dict,
                      fixed_game=None):
     """The players of ``specs`` and the game they play: ``fixed_game``, or ``--game``/``--variant``
-    when given, else the first checkpoint's game, else classic Lost Cities; every checkpoint must
+    when given, else the first checkpoint's game, else the default game; every checkpoint must
     match it. ``settings`` are the command line's search settings (inline ones win)."""
     from ..players import load_player, parse_player
 

@@ -17,7 +17,7 @@ def register(subparsers) -> None:
     p.add_argument("file", metavar="FILE", help="record file (JSON lines, one game per line)")
     p.add_argument("--game", type=int, default=1, metavar="K", help="which game of the file (1 = first; default 1)")
     p.add_argument("--variant", default=None,
-                   help="require Lost Cities games recorded under this rule variant (classic, mini)")
+                   help="require games recorded under this rule variant of their game (Lost Cities: classic, mini)")
     p.add_argument("--all", action="store_true", help="print the whole game without waiting for Enter")
     p.add_argument("--list", action="store_true", help="list the games in the file and exit")
     p.add_argument("--plain", action="store_true", help="plain text: no colours or styles")
@@ -30,9 +30,11 @@ def run(args) -> int:
 
     expect_game = expect_config = None
     if args.variant is not None:
-        from ..games.lost_cities import make_rules
+        from .common import make_named_game
 
-        expect_game, expect_config = "lost_cities", make_rules(args.variant).model_dump()
+        # the variant is one of the recorded game's own (its ``variants`` capability)
+        expected = make_named_game(read_records(args.file, validate=False)[0].game, args.variant)
+        expect_game, expect_config = expected.name, expected.config_dict()
     records = read_records(args.file, game=expect_game, game_config=expect_config)
     if args.list:
         for k, r in enumerate(records, start=1):

@@ -36,7 +36,7 @@ import torch
 from ..base import IllegalActionError
 from .encoding import LostCitiesEncoder
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, OBS_DTYPE, decode, obs_size
-from .rules import LostCitiesRules, make_rules
+from .rules import VARIANTS, LostCitiesRules, make_rules
 # the state and its turn word live in state.py (determinize.py builds states without the engine)
 from .state import (CAP_FLAG, DECISION_BITS, DECK_FLAG, MAX_PLY_CAP, T_DECISIONS, T_DECK, T_DISCARD,  # noqa: F401
                     T_PHASE, T_PLAYER, T_PLY, LostCitiesState)
@@ -337,17 +337,23 @@ class LostCitiesGame:
         self.symmetry = ColourRelabelling(r)
         self._tables: dict[torch.device, _Tables] = {}
 
+    variants = tuple(VARIANTS)  # capability "variants": the named rule sets, classic first
+
     @classmethod
     def from_params(cls, variant: str = "classic", **rule_overrides) -> "LostCitiesGame":
         return cls(make_rules(variant, **rule_overrides))
+
+    @property
+    def variant(self) -> str | None:
+        """The named variant whose rules these are exactly (None for other rules)."""
+        rules = self.config_dict()
+        return next((v for v in VARIANTS if make_rules(v).model_dump() == rules), None)
 
     def config_dict(self) -> dict:
         return self.rules.model_dump()
 
     def describe(self) -> str:
         """The rules in words: the nearest named variant and what differs from it (the ply cap aside)."""
-        from .rules import VARIANTS, make_rules
-
         rules = {k: v for k, v in self.config_dict().items() if k != "ply_cap"}
         best = min(VARIANTS, key=lambda v: sum(make_rules(v).model_dump()[k] != x for k, x in rules.items()))
         base = make_rules(best).model_dump()
