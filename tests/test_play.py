@@ -48,6 +48,27 @@ def test_kuhn_full_game_to_final_screen():
     assert ("wins by" in text) or ("You win by" in text)
 
 
+def test_liars_dice_full_game_to_the_call_and_its_count():
+    # always the lowest legal bid, so the game ends when someone calls (or at the top bid, forced)
+    outcome, text = _play("liars_dice", "1\n" * 13, seat=1, seed=5)
+    assert outcome.finished and outcome.exit_code == 0
+    ref = outcome.ref
+    assert "Your die:" in text and "random's die: hidden" in text and "1) bid " in text
+    caller = ["random", "You"][(len(ref.history) - 1) % 2]
+    assert f"{caller} called the bid" in text and ("the bid holds" if ref.bid_holds() else "the bid fails") in text
+    winner = ["random", "You"][0 if ref.returns()[0] > 0 else 1]
+    assert f"{winner} win" in text and "by 1 chip." in text
+
+
+def test_every_game_has_a_terminal_view_and_others_are_refused_by_name():
+    from deepcfr.games.registry import game_names
+
+    for name in game_names():
+        assert make_view(make_game(name)).game_name == name
+    with pytest.raises(ValueError, match="no terminal view for game 'chess'"):
+        make_view(type("Chess", (), {"name": "chess"})())
+
+
 def test_lost_cities_game_to_final_scoring_and_refusals():
     outcome, text = _play("lost_cities", "zzz\n1000\n" + "1\n" * 400, seat=1)
     assert outcome.finished

@@ -376,9 +376,96 @@ class LeducView(GameView):
         return out
 
 
+# Liar's Dice -------------------------------------------------------------------------------------
+class LiarsDiceView(GameView):
+    game_name = "liars_dice"
+
+    def __init__(self, game):
+        self.game = game
+
+    def new(self, seed: int):
+        from ..games.liars_dice import LiarsDiceReference
+
+        return LiarsDiceReference.new(seed)
+
+    def from_deal(self, deal):
+        from ..games.liars_dice import LiarsDiceReference
+
+        return LiarsDiceReference.from_deal(deal)
+
+    def title(self) -> str:
+        return ("Liar's Dice: one six-sided die each, 6 is wild; bid how many of the two dice show a face "
+                "(each bid higher than the last), or call the last bid a lie")
+
+    @staticmethod
+    def _bid(bid: int) -> str:
+        from ..games.liars_dice import bid_face, bid_quantity
+
+        quantity = bid_quantity(bid)
+        return f"{quantity} {'die shows' if quantity == 1 else 'dice show'} {bid_face(bid)}"
+
+    def label(self, ref, action: int) -> str:
+        from ..games.liars_dice import LIAR
+
+        return "call liar" if action == LIAR else f"bid {self._bid(action)}"
+
+    def label_text(self, ref, action: int) -> Text:
+        return Text(self.label(ref, action))
+
+    def _bids(self, ref, names) -> str:
+        from ..games.liars_dice import LIAR
+
+        words = [f"{names[k % 2]}: {'liar!' if a == LIAR else self._bid(a)}" for k, a in enumerate(ref.history)]
+        return "; ".join(words) or "none yet"
+
+    def board(self, ref, viewer: int | None, names: Sequence[str]) -> list[RenderableType]:
+        out: list[RenderableType] = []
+        for p in ([viewer] if viewer is not None else [0, 1]):
+            who = "Your die" if names[p] == "You" else f"{_seat_label(names, p)} die"
+            out.append(Text(f"{who}: ").append(str(ref.dice[p] + 1), style="bold cyan"))
+        if viewer is not None:
+            out.append(Text(f"{_possessive(names[1 - viewer])} die: hidden"))
+        out.append(Text(f"Bids: {self._bids(ref, names)}"))
+        return out
+
+    def decision(self, ref) -> str:
+        from ..games.liars_dice import LIAR
+
+        legal = ref.legal_actions()
+        bids = [a for a in legal if a != LIAR]
+        options = [f"bid from {self._bid(bids[0])} up"] if bids else []
+        return _either(options + (["call liar"] if LIAR in legal else []))
+
+    def final(self, ref, names: Sequence[str]) -> list[RenderableType]:
+        from ..games.liars_dice import WILD_FACE, bid_face
+
+        face = bid_face(ref.last_bid)
+        count = sum(1 for d in ref.dice if d == face - 1 or d == WILD_FACE)
+        caller = names[(len(ref.history) - 1) % 2]
+        counted = f"{face}" if face - 1 == WILD_FACE else f"{face} or the wild 6"
+        return [Text(f"Dice: {names[0]} {ref.dice[0] + 1}, {names[1]} {ref.dice[1] + 1}"),
+                Text(f"Bids: {self._bids(ref, names)}"),
+                Text(f"{caller} called the bid \"{self._bid(ref.last_bid)}\" a lie: {count} of the dice "
+                     f"{'shows' if count == 1 else 'show'} {counted}, so the bid "
+                     f"{'holds' if ref.bid_holds() else 'fails'}."),
+                self.winner_line(ref.returns()[0], names, "chips")]
+
+
+def _terminal_views() -> dict[type, type[GameView]]:
+    """The view of each batched game class the terminal can draw."""
+    from ..games.kuhn import KuhnGame
+    from ..games.leduc import LeducGame
+    from ..games.liars_dice import LiarsDiceGame
+    from ..games.lost_cities import LostCitiesGame
+
+    return {LostCitiesGame: LostCitiesView, KuhnGame: KuhnView, LeducGame: LeducView, LiarsDiceGame: LiarsDiceView}
+
+
 def make_view(game) -> GameView:
-    """The view for a batched game object."""
-    views = {"lost_cities": LostCitiesView, "kuhn": KuhnView, "leduc": LeducView}
-    if game.name not in views:
-        raise ValueError(f"no terminal view for game {game.name!r}; valid: {', '.join(views)}")
-    return views[game.name](game)
+    """The view for a batched game object; a game the terminal cannot draw is a ValueError naming it."""
+    views = _terminal_views()
+    view = next((v for cls, v in views.items() if isinstance(game, cls)), None)
+    if view is None:
+        raise ValueError(f"no terminal view for game {getattr(game, 'name', game)!r} (play/views.py draws "
+                         f"{', '.join(v.game_name for v in views.values())})")
+    return view(game)
