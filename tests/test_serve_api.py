@@ -229,14 +229,17 @@ def test_watch_steps_to_the_end_with_both_hands_open(tmp_path):
     assert view["final"]["scores"] == list(mirror.scores())
 
 
-def _tiny_checkpoint(path: Path) -> Path:
+def _tiny_checkpoint(path: Path, sections: dict | None = None) -> Path:
+    """An untrained checkpoint of mini Lost Cities, or of the config ``sections`` given."""
     from deepcfr.train.checkpoint import make_meta, save_checkpoint
     from deepcfr.train.config import TrainConfig
     from deepcfr.train.trainer import Trainer
 
-    config = TrainConfig.model_validate({"game": {"name": "lost_cities", "variant": "mini"},
-                                         "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
-                                         "critic": {"capacity": 64}, "network": {"hidden_size": 8}})
+    data = {"game": {"name": "lost_cities", "variant": "mini"}, "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
+            "critic": {"capacity": 64}, "network": {"hidden_size": 8}}
+    for section, values in (sections or {}).items():
+        data[section] = values if section == "game" else {**data.get(section, {}), **values}
+    config = TrainConfig.model_validate(data)
     trainer = Trainer(config)  # untrained networks play well enough for the page
     path.parent.mkdir(parents=True, exist_ok=True)
     save_checkpoint(path, {**trainer.state_dict(), "meta": make_meta(config, 0, trainer.game)})
@@ -288,6 +291,15 @@ def test_checkpoint_players_with_probabilities_and_confinement(tmp_path):
     (runs / "r1" / "checkpoints" / "broken.pt").write_bytes(b"not a checkpoint")
     r = client.post("/api/games", json={"opponent": "r1/checkpoints/broken.pt"})
     assert r.status_code == 400 and "cannot load player" in r.json()["error"]
+
+
+def test_a_checkpoint_of_another_game_is_refused_by_name(tmp_path):
+    kuhn = _tiny_checkpoint(tmp_path / "kuhn.pt", {"game": {"name": "kuhn"}, "traversal": {"algorithm": "external"},
+                                                   "memory": {"augment": False}})
+    client = _client(tmp_path, checkpoints=[str(kuhn)])
+    r = client.post("/api/games", json={"opponent": str(kuhn)})
+    assert r.status_code == 400
+    assert r.json()["error"] == "the web table plays lost_cities only; the checkpoint's game is 'kuhn'"
 
 
 def test_saved_games_replay_step_by_step(tmp_path):

@@ -24,11 +24,11 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..evaluate.replay import append_records
-from ..games.lost_cities.rules import VARIANTS
 from .library import ReplayLibrary, RunLibrary
 from ..players import VALID_FORMS, PlayerCache, PlayerSpecError, parse_player, same_game
 from .docs import docs_page
 from .players import CheckpointPolicy
+from .present import WEB_TABLE_GAME, check_web_table_game
 from .tables import Table, TableError, TableStore
 
 SAVED_GAMES = "web_games.jsonl"  # finished games saved from the page, under the replays directory
@@ -177,10 +177,8 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
     # Players and games ------------------------------------------------------------------------
     def make_table(specs: list[str | None], seed: int | None, variant: str | None, mode: str) -> Table:
-        from ..games.registry import make_game
-
-        if variant is not None and variant not in VARIANTS:
-            raise ValueError(f"unknown Lost Cities variant {variant!r}; valid: {', '.join(VARIANTS)}")
+        if variant is not None and variant not in WEB_TABLE_GAME.variants:
+            raise ValueError(f"unknown {WEB_TABLE_GAME.name} variant {variant!r}; valid: {', '.join(WEB_TABLE_GAME.variants)}")
         for s in specs:
             if s is not None:
                 check_spec(s)
@@ -190,13 +188,12 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             raise ValueError(f"cannot use this player: {e.strerror or type(e).__name__}") from None
         if games:
             game = games[0]
-            if variant is not None and not same_game(game, make_game("lost_cities", variant=variant)):
+            check_web_table_game(game, "the checkpoint's game")
+            if variant is not None and not same_game(game, WEB_TABLE_GAME.from_params(variant)):
                 raise ValueError(f"the checkpoint plays other rules than variant {variant!r}; leave the variant "
                                  "empty to play the checkpoint's own rules")
         else:
-            game = make_game("lost_cities", variant=variant or "classic")
-        if game.name != "lost_cities":
-            raise ValueError(f"the web table plays lost_cities; the checkpoint is a {game.name} agent")
+            game = WEB_TABLE_GAME.from_params(variant or WEB_TABLE_GAME.variants[0])
         try:
             seated = [None if s is None else players.resolve(s, game) for s in specs]
         except OSError as e:
@@ -220,7 +217,6 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     def info():
         """Players (bots, served checkpoints), rule variants, the served directories."""
         from ..games.bots import bot_names
-        from ..games.registry import make_game
 
         listed = [{"spec": c, "label": Path(c).name} for c in settings.checkpoints]
         for run in runs.runs():
@@ -230,8 +226,8 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         # the shipped champion first: with search the strongest opponent, the page's default
         champions = [{"spec": "search:champion", "label": "champion with search (strongest)"},
                      {"spec": "champion@greedy", "label": "champion network alone"}] if CHAMPION_FILE.is_file() else []
-        return {"bots": bot_names(make_game("lost_cities")), "champions": champions, "checkpoints": listed,
-                "variants": list(VARIANTS),
+        return {"bots": bot_names(WEB_TABLE_GAME()), "champions": champions, "checkpoints": listed,
+                "variants": list(WEB_TABLE_GAME.variants),
                 "spec_forms": VALID_FORMS, "runs": str(runs_root), "replays": str(replays_root),
                 "games_in_memory": len(tables)}
 
@@ -275,7 +271,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         """The game as a JSON-lines record (`deepcfr replay` reads it); a played game only once it is over."""
         line = tables.get(game_id).record().to_dict()
         return PlainTextResponse(json.dumps(line) + "\n", media_type="application/x-ndjson", headers={
-            "Content-Disposition": f'attachment; filename="lost_cities-{line["seed"]}.jsonl"'})
+            "Content-Disposition": f'attachment; filename="{WEB_TABLE_GAME.name}-{line["seed"]}.jsonl"'})
 
     @app.post("/api/games/{game_id}/save")
     def save(game_id: str):

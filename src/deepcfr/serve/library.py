@@ -19,7 +19,7 @@ from ..report import read_metrics, write_report
 from ..report.plots import PLOTS
 from ..report.summary import evaluation_table, find_checkpoints, read_run_config
 from .paths import PathError, is_under, resolve_under
-from .present import describe_action, table_json
+from .present import WEB_TABLE_GAME, describe_action, table_json
 
 RECORD_SUFFIX = ".jsonl"
 RUN_MARKERS = ("metrics.jsonl", "config.yaml")
@@ -69,7 +69,7 @@ class ReplayLibrary:
         with self._lock:
             if key not in self._cache:
                 self._cache = {k: v for k, v in self._cache.items() if k[0] != key[0]}
-                self._cache[key] = read_records(path, game="lost_cities")
+                self._cache[key] = read_records(path, game=WEB_TABLE_GAME.name)
             return self._cache[key]
 
     def games(self, file: str) -> list[dict]:

@@ -8,8 +8,24 @@ from __future__ import annotations
 
 from typing import Sequence
 
+from ..games.lost_cities import LostCitiesGame
 from ..games.lost_cities.reference import PHASE_CARD, LostCitiesReference
 from ..games.lost_cities.rules import COLOR_NAMES, WAGER, LostCitiesRules
+
+# The one game the page draws (this module presents its reference engine): by design the web
+# server is a Lost Cities server. Every check and default of serve reads it here.
+WEB_TABLE_GAME = LostCitiesGame
+
+
+def web_table_plays(game) -> bool:
+    """Whether the page can seat ``game`` (any rule variant of ``WEB_TABLE_GAME``)."""
+    return isinstance(game, WEB_TABLE_GAME)
+
+
+def check_web_table_game(game, what: str = "the game") -> None:
+    """A ValueError naming ``game`` unless the page can seat it (``what``: whose game it is)."""
+    if not web_table_plays(game):
+        raise ValueError(f"the web table plays {WEB_TABLE_GAME.name} only; {what} is {getattr(game, 'name', game)!r}")
 
 
 def card(rules: LostCitiesRules, card_id: int) -> dict:

@@ -21,7 +21,7 @@ from ..games.base import IllegalActionError
 from ..games.lost_cities.reference import PHASE_CARD, LostCitiesReference
 from ..play.session import why_illegal
 from ..players import top_probabilities
-from .present import describe_action, legal_json, table_json
+from .present import check_web_table_game, describe_action, legal_json, table_json
 
 HUMAN = "human"
 MAX_TABLES = 1000  # games kept in memory; the least recently used one goes first
@@ -40,8 +40,7 @@ class Table:
     """One game. ``players[seat]`` is a ``players.Seated`` player, or None for the person at this table."""
 
     def __init__(self, game, players: Sequence, names: Sequence[str], seed: int, mode: str):
-        if game.name != "lost_cities":
-            raise ValueError(f"the web table plays lost_cities, not {game.name!r}")
+        check_web_table_game(game)
         self.id = secrets.token_urlsafe(18)
         self.game = game
         self.rules = game.rules
@@ -51,7 +50,7 @@ class Table:
         self.seed = seed
         self.human_seat = next((s for s, p in enumerate(self.players) if p is None), None)
         self.ref = LostCitiesReference.new(self.rules, seed)
-        self.deal = reference_deal("lost_cities", self.ref)
+        self.deal = reference_deal(game.name, self.ref)
         self.state = game.init_from_deal(torch.tensor([self.deal]))
         self.generator = torch.Generator().manual_seed(seed + 1)
         # Every decision as (seat, action, extra): extra holds a computer player's probabilities and
@@ -185,7 +184,7 @@ class Table:
                                       "hand and the deck order) and is available when the game is over")
             names = [HUMAN if p is None else n for p, n in zip(self.players, self.names)]
             actions = [action for _, action, _ in self.moves]
-            return make_record("lost_cities", self.game.config_dict(), self.deal, actions, names, self.seed,
+            return make_record(self.game.name, self.game.config_dict(), self.deal, actions, names, self.seed,
                                ref=self.ref)
 
 
