@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 
 from deepcfr.cli.train_cmd import TrainingProgress, next_steps
+from deepcfr.games.registry import make_game
 from deepcfr.train.config import TrainConfig
 
 
@@ -56,12 +57,12 @@ def test_evaluation_lines_show_win_rate_and_score_difference_with_cis():
 
 
 def test_next_steps_name_the_checkpoint_and_the_commands():
-    lines = "\n".join(next_steps("lost_cities", "runs/x/checkpoints/latest.pt", "runs/x"))
+    lines = "\n".join(next_steps(make_game("lost_cities"), "runs/x/checkpoints/latest.pt", "runs/x"))
     for command in ("deepcfr play --checkpoint runs/x/checkpoints/latest.pt",
                     "deepcfr serve --checkpoint runs/x/checkpoints/latest.pt",
                     "deepcfr eval --checkpoint runs/x/checkpoints/latest.pt", "deepcfr report runs/x"):
         assert command in lines
-    assert "serve" not in "\n".join(next_steps("kuhn", "k.pt", "runs/k"))
+    assert "serve" not in "\n".join(next_steps(make_game("kuhn"), "k.pt", "runs/k"))  # the page draws Lost Cities only
 
 
 def test_train_command_prints_progress_evaluations_and_next_steps(tmp_path, capsys):

@@ -5,8 +5,6 @@ from __future__ import annotations
 
 from .common import add_json_flag, add_search_options, emit, search_settings
 
-DEFAULT_OPPONENTS = {"lost_cities": ["heuristic_careful", "random", "discard_only"]}
-
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
@@ -42,9 +40,10 @@ def register(subparsers) -> None:
 
 
 def _opponent_specs(game, vs: str | None) -> list[str]:
+    from ..games.bots import evaluation_opponents
     from ..players import parse_player, split_specs
 
-    names = DEFAULT_OPPONENTS.get(game.name, ["random"]) if vs is None else split_specs(vs)
+    names = evaluation_opponents(game) if vs is None else split_specs(vs)
     if not names:
         raise ValueError("--vs needs at least one opponent (a player spec, or self)")
     for n in names:

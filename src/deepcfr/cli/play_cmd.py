@@ -5,14 +5,14 @@ from __future__ import annotations
 import secrets
 import sys
 
-from .common import add_search_options, players_and_game, search_settings
+from .common import add_search_options, make_named_game, players_and_game, search_settings
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "play",
         help="play a game in the terminal against any player (default: the champion's search)",
-        description="Play Lost Cities, Kuhn or Leduc against a player named by a spec (--vs SPEC: a bot, "
+        description="Play Lost Cities, Kuhn, Leduc or Liar's Dice against a player named by a spec (--vs SPEC: a bot, "
         "champion, a checkpoint PATH, PATH@greedy, search:SPEC, ...; default: search:champion, the "
         "search over the shipped champion network). Type the number of a move; ? shows the agent's "
         "action probabilities, h help, q quits. Ctrl-C or end of input leave cleanly.",
@@ -22,8 +22,8 @@ def register(subparsers) -> None:
                    "champion@greedy, runs/x/checkpoints/latest.pt, search:heuristic_balanced)")
     p.add_argument("--checkpoint", default=None,
                    help="a checkpoint to play against: the same as --vs PATH (with --policy / --greedy / --search)")
-    p.add_argument("--game", default=None, help="game for a bot opponent: lost_cities (default), kuhn or leduc")
-    p.add_argument("--variant", default=None, help="Lost Cities rule variant for a bot opponent (classic, mini)")
+    p.add_argument("--game", default=None, help="game for a bot opponent: lost_cities (default), kuhn, leduc or liars_dice")
+    p.add_argument("--variant", default=None, help="rule variant for a bot opponent, of a game that has them (Lost Cities: classic, mini)")
     p.add_argument("--seat", type=int, choices=(0, 1), default=0, help="your seat (0 moves first)")
     p.add_argument("--seed", type=int, default=None, help="deal seed (default: a random one, printed)")
     p.add_argument("--policy", default=None, choices=("average", "current"),
@@ -54,14 +54,24 @@ def opponent_spec(args) -> str:
         spec = args.checkpoint + (f"@{','.join(options)}" if options else "")
     elif args.vs is not None:
         spec = args.vs
-    elif (args.game or "lost_cities") == "lost_cities" and args.variant in (None, "classic"):
-        spec = DEFAULT_OPPONENT
     else:
-        raise ValueError(f"the champion plays classic Lost Cities: name an opponent for {args.game or 'lost_cities'} "
-                         f"{args.variant or ''} with --vs SPEC (e.g. --vs random)".replace("  ", " "))
+        spec = default_opponent(args.game, args.variant)
     if args.search and not spec.startswith("search"):
         spec = f"search:{spec}"
     return spec
+
+
+def default_opponent(game_name: str | None, variant: str | None) -> str:
+    """The search over the shipped champion, where the champion plays the game asked for; elsewhere
+    a ValueError asking for --vs."""
+    from ..players import describe_game, same_game
+    from ..players.champion import champion_game
+
+    game, champion = make_named_game(game_name, variant), champion_game()
+    if champion is not None and same_game(game, champion):
+        return DEFAULT_OPPONENT
+    plays = f"the champion plays {describe_game(champion)}" if champion is not None else "no champion is shipped"
+    raise ValueError(f"{plays}: name an opponent for {describe_game(game)} with --vs SPEC (e.g. --vs random)")
 
 
 def build_opponent(args, seed: int):

@@ -128,16 +128,16 @@ class TrainingProgress:
         return lines
 
 
-def next_steps(game: str, checkpoint: str, run_dir: str) -> list[str]:
-    """What to do with a finished run's checkpoint."""
+def next_steps(game, checkpoint: str, run_dir: str) -> list[str]:
+    """What to do with a finished run's checkpoint of ``game`` (the batched game)."""
+    from ..serve.present import web_table_plays
+
     lines = [f"checkpoint: {checkpoint}",
              f"  play it in the terminal: deepcfr play --checkpoint {checkpoint}"]
-    if game == "lost_cities":
-        lines += [f"  play it in a browser:    deepcfr serve --checkpoint {checkpoint}   (then open http://127.0.0.1:8000/)",
-                  f"  evaluate it:             deepcfr eval --checkpoint {checkpoint} "
-                  "--vs heuristic_careful,random,discard_only --games 2000"]
-    else:
-        lines.append(f"  evaluate it:             deepcfr eval --checkpoint {checkpoint}")
+    if web_table_plays(game):
+        lines.append(f"  play it in a browser:    deepcfr serve --checkpoint {checkpoint}   (then open http://127.0.0.1:8000/)")
+    # eval's default opponents are the game's own (games.bots.evaluation_opponents)
+    lines.append(f"  evaluate it:             deepcfr eval --checkpoint {checkpoint} --games 2000")
     lines += [f"  report with plots:       deepcfr report {run_dir}",
               f"  TensorBoard:             tensorboard --logdir {run_dir}"]
     return lines
@@ -192,15 +192,18 @@ def run(args) -> int:
     else:
         emit(summary, False, title="training finished")
     if summary["checkpoint"]:
-        print("\n".join(next_steps(summary["game"], summary["checkpoint"], str(run_.dir))), file=out, flush=True)
-        if summary["game"] == "lost_cities":
+        from ..games.base import has_capability
+
+        game = trainer.game
+        print("\n".join(next_steps(game, summary["checkpoint"], str(run_.dir))), file=out, flush=True)
+        if has_capability(game, "determinize"):  # the search, hence expert iteration, can play it
             print("\n".join(what_comes_next(summary["checkpoint"])), file=out, flush=True)
     return 0
 
 
 def what_comes_next(checkpoint: str) -> list[str]:
-    """What a Lost Cities Deep CFR network is and is not, the stronger agents, and how to get them
-    (figures measured in docs/results.md)."""
+    """What a Deep CFR network of a game the search can play is and is not, the stronger agents, and
+    how to get them (Lost Cities is the one such game: its figures, measured in docs/results.md)."""
     from ..players.champion import CHAMPION_FILE
 
     lines = ["", "what this network is: the Deep CFR average policy (a blueprint). On classic rules it still loses to",

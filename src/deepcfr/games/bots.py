@@ -44,6 +44,16 @@ def _game_bots(game) -> dict[str, Callable[[], Bot]]:
     return factories
 
 
+def evaluation_opponents(game) -> list[str]:
+    """The bots a checkpoint of ``game`` is evaluated against when no opponent is named: the
+    game's own list, else ``random`` (every game has it)."""
+    if getattr(game, "name", None) == "lost_cities":
+        from .lost_cities.bots import EVALUATION_OPPONENTS
+
+        return list(EVALUATION_OPPONENTS)
+    return [RandomBot.name]
+
+
 def bot_names(game) -> list[str]:
     """The bot names ``make_bot`` accepts for ``game``."""
     return list(_game_bots(game))

@@ -29,6 +29,17 @@ def champion_card() -> dict:
     return json.loads(CARD_FILE.read_text())
 
 
+def champion_game():
+    """The game the shipped champion plays (its model card's game and rules), or None when this
+    install ships no champion."""
+    if not (CHAMPION_FILE.is_file() and CARD_FILE.is_file()):
+        return None
+    from ..games.registry import game_from_config_dict
+
+    card = champion_card()
+    return game_from_config_dict(card["game"], card["rules"])
+
+
 def file_sha256(path: str | Path) -> str:
     digest = hashlib.sha256()
     with open(path, "rb") as f:
@@ -37,7 +48,7 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["champion_file", "champion_card", "file_sha256", "CHAMPION_FILE", "CARD_FILE"]
+__all__ = ["champion_file", "champion_card", "champion_game", "file_sha256", "CHAMPION_FILE", "CARD_FILE"]
 
 
 def distilled_payload(checkpoint: str | Path) -> dict:

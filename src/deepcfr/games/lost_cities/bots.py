@@ -364,6 +364,11 @@ class HeuristicBot:
         torch.sub(minus_keep_wager, danger[:, :, 0], out=discard[:, :, 0])
 
 
+# What `deepcfr eval` plays a checkpoint against when no opponent is named: the middle heuristic
+# first, then the two floors (random: any learning at all; discard_only: a passive opponent).
+EVALUATION_OPPONENTS = ("heuristic_careful", "random", "discard_only")
+
+
 def lost_cities_bot_factories(rules: LostCitiesRules) -> dict:
     """Bot factories by name for a Lost Cities game with ``rules`` (used by games.bots.make_bot)."""
     factories = {"discard_only": lambda: DiscardOnlyBot(rules)}
