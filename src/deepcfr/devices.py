@@ -16,4 +16,18 @@ def resolve_device(name: str, setting: str = "run.device") -> torch.device:
     return device
 
 
-__all__ = ["resolve_device"]
+def native_bfloat16(device: torch.device) -> bool:
+    """Whether ``device`` computes bfloat16 matmuls natively (a CUDA GPU that supports them, or a
+    CPU whose oneDNN has bfloat16 kernels: avx512_bf16 / AMX); elsewhere bfloat16 is emulated
+    and slower than float32."""
+    if device.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if device.type == "cpu":
+        try:
+            return bool(torch.ops.mkldnn._is_mkldnn_bf16_supported())
+        except (AttributeError, RuntimeError):  # a torch built without oneDNN
+            return False
+    return False
+
+
+__all__ = ["native_bfloat16", "resolve_device"]

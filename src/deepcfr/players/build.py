@@ -43,6 +43,8 @@ class NetworkPlayer:
         self.kind = kind
         self.agent = agent
         self._policy = policy
+        if hasattr(policy, "greedy_scores"):  # scores whose legal argmax is the greedy move (logits)
+            self.greedy_scores = policy.greedy_scores
 
     @classmethod
     def of_agent(cls, agent, kind: str, greedy: bool, name: str) -> "NetworkPlayer":

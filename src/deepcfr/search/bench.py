@@ -45,7 +45,7 @@ def bench_search(search, decisions: int = 64, plies: int = 20, repeats: int = 2,
     cfg = search.config
     batch = min(obs.shape[0] * cfg.candidates * cfg.determinizations, cfg.max_batch)
     out = {"decisions": int(obs.shape[0]), "plies_before": plies, "rollout_batch": batch,
-           "threads": torch.get_num_threads(), "device": str(search.device), **best,
+           "threads": torch.get_num_threads(), "device": str(search.device), "rollout_dtype_used": search.rollout_dtype, **best,
            "mean_rollout_length": best["rollout_decisions"] / max(best["rollouts"], 1)}
     net = getattr(getattr(search.base, "agent", None), "strategy_net", None)
     if net is not None:

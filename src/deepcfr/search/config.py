@@ -35,9 +35,12 @@ class SearchConfig(BaseModel):
     rollout: str = Field("greedy", pattern="^(greedy|sampled)$", description="greedy: the rollout policy's most "
                          "probable move; sampled: drawn from its probabilities with the same random numbers for "
                          "every candidate")
-    # measured 3x faster on a CPU with avx512_bf16 for a 256x2 network on 9600 rows; fast on GPUs too
-    rollout_dtype: str = Field("float32", pattern="^(float32|bfloat16)$", description="float32, or bfloat16 "
-                               "(autocast) for a network's forward passes in the rollouts")
+    # bfloat16 network rollouts: 2.0x the rollout decisions a second of float32 on a CPU with
+    # avx512_bf16 (docs/performance.md, "A teacher that grows"), the same move in 99.6% of
+    # rollout positions; fast on GPUs too
+    rollout_dtype: str = Field("auto", pattern="^(auto|float32|bfloat16)$", description="float32, bfloat16 "
+                               "(autocast) for a network's forward passes in the rollouts, or auto: bfloat16 where "
+                               "the device computes it natively (CUDA, a CPU with avx512_bf16 or AMX), else float32")
     time_limit_s: float | None = Field(None, gt=0, description="seconds per batch of decisions after which no new "
                                        "round of determinizations starts (at least one runs); none: no limit")
     max_batch: int = Field(32768, ge=1, description="rollouts in flight at once (memory budget); a decision's "

@@ -28,7 +28,9 @@ from dataclasses import dataclass
 
 import torch
 
+from ..devices import native_bfloat16
 from ..games.base import capability, index_state, sample_from_probs
+from ..host_memory import keep_freed_memory
 from .config import SearchConfig
 
 _LOG_FLOOR = 1e-6  # log pi of a candidate with (almost) no base probability
@@ -100,6 +102,8 @@ class _Rollout:
         self.base = base
         self.sampled = sampled
         self.has_policy = hasattr(base, "policy")
+        # greedy rollouts take the argmax of the logits where the base has them (no softmax)
+        self.greedy_scores = None if sampled else getattr(base, "greedy_scores", None)
         self.bfloat16 = dtype == "bfloat16"
 
     def act(self, obs: torch.Tensor, mask: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
@@ -107,6 +111,8 @@ class _Rollout:
             return self.base.act(obs, mask, None).long()
         # the masked softmax of the policy runs in float32 under autocast (cfr.networks)
         with torch.autocast(device_type=obs.device.type, dtype=torch.bfloat16, enabled=self.bfloat16):
+            if self.greedy_scores is not None:
+                return self.greedy_scores(obs).float().masked_fill(~mask, -torch.inf).argmax(dim=1)
             probs = self.base.policy(obs, mask).float() * mask
         if self.sampled:
             return sample_from_probs(probs, uniform=uniform)
@@ -132,8 +138,14 @@ class RolloutSearch:
                 rollout_policy = make_bot(game, self.config.rollout_policy)
             except ValueError as e:
                 raise ValueError(f"search.rollout_policy: {e} (or 'base')") from None
+        if self.device.type == "cpu":
+            keep_freed_memory()  # a rollout step's features alone are tens of MB, allocated every step
+        dtype = self.config.rollout_dtype
+        if dtype == "auto":
+            dtype = "bfloat16" if native_bfloat16(self.device) else "float32"
+        self.rollout_dtype = dtype  # the one used
         self.rollout = _Rollout(rollout_policy if rollout_policy is not None else base,
-                                self.config.rollout == "sampled", self.config.rollout_dtype)
+                                self.config.rollout == "sampled", dtype)
         # The bot's move enters the prior only when a bot plays the rollouts.
         self.bot_prior = self.config.bot_prior if rollout_policy is not None and not hasattr(rollout_policy, "policy") else 0.0
         self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
