@@ -126,6 +126,42 @@ def test_bfloat16_network_rollouts_play_the_float32_moves_where_the_network_is_s
         search_config({"rollout_dtype": "float16"})
 
 
+def test_greedy_network_rollouts_play_the_argmax_of_the_policy(mini_checkpoint):
+    """Greedy rollouts take the argmax of the logits (no softmax): the policy's most probable
+    legal move, and the same move a base without logits gets from its probabilities."""
+    base = load_player(str(mini_checkpoint))
+    game = base.game
+    obs, mask = decision_batch(game, n=64, seed=9)
+    uniform = torch.rand(obs.shape[0])
+    search = RolloutSearch(game, base, SearchConfig(rollout_policy="base", rollout_dtype="float32"))
+    assert search.rollout.greedy_scores is not None
+    moves = search.rollout.act(obs, mask, uniform)
+    probs = base.policy(obs, mask).float()
+    assert torch.equal(moves, probs.masked_fill(~mask, -1.0).argmax(dim=1))
+
+    class ProbabilitiesOnly:  # a base with a policy but no logits
+        def policy(self, obs, mask):
+            return base.policy(obs, mask)
+
+    plain = RolloutSearch(game, ProbabilitiesOnly(), SearchConfig(rollout_policy="base", rollout_dtype="float32"))
+    assert plain.rollout.greedy_scores is None and torch.equal(plain.rollout.act(obs, mask, uniform), moves)
+    sampled = RolloutSearch(game, base, SearchConfig(rollout_policy="base", rollout="sampled"))
+    assert sampled.rollout.greedy_scores is None  # sampled rollouts need the probabilities
+
+
+def test_rollout_dtype_auto_is_bfloat16_only_where_the_device_computes_it(mini_checkpoint, monkeypatch):
+    import deepcfr.search.rollout as rollout
+
+    base = load_player(str(mini_checkpoint))
+    assert SearchConfig().rollout_dtype == "auto"
+    for native, expected in ((True, "bfloat16"), (False, "float32")):
+        monkeypatch.setattr(rollout, "native_bfloat16", lambda device, native=native: native)
+        search = RolloutSearch(base.game, base, SearchConfig(rollout_policy="base"))
+        assert search.rollout_dtype == expected and search.rollout.bfloat16 == (expected == "bfloat16")
+    explicit = RolloutSearch(base.game, base, SearchConfig(rollout_policy="base", rollout_dtype="float32"))
+    assert explicit.rollout_dtype == "float32"
+
+
 def test_bad_search_settings_name_the_key_and_the_valid_ones():
     with pytest.raises(SearchConfigError, match="determinizations.*valid settings: determinizations"):
         search_config({"determinizations": 0})
