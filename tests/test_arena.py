@@ -158,3 +158,34 @@ def test_a_match_reports_its_progress_step_by_step():
     report = step_progress(out, every_seconds=0.0)
     report(3, 5)
     assert out.getvalue().startswith("step 3: 5 games still running")
+
+
+def test_pile_draws_that_fit_nothing_are_counted_per_side_and_game():
+    """The farming diagnostic: a side that takes every discard it can draws useless cards, one
+    that always draws from the deck draws none; both per game, and recorded by figures()."""
+    game = make_game("lost_cities", variant="mini")
+    rules = game.rules
+    deck_draw = rules.action_id("draw_deck")
+    piles = torch.tensor([rules.action_id("draw_pile", c) for c in range(rules.n_colors)])
+
+    def pile_drawer(obs, mask):
+        prefer = mask.clone()
+        can_pile = mask[:, piles].any(dim=1)
+        prefer[can_pile, deck_draw] = False
+        return prefer.float() / prefer.sum(dim=1, keepdim=True)
+
+    def deck_drawer(obs, mask):
+        prefer = mask.clone()
+        prefer[:, piles] &= ~mask[:, deck_draw:deck_draw + 1]
+        return prefer.float() / prefer.sum(dim=1, keepdim=True)
+
+    result = play_match(game, pile_drawer, deck_drawer, 40, seed=3)
+    assert result.diagnostics["useless_pile_draws_a"] > 1.0
+    assert result.diagnostics["useless_pile_draws_b"] == 0.0
+    flipped = play_match(game, deck_drawer, pile_drawer, 40, seed=3)
+    assert flipped.diagnostics["useless_pile_draws_b"] > 1.0 and flipped.diagnostics["useless_pile_draws_a"] == 0.0
+    figures = result.figures()
+    assert figures["useless_pile_draws_a"] == result.diagnostics["useless_pile_draws_a"]
+    assert figures["mean_game_length"] == result.mean_game_length and figures["win_rate"] == result.win_rate
+    kuhn = play_match(make_game("kuhn"), uniform_policy, uniform_policy, 20, seed=0)
+    assert "useless_pile_draws_a" not in kuhn.figures()  # a game without the diagnostic

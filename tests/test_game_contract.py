@@ -206,8 +206,8 @@ def test_capabilities_are_known_and_asked_for_by_name(game):
 
 def test_every_game_names_its_capabilities():
     found = {gid: set(declared_capabilities(make_game(name, **params))) for gid, (name, params) in zip(IDS, GAMES)}
-    assert {"determinize", "symmetry", "match_diagnostics", "scores", "cut_off", "rules", "describe",
-            "variants"} <= found["lost_cities-classic"]
+    assert {"determinize", "symmetry", "match_diagnostics", "move_diagnostics", "scores", "cut_off", "rules",
+            "describe", "variants"} <= found["lost_cities-classic"]
     for gid in ("kuhn", "leduc", "liars_dice"):
         assert "chance_deals" in found[gid] and "determinize" not in found[gid]
     assert all("deals_of" in caps for caps in found.values())
@@ -265,6 +265,20 @@ def test_match_diagnostics_where_declared(game):
     assert out and all(isinstance(v, float) and math.isfinite(v) for v in out.values())
     assert {k[:-2] for k in out if k.endswith("_a")} == {k[:-2] for k in out if k.endswith("_b")}
     assert all(k.endswith(("_a", "_b")) for k in out)
+
+
+def test_move_diagnostics_where_declared(game):
+    if not has_capability(game, "move_diagnostics"):
+        pytest.skip(f"{game.name} declares no move_diagnostics")
+    history, actions = playout(game, seed=13)
+    names = None
+    for state, a in zip(history, actions):
+        live = ~game.is_terminal(state)
+        obs = game.observe(state, torch.where(live, game.current_player(state), 0))
+        out = game.move_diagnostics(obs, torch.where(live, a, 0))
+        names = names or set(out)
+        assert out and set(out) == names
+        assert all(v.shape == (N,) and v.dtype.is_floating_point and bool(torch.isfinite(v).all()) for v in out.values())
 
 
 def test_chance_deals_where_declared(game):

@@ -413,3 +413,32 @@ def test_cuda_matches_cpu():
         game.step(cpu, actions)
         game.step(gpu, actions.cuda())
     assert torch.equal(game.returns(cpu), game.returns(gpu).cpu())
+
+
+@pytest.mark.parametrize("variant", ["classic", "mini"])
+def test_useless_pile_draws_match_the_reference_engine(variant):
+    """move_diagnostics against the reference engine's own rule: a pile draw is useless when the
+    drawn card cannot go onto an expedition the drawer has started."""
+    rules = make_rules(variant)
+    game = LostCitiesGame(rules)
+    rng = __import__("random").Random(4)
+    checked = {True: 0, False: 0}
+    for seed in range(12):
+        ref = LostCitiesReference.new(rules, seed=seed)
+        while not ref.is_terminal():
+            player, legal = ref.current_player(), ref.legal_actions()
+            obs = torch.tensor([ref.observe(player)], dtype=torch.uint8)
+            for a in legal:
+                move = rules.action(a)
+                got = bool(game.move_diagnostics(obs, torch.tensor([a]))["useless_pile_draws"][0])
+                if move.kind != "draw_pile":
+                    assert not got
+                    continue
+                card = ref.piles[move.colour][-1]
+                started = bool(ref.expeditions[player][move.colour])
+                kind_index = move.colour * (rules.n_ranks + 1) + rules.card_kind(card)
+                fits = started and ref._why_not_playable(player, kind_index) is None
+                assert got == (not fits), (seed, a, ref)
+                checked[got] += 1
+            ref.apply(rng.choice(legal))
+    assert checked[True] > 20 and checked[False] > 5  # both kinds of draw were seen

@@ -124,6 +124,10 @@ class TrainingProgress:
             if m["mean_score_diff"] is not None:
                 ci = f" ±{m['score_diff_ci95']:.1f}" if m["score_diff_ci95"] is not None else ""
                 parts.append(f"score diff {m['mean_score_diff']:+.1f}{ci}")
+            if m["useless_pile_draws_a"] is not None:
+                parts.append(f"useless pile draws {m['useless_pile_draws_a']:.1f}")
+            if m["mean_game_length"] is not None:
+                parts.append(f"length {m['mean_game_length']:.0f}")
             lines.append("  ".join(parts))
         return lines
 

@@ -23,6 +23,12 @@ from ..games.base import capability, clone_state, concat_states, has_capability,
 
 Side = Union[Any, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
 
+RECORDED_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95", "mean_game_length")
+# the habit that farms a heuristic (stalling by drawing discards that fit none of the drawer's
+# started expeditions: Lost Cities' move_diagnostics), per game of side A and of side B, read
+# beside every strength figure
+FARMING_FIGURES = ("useless_pile_draws_a", "useless_pile_draws_b")
+
 
 @dataclass
 class MatchResult:
@@ -40,7 +46,14 @@ class MatchResult:
     mean_game_length: float  # decisions per game
     cut_off_games: int  # games ended by the ply cap rather than by the rules
     win_rate_ci95: float = float("nan")  # half-width of the 95% CI of win_rate, over deal pairs
-    diagnostics: dict = field(default_factory=dict)  # game-specific (Lost Cities: expeditions)
+    diagnostics: dict = field(default_factory=dict)  # game-specific (Lost Cities: expeditions, pile draws)
+
+    def figures(self) -> dict[str, float]:
+        """What an evaluation records of a match (train and improve metrics): the result, the
+        game length and, where the game has them, the farming diagnostics (FARMING_FIGURES)."""
+        out = {k: float(getattr(self, k)) for k in RECORDED_FIGURES}
+        out.update({k: float(self.diagnostics[k]) for k in FARMING_FIGURES if k in self.diagnostics})
+        return out
 
     def to_dict(self) -> dict:
         d = asdict(self)
@@ -111,6 +124,8 @@ def play_match(
     seat_a = torch.cat([torch.zeros(pairs, dtype=torch.long), torch.ones(pairs, dtype=torch.long)]).to(device)
 
     decisions = torch.zeros(games, dtype=torch.long, device=device)
+    move_diagnostics = capability(game, "move_diagnostics") if has_capability(game, "move_diagnostics") else None
+    move_totals: dict[str, torch.Tensor] = {}  # name -> [games, 2] sums for side a, side b
 
     def decide(obs, mask, live, player):
         actions = torch.zeros(games, dtype=torch.long, device=device)
@@ -120,6 +135,12 @@ def play_match(
             if idx.numel():
                 actions[idx] = _decide(side, obs[idx], mask[idx], action_gen).to(device)
         decisions.add_(live.long())
+        if move_diagnostics is not None:
+            for name, value in move_diagnostics(obs, actions).items():
+                totals = move_totals.setdefault(name, torch.zeros(games, 2, dtype=torch.float64, device=device))
+                value = value.double() * live
+                totals[:, 0] += value * a_moves
+                totals[:, 1] += value * ~a_moves
         return actions
 
     state = play_out(game, state, decide, on_step)
@@ -139,6 +160,8 @@ def play_match(
     cut_off = int(game.cut_off(state).sum()) if has_capability(game, "cut_off") else 0
 
     diagnostics = capability(game, "match_diagnostics")(state, seat_a) if has_capability(game, "match_diagnostics") else {}
+    for name, totals in move_totals.items():  # per game
+        diagnostics[f"{name}_a"], diagnostics[f"{name}_b"] = totals.mean(dim=0).tolist()
 
     return MatchResult(
         games=games,

@@ -76,6 +76,9 @@ CAPABILITIES: dict[str, str] = {
     "cut_off": "cut_off(state) -> [n] bool: games ended by the ply cap before their natural end",
     "match_diagnostics": "match_diagnostics(state, seat_a) -> {name: float}: play diagnostics of finished "
                          "games for the side in seat_a (suffix _a) and the other side (suffix _b)",
+    "move_diagnostics": "move_diagnostics(obs, actions) -> {name: [n] float}: what each move shows of the play "
+                        "of its mover (obs: the mover's observation before the move); the arena sums them per game "
+                        "and side (match fields NAME_a, NAME_b: per game)",
     "chance_deals": "chance_deals() -> (deals, probabilities) of every deal: the game tree can be enumerated "
                     "(exact exploitability, external sampling)",
     "deals_of": "deals_of(state) -> [n, deal_len] the deals the games started from (what init_from_deal takes)",

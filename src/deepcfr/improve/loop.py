@@ -49,7 +49,7 @@ from .distil import evaluate_fit, fit_policy, held_out_split
 from .labelling import LabelChunk, teaches_over_learner, total_search_stats
 from .positions import PositionMemory, Positions
 
-MATCH_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95")
+
 # A batch of full games with a deep search can take an hour on a loaded core; a dead worker is
 # noticed at once anyway, this only bounds a hung one.
 LABEL_CHUNK_TIMEOUT = 4 * 3600.0
@@ -299,7 +299,7 @@ class Improver:
         p = one_sided_p(result.mean_score_diff, result.score_diff_ci95)
         accepted = p < cfg.gate_alpha
         return accepted, {"gate/accepted": int(accepted), "gate/p_value": p,
-                          **{f"gate/{k}": float(getattr(result, k)) for k in MATCH_FIGURES},
+                          **{f"gate/{k}": v for k, v in result.figures().items()},
                           "gate/seconds": time.perf_counter() - start}
 
     def evaluate(self) -> dict:
@@ -325,8 +325,8 @@ class Improver:
                     side.search.generator.manual_seed(derived_seed(self.seed, "eval-search", opponent))
                 result = play_match(self.game, side, self._spec_player(opponent), cfg.eval_games,
                                     seed=derived_seed(self.seed, "eval", opponent), device=self.device)
-                for k in MATCH_FIGURES:
-                    out[f"eval/{opponent}/{kind}/{k}"] = float(getattr(result, k))
+                for k, v in result.figures().items():
+                    out[f"eval/{opponent}/{kind}/{k}"] = v
         self._progress(f"round {self.round}: evaluation, matches", matches, matches, start)
         out["eval/seconds"] = time.perf_counter() - start
         return out

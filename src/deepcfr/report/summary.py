@@ -114,12 +114,14 @@ def best_checkpoint(log: MetricsLog, checkpoints: dict[int, Path], run_dir: Path
     return lines
 
 
-EVAL_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95")
+# game length and the farming diagnostic (useless pile draws of the evaluated side, per game)
+# stand beside each result: a gain that only comes from stalling a heuristic shows there
+EVAL_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95", "mean_game_length", "useless_pile_draws_a")
 
 
 def evaluation_table(log: MetricsLog) -> dict | None:
     """The latest evaluation as data: ``{"iteration", "exploitability": {policy: value},
-    "matches": [{"opponent", "policy", "win_rate", "mean_score_diff", "score_diff_ci95"}]}``
+    "matches": [{"opponent", "policy", *EVAL_FIGURES}]}``
     (a figure not logged is None), or None when nothing was evaluated yet."""
     row = log.last_with(("eval/", "exploitability/"))
     if row is None:
@@ -143,11 +145,13 @@ def latest_evaluation(log: MetricsLog) -> list[str]:
         lines += [f"| {k} | {_fmt(v)} |" for k, v in table["exploitability"].items()]
         lines.append("")
     if table["matches"]:
-        lines += ["| opponent | policy | win rate | mean score diff | 95% CI |", "| --- | --- | ---: | ---: | ---: |"]
+        lines += ["| opponent | policy | win rate | mean score diff | 95% CI | game length | useless pile draws |",
+                  "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
         for m in table["matches"]:
             get = lambda name: "-" if m[name] is None else _fmt(m[name])  # noqa: E731
             ci = "-" if m["score_diff_ci95"] is None else f"±{get('score_diff_ci95')}"
-            lines.append(f"| {m['opponent']} | {m['policy']} | {get('win_rate')} | {get('mean_score_diff')} | {ci} |")
+            lines.append(f"| {m['opponent']} | {m['policy']} | {get('win_rate')} | {get('mean_score_diff')} | {ci} "
+                         f"| {get('mean_game_length')} | {get('useless_pile_draws_a')} |")
     return lines
 
 

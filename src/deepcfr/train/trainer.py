@@ -459,8 +459,8 @@ class Trainer:
             for kind in kinds:
                 result = play_match(self.game, agent.policy(kind), side, games=self.config.eval.games, seed=seed,
                                     device=self.device)
-                for key in ("win_rate", "mean_score_diff", "score_diff_ci95"):
-                    metrics[f"eval/{opponent}/{kind}/{key}"] = float(getattr(result, key))
+                for key, value in result.figures().items():
+                    metrics[f"eval/{opponent}/{kind}/{key}"] = value
         return metrics
 
     def _eval_opponent(self, spec: str):

@@ -560,6 +560,24 @@ class LostCitiesGame:
             out[f"wagers_played_{label}"] = exp[:, :, 0].sum(dim=1).double().mean().item()
         return out
 
+    def move_diagnostics(self, obs: torch.Tensor, actions: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Per move of the observer of ``obs`` (the mover): ``useless_pile_draws``, a draw from a
+        discard pile of a card that fits none of the mover's started expeditions (its colour not
+        opened, or ranked below the expedition's top). Drawing those keeps the deck from running
+        out: the stalling that farms a heuristic without playing better (so strength against a
+        bot is read beside it)."""
+        rules = self.rules
+        K = rules.n_colors * (rules.n_ranks + 1)
+        view = decode(rules, obs)
+        colour = (actions.long() - (2 * K + 1)).clamp(0, rules.n_colors - 1)
+        from_pile = actions.long() > 2 * K
+        kinds = torch.arange(rules.n_ranks + 1, device=obs.device)
+        top = torch.where(view.my_expedition > 0, kinds, -1).amax(dim=2)  # [n, C]; -1: not opened
+        mine = top.gather(1, colour[:, None]).squeeze(1)
+        drawn = view.pile_top.gather(1, colour[:, None]).squeeze(1)  # the kind on top of that pile
+        fits = (mine >= 0) & (drawn >= mine) & ((drawn > 0) | (mine == 0))  # a wager only before numbers
+        return {"useless_pile_draws": (from_pile & ~fits).float()}
+
     # Information -----------------------------------------------------------------------------
     def determinize(self, obs: torch.Tensor, d: int, generator: torch.Generator | None = None) -> LostCitiesState:
         """``n * d`` states consistent with the observations ``obs [n, obs_size]`` (row ``i * d + j``
