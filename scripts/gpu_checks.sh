@@ -19,7 +19,8 @@
 #                  rollout decisions/s against the forward bound; then with the network in
 #                  the rollouts (search_network_rollouts_float32, _bfloat16)
 #   search_eval    the search agent over the train step's network against it, 2000 paired games
-#   improve        one short expert-iteration round from that checkpoint (`deepcfr improve`)
+#   teacher        the growing teacher's bench over the shipped champion (positions a second)
+#   improve        one short round of lost_cities/grow.yaml (the growing teacher) from the champion
 #   compile        training step with torch.compile off and on (fp32, bf16); last, so that a
 #                  slow compilation costs only its own figures
 #
@@ -208,27 +209,39 @@ for dtype in float32 bfloat16; do
   step "search_network_rollouts_$dtype" 25 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${SEARCH[@]}" \
     --search-rollout-policy base --search-rollout-dtype "$dtype"
 done
+# The growing teacher of lost_cities/grow.yaml over the shipped champion, at an improve batch
+# on the GPU (1024 games' decisions at once): searched positions a second
+TEACHER=(--player "search[candidates=3,rollout_policy=base]:champion" --device "$DEVICE" --json --decisions 1024
+         --repeats 1)
+[ "$DRY" = 1 ] && TEACHER+=(--dry-run)
+step teacher 40 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${TEACHER[@]}"
 
 # ---------------------------------------------------------------------------------------------
 # The search agent at the shipped defaults over the train step's network against that network
 # (2000 paired games, every deciding game x candidates x deals in one lockstep batch), then one
 # short expert-iteration round from the same checkpoint (search-labelled self-play, training,
 # gate, evaluation of the network and the search over it).
+# One round of lost_cities/grow.yaml (the growing teacher: the network in its own rollouts) from
+# the shipped champion, shortened to fit: self-play, training, the gate against the champion and
+# the evaluation against heuristic_balanced and the champion. The dry run does the same on the
+# train step's mini network with a tiny teacher.
 if [ "$DRY" = 1 ]; then
   SEARCH_GAMES=4
-  IMPROVE_SIZE=(--set improve.games_per_round=4 --set improve.batch_games=4 --set improve.train_steps=3
-                --set improve.batch_size=16 --set improve.gate_games=4 --set improve.eval_games=4
-                --set "improve.teacher=search[determinizations=2,candidates=2]:learner" --set run.threads=1)
+  GROW=(--checkpoint "$CK" --set improve.games_per_round=4 --set improve.batch_games=4 --set improve.train_steps=3
+        --set improve.batch_size=16 --set improve.gate_games=4 --set improve.eval_games=4
+        --set "improve.teacher=search[determinizations=2,candidates=2,rollout_policy=base]:learner"
+        --set "improve.eval_opponents=[heuristic_balanced]" --set run.threads=1)
 else
   SEARCH_GAMES=2000
-  IMPROVE_SIZE=(--set improve.games_per_round=256 --set improve.batch_games=256 --set improve.train_steps=300
-                --set improve.batch_size=1024 --set improve.gate_games=400 --set improve.eval_games=400)
+  GROW=(--checkpoint champion --set improve.games_per_round=128 --set improve.batch_games=128
+        --set improve.train_steps=300 --set improve.batch_size=1024 --set improve.gate_games=400
+        --set improve.eval_games=400 --set "improve.eval_opponents=[heuristic_balanced,champion@greedy]")
 fi
 step search_eval 70 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main arena --a "search:$CK" --b "$CK" \
   --games "$SEARCH_GAMES" --device "$DEVICE" --json
-step improve 50 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main improve --checkpoint "$CK" \
+step improve 90 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main improve --config lost_cities/grow.yaml \
   --run-dir "$WORK/improve" --rounds 1 --set run.device="$DEVICE" --set run.progress=false \
-  --set "improve.eval_opponents=[heuristic_balanced]" --set improve.eval_search=search:learner "${IMPROVE_SIZE[@]}" --json
+  --set improve.executor=inline "${GROW[@]}" --json
 
 # ---------------------------------------------------------------------------------------------
 # Last: a slow compilation (minutes, at worst) can only cost its own figures.

@@ -182,6 +182,13 @@ def tables(summary: dict) -> str:
                 out.append(f"| {dtype} | {figures.get('rollout_decisions_per_second', 0):.0f} | "
                            f"{figures.get('seconds_per_decision', 0):.4f} | {figures.get('forward_bound_states_per_second', 0):.0f} |")
         out.append("")
+    teacher = summary["steps"].get("teacher", {}).get("figures")
+    if teacher:
+        out += ["## The growing teacher over the champion", ""]
+        out += table(["decisions", "positions/s", "rollout decisions/s", "rollout dtype", "device"],
+                     [[teacher.get("decisions"), teacher.get("positions_per_second"),
+                       teacher.get("rollout_decisions_per_second"), teacher.get("rollout_dtype_used"),
+                       teacher.get("device")]])
     match = summary["steps"].get("search_eval", {}).get("figures")
     if match:
         out += ["## Search agent against its network", ""]

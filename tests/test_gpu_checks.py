@@ -25,7 +25,8 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     assert summary["ok"] and summary["dry_run"] and not summary["problems"]
     steps = summary["steps"]
     expected = ["env", "cuda_tests", "train", "resume", "amp", "server", "forward", "traversal", "search",
-                "search_network_rollouts_float32", "search_network_rollouts_bfloat16", "search_eval", "improve", "compile"]
+                "search_network_rollouts_float32", "search_network_rollouts_bfloat16", "teacher", "search_eval", "improve",
+                "compile"]
     assert list(steps) == expected
     for name in expected:
         assert steps[name]["status"] == "ok", steps[name]
@@ -47,13 +48,16 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
         assert figures["rollout_decisions_per_second"] > 0 and figures["search_rollout_dtype"] == dtype
     match = steps["search_eval"]["figures"]
     assert match["games"] == 4 and match["a_searched_decisions"] > 0
+    teacher = steps["teacher"]["figures"]
+    assert teacher["positions_per_second"] > 0 and teacher["player"] == "search[candidates=3,rollout_policy=base]:champion"
     improved = steps["improve"]["figures"]
-    assert improved["rounds"] == 1 and improved["selfplay/positions"] > 0
-    assert 0 <= improved["eval/heuristic_balanced/search/win_rate"] <= 1
+    assert improved["rounds"] == 1 and improved["selfplay/positions"] > 0 and improved["selfplay/positions_per_second"] > 0
+    assert 0 <= improved["eval/heuristic_balanced/greedy/win_rate"] <= 1
     tables = (out / "tables.md").read_text()
     for heading in ("## CUDA tests", "## Lost Cities training run", "## Training step (amp)", "## Forward pass",
                     "## Traversal against the forward bound", "## Inference server",
-                    "## Search agent against its network", "## Search with the network in the rollouts", "## Expert iteration round"):
+                    "## Search agent against its network", "## Search with the network in the rollouts",
+                    "## The growing teacher over the champion", "## Expert iteration round"):
         assert heading in tables
     assert not list(tmp_path.glob("gpu_checks.*"))  # its work folder is removed
 

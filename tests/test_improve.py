@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from deepcfr.cli.main import main
 from deepcfr.evaluate.arena import play_match
 from deepcfr.improve import ImproveRunConfig, Improver, PositionMemory, Positions, improve_config, improved_target, one_sided_p
+from deepcfr.improve.labelling import teaches_over_learner
 from deepcfr.players import load_player
 from deepcfr.train.checkpoint import load_checkpoint
 from deepcfr.train.config import ConfigError
@@ -229,6 +230,22 @@ def test_the_shipped_improve_config_lays_over_a_checkpoints_config(mini_checkpoi
     assert config.improve.teacher_of(1).endswith(":heuristic_balanced") and config.run.time_budget_seconds == 7200
     improver = Improver(config)  # every teacher in it is a search spec
     assert improver.cfg.executor == "processes"
+
+
+def test_the_growing_recipe_starts_from_the_champion_and_searches_over_the_learner():
+    """lost_cities/grow.yaml over `--checkpoint champion`: the shipped network's game and network,
+    a teacher with the learner in its own rollouts, and the champion among the evaluation
+    opponents (the fixed reference)."""
+    from deepcfr.players.champion import champion_file
+
+    config = improve_config("champion", "lost_cities/grow.yaml")
+    assert config.improve.checkpoint == str(champion_file())
+    assert config.game.variant == "classic" and config.network.hidden_size == 256
+    teacher = config.improve.teacher_of(1)
+    assert teaches_over_learner(teacher) and "rollout_policy=base" in teacher
+    assert "champion@greedy" in config.improve.eval_opponents and config.improve.gate_games == 2000
+    improver = Improver(config)
+    assert improver.current is not None and improver.game.name == "lost_cities"
 
 
 def test_improve_owns_its_config_section(mini_checkpoint, tmp_path):

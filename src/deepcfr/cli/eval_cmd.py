@@ -117,11 +117,8 @@ def run(args) -> int:
 
     for name in opponents:
         result = play_match(game, policy, opponent(name), games=args.games, seed=args.seed, device=args.device)
-        out[f"{name}_win_rate"] = result.win_rate
         out[f"{name}_win_rate_ci95"] = result.win_rate_ci95
-        out[f"{name}_mean_score_diff"] = result.mean_score_diff
-        out[f"{name}_score_diff_ci95"] = result.score_diff_ci95
-        out[f"{name}_mean_game_length"] = result.mean_game_length
+        out.update({f"{name}_{k}": v for k, v in result.figures().items()})  # with the farming diagnostics
     if args.sweep is not None and not args.search:
         raise ValueError("--sweep needs --search")
     if args.search:

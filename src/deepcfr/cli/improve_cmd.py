@@ -24,8 +24,9 @@ def register(subparsers) -> None:
         "checkpoints/latest.pt loads like any checkpoint (PATH, search:PATH).",
     )
     p.add_argument("--checkpoint", default=None,
-                   help="the checkpoint to improve (a deepcfr train checkpoint); not needed when round 1's teacher is "
-                   "a search over a bot (its network is then trained from scratch on that teacher's games)")
+                   help="the checkpoint to improve (a deepcfr train or improve checkpoint, or champion: the shipped "
+                   "network); not needed when round 1's teacher is a search over a bot (its network is then trained "
+                   "from scratch on that teacher's games)")
     p.add_argument("--config", default=None, help="YAML file whose sections override the checkpoint's config")
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
                    help="override a config field, e.g. --set improve.games_per_round=400 (repeatable)")

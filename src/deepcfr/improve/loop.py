@@ -40,7 +40,8 @@ import torch
 
 from ..cfr.networks import build_network
 from ..evaluate.arena import play_match
-from ..players import LEARNER, NetworkPlayer, load_player, parse_player
+from ..players import CHAMPION, LEARNER, NetworkPlayer, load_player, parse_player
+from ..players.champion import champion_file
 from ..seeding import derived_seed
 from ..train.agent import load_agent
 from ..train.checkpoint import make_meta
@@ -76,6 +77,8 @@ def improve_config(checkpoint: str | None, config_file: str | None = None,
     from ..train.checkpoint import load_checkpoint
     from ..train.config import config_from_dict, read_config_file, upgrade_saved_config
 
+    if checkpoint == CHAMPION:  # the shipped network (players.champion)
+        checkpoint = str(champion_file())
     if checkpoint is None:
         data, source = {}, "the defaults"
     else:
@@ -411,8 +414,9 @@ class Improver:
         self.run.write_report(f"round_{r:03d}", {"round": r, **metrics})
         self.run.save_checkpoint(self.payload(), r, self.game)
         if r:
-            self._log("round %d: %d positions, gate %s (diff %+.2f, p %.3g), %.0fs", r,
-                      metrics.get("selfplay/positions", 0), "accepted" if metrics.get("gate/accepted") else "rejected",
+            self._log("round %d: %d positions (%.1f a second), gate %s (diff %+.2f, p %.3g), %.0fs", r,
+                      metrics.get("selfplay/positions", 0), metrics.get("selfplay/positions_per_second", 0.0),
+                      "accepted" if metrics.get("gate/accepted") else "rejected",
                       metrics.get("gate/mean_score_diff", float("nan")), metrics.get("gate/p_value", float("nan")),
                       metrics["time/round_seconds"])
 
