@@ -4,11 +4,13 @@
      start network: its bot teacher plays both seats and the student starts fresh, so a Deep CFR
      checkpoint would change nothing (tests/test_improve.py checks that the positions and the
      network are the same with one);
-  2. the distilled network exported into the package (``deepcfr.players.champion``);
-  3. its figures: the network alone (greedy) and the search over it against every bot, on paired
+  2. ``--grow-rounds`` rounds of ``lost_cities/grow.yaml`` from that network (the growing teacher:
+     the learner in its own rollouts; each new network gated head to head against the current one);
+  3. the distilled network exported into the package (``deepcfr.players.champion``);
+  4. its figures: the network alone (greedy) and the search over it against every bot, on paired
      deals with 95% CIs, written with the commands, seeds, commit and hash into card.json and CARD.md.
 
-    python scripts/make_champion.py                     # the shipped recipe (about an hour on 2 cores)
+    python scripts/make_champion.py                     # the shipped recipe (see card.json's commands)
     python scripts/make_champion.py --evaluate-only     # only step 4, for the file already there
     python scripts/make_champion.py --variant mini --quick --out DIR --work DIR   # the recipe in seconds (tests)
 """
@@ -28,10 +30,13 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, HERE, export_champion, file_sha256  # noqa: E402
 
+GROW_ROUNDS = 3  # the shipped champion's rounds of lost_cities/grow.yaml
 BOTS = ["heuristic_balanced", "heuristic_careful", "heuristic_aggressive", "discard_only", "random"]
 QUICK_IMPROVE = ["network.hidden_size=16", "improve.games_per_round=4", "improve.batch_games=2", "improve.train_steps=20", "improve.batch_size=32",
                  "improve.gate_games=20", "improve.eval_games=0", "improve.executor=inline",
                  "improve.teacher=search[determinizations=2]:heuristic_balanced"]
+QUICK_GROW = [o for o in QUICK_IMPROVE if not o.startswith(("network.", "improve.teacher="))] + [
+    "improve.eval_opponents=[heuristic_balanced]", "improve.teacher=search[determinizations=2,rollout_policy=base]:learner"]
 
 
 def deepcfr(*args: str) -> list[str]:
@@ -51,7 +56,7 @@ def commit() -> str:
         return "unknown"
 
 
-def recipe(variant: str, quick: bool, work: Path) -> tuple[list[list[str]], Path]:
+def recipe(variant: str, quick: bool, work: Path, grow_rounds: int) -> tuple[list[list[str]], Path]:
     """The recipe's commands and the improvement checkpoint they leave."""
     improve = ["improve", "--config", "lost_cities/improve.yaml", "--set", "improve.eval_search=null",
                "--run-dir", str(work / "improve")]
@@ -60,7 +65,15 @@ def recipe(variant: str, quick: bool, work: Path) -> tuple[list[list[str]], Path
     if quick:
         for override in QUICK_IMPROVE:
             improve += ["--set", override]
-    return [improve], work / "improve" / "checkpoints" / "latest.pt"
+    bootstrapped = work / "improve" / "checkpoints" / "latest.pt"
+    if grow_rounds == 0:
+        return [improve], bootstrapped
+    grow = ["improve", "--checkpoint", str(bootstrapped), "--config", "lost_cities/grow.yaml",
+            "--rounds", str(grow_rounds), "--run-dir", str(work / "grow")]
+    if quick:
+        for override in QUICK_GROW:
+            grow += ["--set", override]
+    return [improve, grow], work / "grow" / "checkpoints" / "latest.pt"
 
 
 def match(a: str, b: str, games: int, seed: int, variant: str) -> dict:
@@ -121,6 +134,8 @@ def main() -> int:
     p.add_argument("--work", default=str(ROOT / "runs" / "champion"), help="run directories")
     p.add_argument("--out", default=str(HERE), help="where the champion file and its card go")
     p.add_argument("--evaluate-only", action="store_true", help="only measure the file already in --out and write the card")
+    p.add_argument("--grow-rounds", type=int, default=GROW_ROUNDS,
+                   help=f"rounds of lost_cities/grow.yaml after the bot round (default: {GROW_ROUNDS}, the shipped champion's)")
     p.add_argument("--network-games", type=int, default=2000)
     p.add_argument("--search-games", type=int, default=400)
     p.add_argument("--seed", type=int, default=0)
@@ -129,7 +144,7 @@ def main() -> int:
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     file = out / CHAMPION_FILE.name
-    commands, improved = recipe(args.variant, args.quick, work)
+    commands, improved = recipe(args.variant, args.quick, work, args.grow_rounds)
     previous = json.loads((out / CARD_FILE.name).read_text()) if (out / CARD_FILE.name).is_file() else {}
     if not args.evaluate_only:
         for command in commands:
@@ -145,7 +160,12 @@ def main() -> int:
     from deepcfr.train.checkpoint import load_checkpoint, network_meta
 
     agent = load_agent(str(file), config_class=ImproveRunConfig)
-    rounds = int(load_checkpoint(str(file), map_location="cpu").get("improve_rounds", 0))
+    if args.evaluate_only and previous:
+        rounds, teachers = previous["improve_rounds"], previous["teacher"]
+    else:  # the bot round, then the grow run's rounds (the exported file counts the last run's)
+        rounds = 1 + (args.grow_rounds and int(load_checkpoint(str(file), map_location="cpu").get("improve_rounds", 0)))
+        teachers = [load_agent(str(work / "improve" / "checkpoints" / "latest.pt"), config_class=ImproveRunConfig)
+                    .config.improve.teacher_of(1)] + (agent.config.improve.teachers() if args.grow_rounds else [])
     print(f"evaluating {file} ({args.network_games} games for the network, {args.search_games} for the search)", flush=True)
     figures = evaluate(file, args.variant, args.network_games, args.search_games, args.seed)
     net, search = figures["network"]["heuristic_balanced"], figures["search"]["heuristic_balanced"]
@@ -156,7 +176,7 @@ def main() -> int:
         "game": agent.game.name, "rules": agent.game.config_dict(), "rules_variant": args.variant,
         "network": network_meta(agent.config, agent.game), "improve_rounds": rounds,
         "run_seed": int(agent.config.run.seed), "eval_seed": args.seed,
-        "teacher": agent.config.improve.teachers(), "commands": commands,
+        "teacher": teachers, "commands": commands,
         "recipe_note": previous.get("recipe_note", "With a bot teacher on both seats the round never consults a start "
                                     "network and the student starts fresh, so no Deep CFR checkpoint is needed."),
         "commit": commit(),

@@ -49,11 +49,16 @@ def test_the_recipe_runs_on_the_mini_variant(tmp_path):
     card = json.loads((out / "card.json").read_text())
     assert card["sha256"] == file_sha256(out / "lost_cities.pt") and card["rules_variant"] == "mini"
     assert card["figures"]["network"]["heuristic_careful"]["games"] == 20
-    assert card["commands"][0][:2] == ["deepcfr", "improve"] and "--checkpoint" not in card["commands"][0]
+    bootstrap, grow = card["commands"][:2]
+    assert bootstrap[:2] == ["deepcfr", "improve"] and "--checkpoint" not in bootstrap
+    assert grow[grow.index("--checkpoint") + 1] == str(work / "improve" / "checkpoints" / "latest.pt")
+    assert grow[grow.index("--config") + 1] == "lost_cities/grow.yaml"
+    assert card["improve_rounds"] == 1 + int(grow[grow.index("--rounds") + 1])
+    assert card["teacher"][0].endswith(":heuristic_balanced") and "rollout_policy=base" in card["teacher"][1]
     agent = load_agent(str(out / "lost_cities.pt"))
     assert agent.game.rules.n_colors == 3 and not agent.has_current_policy
-    # the exported network is the improvement run's own
-    improved = load_agent(str(work / "improve" / "checkpoints" / "latest.pt"))
+    # the exported network is the growing run's own
+    improved = load_agent(str(work / "grow" / "checkpoints" / "latest.pt"))
     for a, b in zip(agent.strategy_net.state_dict().values(), improved.strategy_net.state_dict().values()):
         assert bool((a == b).all())
 
