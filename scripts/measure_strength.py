@@ -4,7 +4,7 @@ each beside the farming diagnostic (pile draws of cards that fit none of the dra
 expeditions, per game) and the game length, so that a gain that only stalls a heuristic shows.
 
     PYTHONPATH=src python scripts/measure_strength.py runs/grow/checkpoints/latest.pt \
-        [--reference champion] [--games 2000] [--search-games 400] [--search SPEC ...] [--json]
+        [--reference PATH] [--games 2000] [--search-games 400] [--search SPEC ...] [--json]
 
 Every match is on paired deals (each deal in both seat orders) with the same seed, so rows are
 comparable between rounds. ``--search`` takes search specs over the network as templates with
@@ -17,12 +17,15 @@ import argparse
 import json
 import sys
 import time
+from pathlib import Path
 
 import torch
 
 from deepcfr.evaluate.arena import play_match
 from deepcfr.games.bots import bot_names
 from deepcfr.players import load_player
+
+REFERENCE = Path(__file__).resolve().parent.parent / "reference" / "lost_cities_one_round.pt"
 
 
 def match_row(game, a: str, b: str, games: int, seed: int) -> dict:
@@ -53,7 +56,8 @@ def markdown(rows: list[dict]) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint", help="the network measured (a checkpoint path or spec base)")
-    p.add_argument("--reference", default="champion", help="the fixed reference network (default: champion)")
+    p.add_argument("--reference", default=str(REFERENCE), help="the fixed reference network (default: the one-round "
+                   "bot recipe's network, reference/lost_cities_one_round.pt)")
     p.add_argument("--games", type=int, default=2000, help="games per network match (even)")
     p.add_argument("--search-games", type=int, default=400, help="games per search match (even; 0: none)")
     p.add_argument("--search", nargs="*", default=["search:{net}"], help="search specs with {net} for the network")

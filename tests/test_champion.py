@@ -70,3 +70,7 @@ def test_the_end_of_make_train_names_the_champion_and_the_next_step():
     assert "deepcfr improve --checkpoint runs/x/checkpoints/latest.pt --config lost_cities/improve.yaml" in text
     assert "Deep CFR average policy" in text and "loses" in text  # what the network is, and is not
     assert "deepcfr play" in text and "champion@greedy" in text
+    from deepcfr.players.champion import champion_card
+
+    assert champion_card()["summary"] in text  # the card's figures, not a copy that goes stale
+    assert "--checkpoint champion --config lost_cities/grow.yaml" in text

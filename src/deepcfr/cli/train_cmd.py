@@ -208,19 +208,22 @@ def run(args) -> int:
 def what_comes_next(checkpoint: str) -> list[str]:
     """What a Deep CFR network of a game the search can play is and is not, the stronger agents, and
     how to get them (Lost Cities is the one such game: its figures, measured in docs/results.md)."""
-    from ..players.champion import CHAMPION_FILE
+    from ..players.champion import CARD_FILE, CHAMPION_FILE, champion_card
 
     lines = ["", "what this network is: the Deep CFR average policy (a blueprint). On classic rules it still loses to",
              "  heuristic_balanced (-17 points a game after 84 iterations, -42 after 10; docs/results.md).",
              "  Expert iteration does not need it: with the bot teacher the improved network is the same",
              "  whichever start network it is given (docs/results.md, \"What the blueprint is worth\")."]
-    if CHAMPION_FILE.is_file():
-        lines += ["the strongest agent ships with the package (54.8% against heuristic_balanced alone, 60% with search):",
+    if CHAMPION_FILE.is_file() and CARD_FILE.is_file():
+        lines += [f"the strongest agent ships with the package ({champion_card()['summary']}):",
                   "  play it:                 deepcfr play            (the search over it; --vs champion@greedy: the network alone)",
                   "  in a browser:            deepcfr serve",
                   "  measure it:              deepcfr arena --a champion@greedy --b heuristic_balanced --games 2000"]
-    lines += ["grow one yourself (one expert-iteration round, about 35 minutes on 2 cores, the champion's recipe):",
-              f"  deepcfr improve --checkpoint {checkpoint} --config lost_cities/improve.yaml"]
+    lines += ["grow one yourself (the champion's recipe: one round with a bot teacher, about 35 minutes on 2 cores,",
+              "  then rounds with the growing teacher, about 20 minutes each):",
+              f"  deepcfr improve --checkpoint {checkpoint} --config lost_cities/improve.yaml --run-dir runs/improve",
+              "  deepcfr improve --checkpoint runs/improve/checkpoints/latest.pt --config lost_cities/grow.yaml",
+              "or go on from the champion:  deepcfr improve --checkpoint champion --config lost_cities/grow.yaml"]
     return lines
 
 
