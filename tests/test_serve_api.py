@@ -374,7 +374,7 @@ def test_runs_list_and_report_follow_a_running_run(tmp_path):
     assert report["iterations"] == 2 and report["still_writing"]
     (match,) = report["evaluation"]["matches"]
     assert match == {"opponent": "random", "policy": "average", "win_rate": 0.7, "mean_score_diff": 21.0,
-                     "score_diff_ci95": 4.0}
+                     "score_diff_ci95": 4.0, "mean_game_length": None, "useless_pile_draws_a": None}  # not logged
     assert "losses.png" in report["plots"] and "win_rates.png" in report["plots"]
     png = client.get("/api/runs/plot", params={"run": "lost_cities-1", "name": "losses.png"})
     assert png.status_code == 200 and png.headers["content-type"] == "image/png" and png.content[:4] == b"\x89PNG"
