@@ -30,7 +30,7 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, HERE, export_champion, file_sha256  # noqa: E402
 
-GROW_ROUNDS = 3  # the shipped champion's rounds of lost_cities/grow.yaml
+GROW_ROUNDS = 4  # the shipped champion's rounds of lost_cities/grow.yaml
 BOTS = ["heuristic_balanced", "heuristic_careful", "heuristic_aggressive", "discard_only", "random"]
 QUICK_IMPROVE = ["network.hidden_size=16", "improve.games_per_round=4", "improve.batch_games=2", "improve.train_steps=20", "improve.batch_size=32",
                  "improve.gate_games=20", "improve.eval_games=0", "improve.executor=inline",
