@@ -76,30 +76,22 @@ def recipe(variant: str, quick: bool, work: Path, grow_rounds: int) -> tuple[lis
     return [improve, grow], work / "grow" / "checkpoints" / "latest.pt"
 
 
-def match(a: str, b: str, games: int, seed: int, variant: str) -> dict:
-    """What ``deepcfr arena --a A --b B --games N --seed S --variant V --json`` reports."""
-    from deepcfr.cli.common import players_and_game
-    from deepcfr.evaluate.arena import play_match
-
-    (player_a, player_b), game = players_and_game([a, b], None, variant, "cpu", {})
-    out = play_match(game, player_a, player_b, games, seed=seed).to_dict()
-    stats = getattr(player_a, "stats", None)
-    out["a_seconds_per_move"] = stats.to_dict()["seconds_per_move"] if stats is not None else None
-    return out
-
-
 def evaluate(champion: Path, variant: str, network_games: int, search_games: int, seed: int) -> dict:
     """The network alone (greedy) and the search over it (defaults) against every bot."""
+    from deepcfr.cli.common import make_named_game
+    from measure_strength import match_row  # scripts/measure_strength.py: one match, its figures
+
+    game = make_named_game(None, variant)
     figures: dict[str, dict] = {"network": {}, "search": {}}
     for kind, spec, games in (("network", f"{champion}@greedy", network_games), ("search", f"search:{champion}", search_games)):
         for i, bot in enumerate(BOTS):
             start = time.perf_counter()
             # the search's games cost seconds each: the bots it beats by a mile get fewer
-            r = match(spec, bot, games if kind == "network" or bot.startswith("heuristic") else min(games, 100), seed, variant)
+            r = match_row(game, spec, bot, games if kind == "network" or bot.startswith("heuristic") else min(games, 100), seed)
             figures[kind][bot] = {k: r[k] for k in ("games", "win_rate", "win_rate_ci95", "mean_score_diff",
                                                     "score_diff_ci95", "mean_game_length")}
             if kind == "search":
-                figures[kind][bot]["seconds_per_move"] = r.get("a_seconds_per_move")
+                figures[kind][bot]["seconds_per_move"] = r.get("seconds_per_searched_move")
             print(f"  {kind} vs {bot} ({i + 1}/{len(BOTS)}): {100 * r['win_rate']:.1f}% +-{100 * r['win_rate_ci95']:.1f}, "
                   f"{r['mean_score_diff']:+.1f} +-{r['score_diff_ci95']:.1f} ({time.perf_counter() - start:.0f}s)", flush=True)
     return figures

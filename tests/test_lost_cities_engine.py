@@ -1,6 +1,7 @@
 """The batched Lost Cities engine against the reference engine, and its own API contract."""
 
 import dataclasses
+import random
 
 import pytest
 import torch
@@ -421,7 +422,7 @@ def test_useless_pile_draws_match_the_reference_engine(variant):
     drawn card cannot go onto an expedition the drawer has started."""
     rules = make_rules(variant)
     game = LostCitiesGame(rules)
-    rng = __import__("random").Random(4)
+    rng = random.Random(4)
     checked = {True: 0, False: 0}
     for seed in range(12):
         ref = LostCitiesReference.new(rules, seed=seed)

@@ -34,24 +34,29 @@ def _generic_bots(game) -> dict[str, Callable[[], Bot]]:
     return {"random": RandomBot}
 
 
+def _own_bots(game):
+    """The module of ``game``'s own bots (its factories and evaluation opponents), or None."""
+    if getattr(game, "name", None) == "lost_cities":
+        from .lost_cities import bots
+
+        return bots
+    return None
+
+
 def _game_bots(game) -> dict[str, Callable[[], Bot]]:
     """Bot factories for ``game`` by name: the generic ones, then the game's own."""
     factories = dict(_generic_bots(game))
-    if getattr(game, "name", None) == "lost_cities":
-        from .lost_cities.bots import lost_cities_bot_factories
-
-        factories.update(lost_cities_bot_factories(game.rules))
+    own = _own_bots(game)
+    if own is not None:
+        factories.update(own.bot_factories(game.rules))
     return factories
 
 
 def evaluation_opponents(game) -> list[str]:
     """The bots a checkpoint of ``game`` is evaluated against when no opponent is named: the
     game's own list, else ``random`` (every game has it)."""
-    if getattr(game, "name", None) == "lost_cities":
-        from .lost_cities.bots import EVALUATION_OPPONENTS
-
-        return list(EVALUATION_OPPONENTS)
-    return [RandomBot.name]
+    own = _own_bots(game)
+    return list(own.EVALUATION_OPPONENTS) if own is not None else [RandomBot.name]
 
 
 def bot_names(game) -> list[str]:

@@ -215,23 +215,36 @@ class LostCitiesView(GameView):
         return out
 
 
-# Poker ------------------------------------------------------------------------------------------
-class KuhnView(GameView):
-    game_name = "kuhn"
-    CARD_NAMES = ("J", "Q", "K")
-
+# The small games: a reference engine built from a seed or a deal, moves named as plain text ------
+class _SmallGameView(GameView):
     def __init__(self, game):
         self.game = game
 
-    def new(self, seed: int):
-        from ..games.kuhn import KuhnReference
+    @staticmethod
+    def reference():
+        """The game's reference engine class (``new(seed)``, ``from_deal(deal)``)."""
+        raise NotImplementedError
 
-        return KuhnReference.new(seed)
+    def new(self, seed: int):
+        return self.reference().new(seed)
 
     def from_deal(self, deal):
+        return self.reference().from_deal(deal)
+
+    def label_text(self, ref, action: int) -> Text:
+        return Text(self.label(ref, action))
+
+
+# Poker ------------------------------------------------------------------------------------------
+class KuhnView(_SmallGameView):
+    game_name = "kuhn"
+    CARD_NAMES = ("J", "Q", "K")
+
+    @staticmethod
+    def reference():
         from ..games.kuhn import KuhnReference
 
-        return KuhnReference.from_deal(deal)
+        return KuhnReference
 
     def title(self) -> str:
         return "Kuhn poker: cards J < Q < K, ante 1, one bet of 1"
@@ -244,14 +257,9 @@ class KuhnView(GameView):
         facing = self._facing_bet(ref)
         return ("fold" if facing else "check") if action == 0 else ("call" if facing else "bet")
 
-    def label_text(self, ref, action: int) -> Text:
-        return Text(self.label(ref, action))
-
     def _history(self, ref, names) -> str:
         # Replay the betting to name each move as it was (check/bet/call/fold).
-        from ..games.kuhn import KuhnReference
-
-        probe = KuhnReference.from_deal(ref.cards)
+        probe = self.from_deal(ref.cards)
         words = []
         for a in ref.history:
             words.append(f"{names[probe.current_player()]} {self.label(probe, a)}")
@@ -281,21 +289,14 @@ class KuhnView(GameView):
                 self.winner_line(r0, names, "chips")]
 
 
-class LeducView(GameView):
+class LeducView(_SmallGameView):
     game_name = "leduc"
 
-    def __init__(self, game):
-        self.game = game
-
-    def new(self, seed: int):
+    @staticmethod
+    def reference():
         from ..games.leduc import LeducReference
 
-        return LeducReference.new(seed)
-
-    def from_deal(self, deal):
-        from ..games.leduc import LeducReference
-
-        return LeducReference.from_deal(deal)
+        return LeducReference
 
     def title(self) -> str:
         return "Leduc poker: J Q K in two suits, ante 1, raises 2 then 4, at most 2 raises a round"
@@ -320,13 +321,8 @@ class LeducView(GameView):
             return "call" if facing else "check"
         return f"raise by {RAISE_AMOUNTS[ref.round]}" if facing else f"bet {RAISE_AMOUNTS[ref.round]}"
 
-    def label_text(self, ref, action: int) -> Text:
-        return Text(self.label(ref, action))
-
     def _history(self, ref, names) -> list[str]:
-        from ..games.leduc import LeducReference
-
-        probe = LeducReference.from_deal(ref.cards)
+        probe = self.from_deal(ref.cards)
         rounds: list[list[str]] = [[], []]
         for rnd, moves in enumerate(ref.rounds):
             for a in moves:
@@ -377,21 +373,14 @@ class LeducView(GameView):
 
 
 # Liar's Dice -------------------------------------------------------------------------------------
-class LiarsDiceView(GameView):
+class LiarsDiceView(_SmallGameView):
     game_name = "liars_dice"
 
-    def __init__(self, game):
-        self.game = game
-
-    def new(self, seed: int):
+    @staticmethod
+    def reference():
         from ..games.liars_dice import LiarsDiceReference
 
-        return LiarsDiceReference.new(seed)
-
-    def from_deal(self, deal):
-        from ..games.liars_dice import LiarsDiceReference
-
-        return LiarsDiceReference.from_deal(deal)
+        return LiarsDiceReference
 
     def title(self) -> str:
         return ("Liar's Dice: one six-sided die each, 6 is wild; bid how many of the two dice show a face "
@@ -408,9 +397,6 @@ class LiarsDiceView(GameView):
         from ..games.liars_dice import LIAR
 
         return "call liar" if action == LIAR else f"bid {self._bid(action)}"
-
-    def label_text(self, ref, action: int) -> Text:
-        return Text(self.label(ref, action))
 
     def _bids(self, ref, names) -> str:
         from ..games.liars_dice import LIAR

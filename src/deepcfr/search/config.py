@@ -35,7 +35,7 @@ class SearchConfig(BaseModel):
     rollout: str = Field("greedy", pattern="^(greedy|sampled)$", description="greedy: the rollout policy's most "
                          "probable move; sampled: drawn from its probabilities with the same random numbers for "
                          "every candidate")
-    # bfloat16 network rollouts: 2.0x the rollout decisions a second of float32 on a CPU with
+    # bfloat16 network rollouts: 2.3x the rollout decisions a second of float32 on a CPU with
     # avx512_bf16 (docs/performance.md, "A teacher that grows"), the same move in 99.6% of
     # rollout positions; fast on GPUs too
     rollout_dtype: str = Field("auto", pattern="^(auto|float32|bfloat16)$", description="float32, bfloat16 "

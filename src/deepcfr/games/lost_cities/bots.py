@@ -369,7 +369,7 @@ class HeuristicBot:
 EVALUATION_OPPONENTS = ("heuristic_careful", "random", "discard_only")
 
 
-def lost_cities_bot_factories(rules: LostCitiesRules) -> dict:
+def bot_factories(rules: LostCitiesRules) -> dict:
     """Bot factories by name for a Lost Cities game with ``rules`` (used by games.bots.make_bot)."""
     factories = {"discard_only": lambda: DiscardOnlyBot(rules)}
     for name, style in STYLES.items():
