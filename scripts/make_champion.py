@@ -4,11 +4,14 @@
      start network: its bot teacher plays both seats and the student starts fresh, so a Deep CFR
      checkpoint would change nothing (tests/test_improve.py checks that the positions and the
      network are the same with one);
-  2. ``--grow-rounds`` rounds of ``lost_cities/grow.yaml`` from that network (the growing teacher:
-     the learner in its own rollouts; each new network gated head to head against the current one);
+  2. rounds of ``lost_cities/grow.yaml`` from that network (the growing teacher: the learner in its
+     own rollouts; each new network gated head to head against the current one), in the stages the
+     shipped campaign ran in (``--grow-rounds 4,1``: a run of 4 rounds, then a run of 1 from its
+     network; each run starts with no positions, as a campaign that goes on from a shipped network does);
   3. the distilled network exported into the package (``deepcfr.players.champion``);
-  4. its figures: the network alone (greedy) and the search over it against every bot, on paired
-     deals with 95% CIs, written with the commands, seeds, commit and hash into card.json and CARD.md.
+  4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
+     ``search:champion`` plays) against every bot, on paired deals with 95% CIs, written with the
+     commands, seeds, commit and hash into card.json and CARD.md.
 
     python scripts/make_champion.py                     # the shipped recipe (see card.json's commands)
     python scripts/make_champion.py --evaluate-only     # only step 4, for the file already there
@@ -30,7 +33,10 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, HERE, export_champion, file_sha256  # noqa: E402
 
-GROW_ROUNDS = 4  # the shipped champion's rounds of lost_cities/grow.yaml
+GROW_STAGES = "4,1"  # the shipped champion's runs of lost_cities/grow.yaml (rounds in each)
+# the search settings measured strongest over the champion (docs/results.md, "A teacher that
+# grows"): the network plays its own rollouts; search:champion starts from them (its card)
+SEARCH_SETTINGS = {"candidates": 3, "rollout_policy": "base"}
 BOTS = ["heuristic_balanced", "heuristic_careful", "heuristic_aggressive", "discard_only", "random"]
 QUICK_IMPROVE = ["network.hidden_size=16", "improve.games_per_round=4", "improve.batch_games=2", "improve.train_steps=20", "improve.batch_size=32",
                  "improve.gate_games=20", "improve.eval_games=0", "improve.executor=inline",
@@ -56,8 +62,9 @@ def commit() -> str:
         return "unknown"
 
 
-def recipe(variant: str, quick: bool, work: Path, grow_rounds: int) -> tuple[list[list[str]], Path]:
-    """The recipe's commands and the improvement checkpoint they leave."""
+def recipe(variant: str, quick: bool, work: Path, grow_stages: list[int]) -> tuple[list[list[str]], list[Path]]:
+    """The recipe's commands and the improvement checkpoints its runs leave (the last one is the
+    champion's)."""
     improve = ["improve", "--config", "lost_cities/improve.yaml", "--set", "improve.eval_search=null",
                "--run-dir", str(work / "improve")]
     if variant != "classic":
@@ -65,25 +72,28 @@ def recipe(variant: str, quick: bool, work: Path, grow_rounds: int) -> tuple[lis
     if quick:
         for override in QUICK_IMPROVE:
             improve += ["--set", override]
-    bootstrapped = work / "improve" / "checkpoints" / "latest.pt"
-    if grow_rounds == 0:
-        return [improve], bootstrapped
-    grow = ["improve", "--checkpoint", str(bootstrapped), "--config", "lost_cities/grow.yaml",
-            "--rounds", str(grow_rounds), "--run-dir", str(work / "grow")]
-    if quick:
-        for override in QUICK_GROW:
-            grow += ["--set", override]
-    return [improve, grow], work / "grow" / "checkpoints" / "latest.pt"
+    commands, checkpoints = [improve], [work / "improve" / "checkpoints" / "latest.pt"]
+    for stage, rounds in enumerate(grow_stages):
+        run_dir = work / ("grow" if stage == 0 else f"grow{stage + 1}")
+        grow = ["improve", "--checkpoint", str(checkpoints[-1]), "--config", "lost_cities/grow.yaml",
+                "--rounds", str(rounds), "--run-dir", str(run_dir)]
+        if quick:
+            for override in QUICK_GROW:
+                grow += ["--set", override]
+        commands.append(grow)
+        checkpoints.append(run_dir / "checkpoints" / "latest.pt")
+    return commands, checkpoints
 
 
 def evaluate(champion: Path, variant: str, network_games: int, search_games: int, seed: int) -> dict:
-    """The network alone (greedy) and the search over it (defaults) against every bot."""
+    """The network alone (greedy) and the search over it (SEARCH_SETTINGS) against every bot."""
     from deepcfr.cli.common import make_named_game
     from measure_strength import match_row  # scripts/measure_strength.py: one match, its figures
 
     game = make_named_game(None, variant)
     figures: dict[str, dict] = {"network": {}, "search": {}}
-    for kind, spec, games in (("network", f"{champion}@greedy", network_games), ("search", f"search:{champion}", search_games)):
+    searched = f"search[{','.join(f'{k}={v}' for k, v in SEARCH_SETTINGS.items())}]:{champion}"
+    for kind, spec, games in (("network", f"{champion}@greedy", network_games), ("search", searched, search_games)):
         for i, bot in enumerate(BOTS):
             start = time.perf_counter()
             # the search's games cost seconds each: the bots it beats by a mile get fewer
@@ -97,6 +107,18 @@ def evaluate(champion: Path, variant: str, network_games: int, search_games: int
     return figures
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the repository root where it is inside it (as the card shows commands)."""
+    try:
+        return str(path.resolve().relative_to(ROOT))
+    except ValueError:
+        return str(path)
+
+
+def _settings_text(settings: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items()) or "the search defaults"
+
+
 def card_markdown(card: dict) -> str:
     lines = [f"# The champion: {card['summary']}", "",
              f"File `{card['file']}` (sha256 `{card['sha256']}`), {card['game']} ({card['rules_variant']} rules), "
@@ -104,7 +126,8 @@ def card_markdown(card: dict) -> str:
              f"({card['network']['input_size']} inputs, {card['network']['output_size']} actions), "
              f"distilled by {card['improve_rounds']} round(s) of expert iteration.", "",
              "Play it as `champion@greedy` (the network alone, its most probable move) or `search:champion` (the "
-             "search at its defaults over it); plain `champion` samples from it, which is weaker.", "",
+             f"search over it, with its card's settings: {_settings_text(card['search_settings'])}); plain "
+             "`champion` samples from it, which is weaker.", "",
              "## How it was made", "", f"Commit `{card['commit']}`, {card['date']}, on {card['machine']}:", "", "```bash"]
     lines += [" ".join(c) for c in card["commands"]] + ["```", "", card["recipe_note"], "",
                                                         "## What it measures", "",
@@ -123,11 +146,15 @@ def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variant", default="classic")
     p.add_argument("--quick", action="store_true", help="tiny settings (a test of the recipe, not a champion)")
-    p.add_argument("--work", default=str(ROOT / "runs" / "champion"), help="run directories")
+    p.add_argument("--work", default="runs/champion", help="run directories (relative: to the repository root)")
     p.add_argument("--out", default=str(HERE), help="where the champion file and its card go")
     p.add_argument("--evaluate-only", action="store_true", help="only measure the file already in --out and write the card")
-    p.add_argument("--grow-rounds", type=int, default=GROW_ROUNDS,
-                   help=f"rounds of lost_cities/grow.yaml after the bot round (default: {GROW_ROUNDS}, the shipped champion's)")
+    p.add_argument("--made-by-recipe", action="store_true",
+                   help="with --evaluate-only: the file was made by this recipe's commands (run in pieces, or on "
+                        "another machine), so the card names them instead of the previous card's")
+    p.add_argument("--grow-rounds", default=GROW_STAGES,
+                   help="rounds of lost_cities/grow.yaml after the bot round, one run per comma-separated count, each "
+                        f"from the network of the one before (default: {GROW_STAGES}, the shipped champion's; 0: none)")
     p.add_argument("--network-games", type=int, default=2000)
     p.add_argument("--search-games", type=int, default=400)
     p.add_argument("--seed", type=int, default=0)
@@ -136,28 +163,39 @@ def main() -> int:
     out, work = Path(args.out), Path(args.work)
     out.mkdir(parents=True, exist_ok=True)
     file = out / CHAMPION_FILE.name
-    commands, improved = recipe(args.variant, args.quick, work, args.grow_rounds)
+    try:
+        grow_stages = [int(n) for n in args.grow_rounds.split(",") if int(n) > 0]
+    except ValueError:
+        p.error(f"--grow-rounds: comma-separated round counts, e.g. 4,3 (got {args.grow_rounds!r})")
+    commands, checkpoints = recipe(args.variant, args.quick, work, grow_stages)  # run in ROOT
+    improved = checkpoints[-1]
+    checkpoints = [ROOT / ck for ck in checkpoints]  # to load here, wherever this runs from
     previous = json.loads((out / CARD_FILE.name).read_text()) if (out / CARD_FILE.name).is_file() else {}
     if not args.evaluate_only:
         for command in commands:
             run(deepcfr(*command))
-        export_champion(improved, file)
+        export_champion(checkpoints[-1], file)
         file.chmod(0o644)
     commands = [["deepcfr", *c] for c in commands] + [
-        ["python", "-c", f"'from deepcfr.players.champion import export_champion; export_champion(\"{improved}\", \"{file}\")'"]]
-    if args.evaluate_only and previous.get("commands"):
+        ["python", "-c", f"'from deepcfr.players.champion import export_champion; export_champion(\"{improved}\", "
+                         f"\"{_shown(file)}\")'"]]
+    keep_provenance = args.evaluate_only and previous and not args.made_by_recipe
+    if keep_provenance:
         commands = previous["commands"]  # what made the file
     from deepcfr.improve.config import ImproveRunConfig
     from deepcfr.train.agent import load_agent
     from deepcfr.train.checkpoint import load_checkpoint, network_meta
 
     agent = load_agent(str(file), config_class=ImproveRunConfig)
-    if args.evaluate_only and previous:
+    if keep_provenance:
         rounds, teachers = previous["improve_rounds"], previous["teacher"]
-    else:  # the bot round, then the grow run's rounds (the exported file counts the last run's)
-        rounds = 1 + (args.grow_rounds and int(load_checkpoint(str(file), map_location="cpu").get("improve_rounds", 0)))
-        teachers = [load_agent(str(work / "improve" / "checkpoints" / "latest.pt"), config_class=ImproveRunConfig)
-                    .config.improve.teacher_of(1)] + (agent.config.improve.teachers() if args.grow_rounds else [])
+    elif args.evaluate_only:  # made by the recipe's commands elsewhere: its rounds and teachers
+        rounds = 1 + sum(grow_stages)
+        teachers = previous.get("teacher", [])[:1] + (agent.config.improve.teachers() if grow_stages else [])
+    else:  # the bot round, then each growing run's rounds
+        rounds = 1 + sum(int(load_checkpoint(str(ck), map_location="cpu")["improve"]["round"]) for ck in checkpoints[1:])
+        teachers = [load_agent(str(checkpoints[0]), config_class=ImproveRunConfig).config.improve.teacher_of(1)]
+        teachers += agent.config.improve.teachers() if grow_stages else []
     print(f"evaluating {file} ({args.network_games} games for the network, {args.search_games} for the search)", flush=True)
     figures = evaluate(file, args.variant, args.network_games, args.search_games, args.seed)
     net, search = figures["network"]["heuristic_balanced"], figures["search"]["heuristic_balanced"]
@@ -168,7 +206,7 @@ def main() -> int:
         "game": agent.game.name, "rules": agent.game.config_dict(), "rules_variant": args.variant,
         "network": network_meta(agent.config, agent.game), "improve_rounds": rounds,
         "run_seed": int(agent.config.run.seed), "eval_seed": args.seed,
-        "teacher": teachers, "commands": commands,
+        "teacher": teachers, "commands": commands, "search_settings": SEARCH_SETTINGS,
         "recipe_note": previous.get("recipe_note", "With a bot teacher on both seats the round never consults a start "
                                     "network and the student starts fresh, so no Deep CFR checkpoint is needed."),
         "commit": commit(),

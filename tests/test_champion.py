@@ -43,22 +43,27 @@ def test_the_champion_greedy_beats_heuristic_careful():
 def test_the_recipe_runs_on_the_mini_variant(tmp_path):
     out, work = tmp_path / "champion", tmp_path / "work"
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_champion.py"), "--variant", "mini", "--quick",
-                           "--out", str(out), "--work", str(work), "--network-games", "20", "--search-games", "4"],
+                           "--out", str(out), "--work", str(work), "--network-games", "20", "--search-games", "4",
+                           "--grow-rounds", "1,1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     card = json.loads((out / "card.json").read_text())
     assert card["sha256"] == file_sha256(out / "lost_cities.pt") and card["rules_variant"] == "mini"
     assert card["figures"]["network"]["heuristic_careful"]["games"] == 20
-    bootstrap, grow = card["commands"][:2]
+    bootstrap, grow, grow2 = card["commands"][:3]
     assert bootstrap[:2] == ["deepcfr", "improve"] and "--checkpoint" not in bootstrap
     assert grow[grow.index("--checkpoint") + 1] == str(work / "improve" / "checkpoints" / "latest.pt")
-    assert grow[grow.index("--config") + 1] == "lost_cities/grow.yaml"
-    assert card["improve_rounds"] == 1 + int(grow[grow.index("--rounds") + 1])
+    # the second growing run goes on from the first one's network
+    assert grow2[grow2.index("--checkpoint") + 1] == str(work / "grow" / "checkpoints" / "latest.pt")
+    assert grow[grow.index("--config") + 1] == grow2[grow2.index("--config") + 1] == "lost_cities/grow.yaml"
+    assert card["improve_rounds"] == 1 + 1 + 1
     assert card["teacher"][0].endswith(":heuristic_balanced") and "rollout_policy=base" in card["teacher"][1]
+    assert card["search_settings"]["rollout_policy"] == "base"  # what search:champion plays
+    assert "rollout_policy=base" in (out / "CARD.md").read_text()
     agent = load_agent(str(out / "lost_cities.pt"))
     assert agent.game.rules.n_colors == 3 and not agent.has_current_policy
-    # the exported network is the growing run's own
-    improved = load_agent(str(work / "grow" / "checkpoints" / "latest.pt"))
+    # the exported network is the last growing run's own
+    improved = load_agent(str(work / "grow2" / "checkpoints" / "latest.pt"))
     for a, b in zip(agent.strategy_net.state_dict().values(), improved.strategy_net.state_dict().values()):
         assert bool((a == b).all())
 
@@ -74,3 +79,18 @@ def test_the_end_of_make_train_names_the_champion_and_the_next_step():
 
     assert champion_card()["summary"] in text  # the card's figures, not a copy that goes stale
     assert "--checkpoint champion --config lost_cities/grow.yaml" in text
+
+
+def test_search_over_the_champion_starts_from_the_settings_its_card_measured():
+    game = make_game("lost_cities")
+    shipped = champion_card()["search_settings"]
+    assert shipped  # the card names them
+    config = load_player("search:champion", game).search.config
+    assert {k: getattr(config, k) for k in shipped} == shipped
+    # inline settings win over the card's; the same file by its path gets the plain defaults
+    inline = load_player("search[rollout_policy=heuristic_balanced,candidates=2]:champion", game).search.config
+    assert (inline.rollout_policy, inline.candidates) == ("heuristic_balanced", 2)
+    by_path = load_player(f"search:{CHAMPION_FILE}", game).search.config
+    from deepcfr.search import SearchConfig
+
+    assert by_path.rollout_policy == SearchConfig().rollout_policy

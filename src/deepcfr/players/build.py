@@ -140,7 +140,12 @@ def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device 
     if spec.kind == "checkpoint":
         return _checkpoint_player(spec, game, device)
     base = load_player(spec.base, game, device, networks=networks)
-    return search_player(base, str(spec), device, search_settings, spec.settings)
+    shipped = None
+    if spec.base.is_champion:  # the settings its card measured strongest over it
+        from .champion import champion_search_settings
+
+        shipped = champion_search_settings()
+    return search_player(base, str(spec), device, shipped, search_settings, spec.settings)
 
 
 def _checkpoint_player(spec: PlayerSpec, game, device) -> NetworkPlayer:

@@ -29,6 +29,13 @@ def champion_card() -> dict:
     return json.loads(CARD_FILE.read_text())
 
 
+def champion_search_settings() -> dict:
+    """The search settings measured strongest over the champion (its card's ``search_settings``),
+    which ``search:champion`` starts from: over a network stronger than the bots, the network plays
+    its own rollouts (docs/results.md, "A teacher that grows"). Inline and --search-* settings win."""
+    return dict(champion_card().get("search_settings", {})) if CARD_FILE.is_file() else {}
+
+
 def champion_game():
     """The game the shipped champion plays (its model card's game and rules), or None when this
     install ships no champion."""
@@ -48,7 +55,7 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["champion_file", "champion_card", "champion_game", "file_sha256", "CHAMPION_FILE", "CARD_FILE"]
+__all__ = ["champion_file", "champion_card", "champion_search_settings", "champion_game", "file_sha256", "CHAMPION_FILE", "CARD_FILE"]
 
 
 def distilled_payload(checkpoint: str | Path) -> dict:
