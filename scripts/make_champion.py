@@ -167,14 +167,14 @@ def main() -> int:
         grow_stages = [int(n) for n in args.grow_rounds.split(",") if int(n) > 0]
     except ValueError:
         p.error(f"--grow-rounds: comma-separated round counts, e.g. 4,3 (got {args.grow_rounds!r})")
-    commands, checkpoints = recipe(args.variant, args.quick, work, grow_stages)  # run in ROOT
+    commands, checkpoints = recipe(args.variant, args.quick, work, grow_stages)  # paths as run in ROOT
     improved = checkpoints[-1]
-    checkpoints = [ROOT / ck for ck in checkpoints]  # to load here, wherever this runs from
+    made = [ROOT / ck for ck in checkpoints]  # the same files, to load here wherever this runs from
     previous = json.loads((out / CARD_FILE.name).read_text()) if (out / CARD_FILE.name).is_file() else {}
     if not args.evaluate_only:
         for command in commands:
             run(deepcfr(*command))
-        export_champion(checkpoints[-1], file)
+        export_champion(made[-1], file)
         file.chmod(0o644)
     commands = [["deepcfr", *c] for c in commands] + [
         ["python", "-c", f"'from deepcfr.players.champion import export_champion; export_champion(\"{improved}\", "
@@ -193,8 +193,8 @@ def main() -> int:
         rounds = 1 + sum(grow_stages)
         teachers = previous.get("teacher", [])[:1] + (agent.config.improve.teachers() if grow_stages else [])
     else:  # the bot round, then each growing run's rounds
-        rounds = 1 + sum(int(load_checkpoint(str(ck), map_location="cpu")["improve"]["round"]) for ck in checkpoints[1:])
-        teachers = [load_agent(str(checkpoints[0]), config_class=ImproveRunConfig).config.improve.teacher_of(1)]
+        rounds = 1 + sum(int(load_checkpoint(str(ck), map_location="cpu")["improve"]["round"]) for ck in made[1:])
+        teachers = [load_agent(str(made[0]), config_class=ImproveRunConfig).config.improve.teacher_of(1)]
         teachers += agent.config.improve.teachers() if grow_stages else []
     print(f"evaluating {file} ({args.network_games} games for the network, {args.search_games} for the search)", flush=True)
     figures = evaluate(file, args.variant, args.network_games, args.search_games, args.seed)

@@ -207,7 +207,7 @@ def test_capabilities_are_known_and_asked_for_by_name(game):
 def test_every_game_names_its_capabilities():
     found = {gid: set(declared_capabilities(make_game(name, **params))) for gid, (name, params) in zip(IDS, GAMES)}
     assert {"determinize", "symmetry", "match_diagnostics", "move_diagnostics", "scores", "cut_off", "rules",
-            "describe", "variants"} <= found["lost_cities-classic"]
+            "describe", "variants", "bots", "evaluation_opponents"} <= found["lost_cities-classic"]
     for gid in ("kuhn", "leduc", "liars_dice"):
         assert "chance_deals" in found[gid] and "determinize" not in found[gid]
     assert all("deals_of" in caps for caps in found.values())
@@ -279,6 +279,28 @@ def test_move_diagnostics_where_declared(game):
         names = names or set(out)
         assert out and set(out) == names
         assert all(v.shape == (N,) and v.dtype.is_floating_point and bool(torch.isfinite(v).all()) for v in out.values())
+
+
+def test_bots_and_evaluation_opponents_where_declared(game):
+    if not (has_capability(game, "bots") or has_capability(game, "evaluation_opponents")):
+        pytest.skip(f"{game.name} declares neither bots nor evaluation_opponents")
+    from deepcfr.games.bots import bot_names, make_bot
+
+    own = game.bots() if has_capability(game, "bots") else {}
+    assert set(own) <= set(bot_names(game)) and "random" in bot_names(game)
+    if has_capability(game, "evaluation_opponents"):
+        assert set(game.evaluation_opponents) <= set(bot_names(game))
+    history, _ = playout(game, seed=17)
+    for name in own:  # each of the game's bots moves legally wherever a game is live
+        bot = make_bot(game, name)
+        for state in history[::7]:
+            live = ~game.is_terminal(state)
+            if not bool(live.any()):
+                continue
+            obs = game.observe(state, torch.where(live, game.current_player(state), 0))
+            mask = game.legal_mask(state)
+            a = bot.act(obs[live], mask[live], torch.Generator().manual_seed(0))
+            assert bool(mask[live].gather(1, a[:, None]).all()), name
 
 
 def test_chance_deals_where_declared(game):

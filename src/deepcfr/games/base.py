@@ -83,6 +83,8 @@ CAPABILITIES: dict[str, str] = {
                     "(exact exploitability, external sampling)",
     "deals_of": "deals_of(state) -> [n, deal_len] the deals the games started from (what init_from_deal takes)",
     "describe": "describe() -> the game and its rules in words",
+    "bots": "bots() -> {name: () -> Bot}: the game's own bots (beside the generic random), built by name",
+    "evaluation_opponents": "the bot names a checkpoint of the game is evaluated against when none is named",
     "variants": "named rule variants: variants (their names, the first the default; make_game(name, variant=NAME) "
                 "builds one) and variant (the name of this game's rules; None when they are no named variant)",
     "rules": "the rule set the game was built with (a pydantic model whose fields are config_dict(); "

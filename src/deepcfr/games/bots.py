@@ -11,7 +11,7 @@ from typing import Callable, Protocol, runtime_checkable
 
 import torch
 
-from .base import sample_from_probs
+from .base import has_capability, sample_from_probs
 
 
 @runtime_checkable
@@ -34,29 +34,18 @@ def _generic_bots(game) -> dict[str, Callable[[], Bot]]:
     return {"random": RandomBot}
 
 
-def _own_bots(game):
-    """The module of ``game``'s own bots (its factories and evaluation opponents), or None."""
-    if getattr(game, "name", None) == "lost_cities":
-        from .lost_cities import bots
-
-        return bots
-    return None
-
-
 def _game_bots(game) -> dict[str, Callable[[], Bot]]:
-    """Bot factories for ``game`` by name: the generic ones, then the game's own."""
+    """Bot factories for ``game`` by name: the generic ones, then the game's own (capability "bots")."""
     factories = dict(_generic_bots(game))
-    own = _own_bots(game)
-    if own is not None:
-        factories.update(own.bot_factories(game.rules))
+    if has_capability(game, "bots"):
+        factories.update(game.bots())
     return factories
 
 
 def evaluation_opponents(game) -> list[str]:
     """The bots a checkpoint of ``game`` is evaluated against when no opponent is named: the
-    game's own list, else ``random`` (every game has it)."""
-    own = _own_bots(game)
-    return list(own.EVALUATION_OPPONENTS) if own is not None else [RandomBot.name]
+    game's own list (capability "evaluation_opponents"), else ``random`` (every game has it)."""
+    return list(game.evaluation_opponents) if has_capability(game, "evaluation_opponents") else [RandomBot.name]
 
 
 def bot_names(game) -> list[str]:

@@ -16,6 +16,7 @@ from typing import Mapping
 import torch
 
 from ..games.base import sample_from_probs
+from .champion import champion_file, champion_search_settings
 from .spec import CHAMPION, LEARNER, PlayerSpec, PlayerSpecError, parse_player, quote
 
 
@@ -111,8 +112,6 @@ def describe_game(game) -> str:
 def checkpoint_file(spec: PlayerSpec) -> Path:
     """The file a checkpoint spec loads (``champion``: the shipped one)."""
     if spec.is_champion:
-        from .champion import champion_file
-
         return champion_file()
     return Path(spec.path)
 
@@ -140,11 +139,8 @@ def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device 
     if spec.kind == "checkpoint":
         return _checkpoint_player(spec, game, device)
     base = load_player(spec.base, game, device, networks=networks)
-    shipped = None
-    if spec.base.is_champion:  # the settings its card measured strongest over it
-        from .champion import champion_search_settings
-
-        shipped = champion_search_settings()
+    # over the champion, the settings its card measured strongest start (the caller's and inline win)
+    shipped = champion_search_settings() if spec.base.is_champion else None
     return search_player(base, str(spec), device, shipped, search_settings, spec.settings)
 
 

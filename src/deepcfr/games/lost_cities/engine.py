@@ -34,6 +34,7 @@ from __future__ import annotations
 import torch
 
 from ..base import IllegalActionError
+from .bots import EVALUATION_OPPONENTS, bot_factories
 from .encoding import LostCitiesEncoder
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, OBS_DTYPE, decode, obs_size
 from .rules import VARIANTS, LostCitiesRules, make_rules
@@ -338,6 +339,11 @@ class LostCitiesGame:
         self._tables: dict[torch.device, _Tables] = {}
 
     variants = tuple(VARIANTS)  # capability "variants": the named rule sets, classic first
+    evaluation_opponents = EVALUATION_OPPONENTS  # capability "evaluation_opponents"
+
+    def bots(self) -> dict:
+        """Capability "bots": the Lost Cities bots for these rules, by name."""
+        return bot_factories(self.rules)
 
     @classmethod
     def from_params(cls, variant: str = "classic", **rule_overrides) -> "LostCitiesGame":
