@@ -1,0 +1,116 @@
+#!/usr/bin/env python
+"""Distillation settings compared on the same searched positions (expert iteration).
+
+    PYTHONPATH=src python scripts/distil_variants.py RUN/checkpoints/latest.pt \
+        --variant t5:improve.temperature=5 --variant t2:improve.temperature=2 \
+        [--variant fine_tune:improve.init=fine_tune] [--gate-games 10000] [--games 2000] [--save DIR]
+
+Takes the positions an improvement run's checkpoint holds (its last ``keep_rounds`` rounds),
+trains one network per variant on them with the run's settings plus the variant's overrides (the
+same seeds, so variants differ only by their settings), and plays each, greedy, head to head
+against the run's start network (the gate's test, ``--gate-games`` paired games), against the
+fixed reference network and against ``heuristic_balanced`` (``--games`` each). Every variant
+plays the same deals. A variant that changes ``improve.temperature`` retargets the positions:
+the stored target is ``softmax(log pi + value / T)`` over the candidates, so ``log pi`` is
+recovered from it and the values up to a constant per position. Prints one JSON object;
+``--save DIR`` writes each network as a loadable checkpoint ``DIR/NAME.pt``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from deepcfr.evaluate.arena import play_match
+from deepcfr.improve import ImproveRunConfig, Improver
+from deepcfr.improve.loop import one_sided_p
+from deepcfr.improve.positions import PositionMemory, Positions, improved_target
+from deepcfr.players import load_player
+from deepcfr.train.checkpoint import load_checkpoint, save_checkpoint
+from deepcfr.train.config import config_from_dict, upgrade_saved_config
+
+REFERENCE = Path(__file__).resolve().parent.parent / "reference" / "lost_cities_one_round.pt"
+_FLOOR = 1e-6  # a stored target this small (float16) says only that the candidate was unlikely
+
+
+def retargeted(positions: Positions, old_temperature: float, new_temperature: float) -> Positions:
+    """``positions`` with targets at ``new_temperature``: the prior implied by the stored
+    targets at ``old_temperature`` (``log target - value / T_old``, per-row constants cancel in
+    the softmax) under the new temperature."""
+    valid = positions.candidates >= 0
+    values = positions.values.double()
+    log_prior = positions.target.double().clamp(min=_FLOOR).log() - values / old_temperature
+    prior = torch.softmax(log_prior.masked_fill(~valid, -torch.inf), dim=1).masked_fill(~valid, 0.0)
+    target = improved_target(positions.candidates.long(), values, prior, new_temperature)
+    return Positions.make(positions.obs, positions.mask, positions.candidates, positions.values.float(), target)
+
+
+def variant(text: str) -> tuple[str, list[str]]:
+    name, _, settings = text.partition(":")
+    if not name or not settings:
+        raise argparse.ArgumentTypeError(f"a variant is NAME:KEY=VALUE[,KEY=VALUE...], got {text!r}")
+    return name, settings.split(",")
+
+
+def figures(result) -> dict:
+    return {"games": result.games, "win_rate": result.win_rate, "mean_score_diff": result.mean_score_diff,
+            "score_diff_ci95": result.score_diff_ci95, "p_better": one_sided_p(result.mean_score_diff,
+                                                                              result.score_diff_ci95),
+            "useless_pile_draws": result.figures().get("useless_pile_draws_a")}
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("checkpoint", help="an improvement run's checkpoint (it holds the positions)")
+    p.add_argument("--variant", type=variant, action="append", required=True, metavar="NAME:KEY=VALUE,...",
+                   help="a variant's name and its config overrides (repeatable)")
+    p.add_argument("--gate-games", type=int, default=10000, help="paired games against the start network")
+    p.add_argument("--games", type=int, default=2000, help="paired games against the reference and the bot")
+    p.add_argument("--reference", default=str(REFERENCE))
+    p.add_argument("--seed", type=int, default=777, help="seed of the deals")
+    p.add_argument("--save", type=Path, help="write each variant's network to DIR/NAME.pt")
+    args = p.parse_args(argv)
+    torch.set_num_threads(1)
+    payload = load_checkpoint(args.checkpoint, map_location="cpu")
+    saved = upgrade_saved_config(payload["config"], ImproveRunConfig)
+    run_temperature = float(saved["improve"].get("temperature", 5.0))
+    memory = PositionMemory(1)
+    memory.load_state_dict(payload["memories"])
+    out: dict = {"checkpoint": args.checkpoint, "positions": len(memory), "run_temperature": run_temperature}
+    for name, overrides in args.variant:
+        start = time.perf_counter()
+        config = config_from_dict(saved, overrides, args.checkpoint, ImproveRunConfig)
+        with Improver(config) as improver:  # from improve.checkpoint: the run's start network
+            improver.memory.load_state_dict(memory.state_dict())
+            if config.improve.temperature != run_temperature:
+                improver.memory.rounds = [(r, retargeted(block, run_temperature, config.improve.temperature))
+                                          for r, block in improver.memory.rounds]
+            net, metrics = improver.train_network(int(payload["improve"]["round"]))
+            game = improver.game
+            new = improver.network_player(net, name, greedy=True)
+            row = {"overrides": overrides, **{k: metrics[k] for k in metrics if k.startswith("train/")}}
+            row["vs_start"] = figures(play_match(game, new, improver.network_player(improver.current, "start", greedy=True),
+                                                 args.gate_games, seed=args.seed))
+            row["vs_reference"] = figures(play_match(game, new, load_player(f"{args.reference}@greedy", game),
+                                                     args.games, seed=args.seed + 1))
+            row["vs_heuristic_balanced"] = figures(play_match(game, new, load_player("heuristic_balanced", game),
+                                                              args.games, seed=args.seed + 2))
+            if args.save is not None:
+                improver.current = net
+                save_checkpoint(args.save / f"{name}.pt", {**improver.payload(), "memories": PositionMemory(1).state_dict()})
+            row["seconds"] = time.perf_counter() - start
+        out[name] = row
+        print(f"{name}: vs start {row['vs_start']['mean_score_diff']:+.2f} +- {row['vs_start']['score_diff_ci95']:.2f}, "
+              f"vs reference {row['vs_reference']['mean_score_diff']:+.2f}, vs heuristic_balanced "
+              f"{100 * row['vs_heuristic_balanced']['win_rate']:.1f}%", file=sys.stderr)
+    print(json.dumps(out))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
