@@ -29,27 +29,12 @@ import torch
 from deepcfr.evaluate.arena import play_match
 from deepcfr.improve import ImproveRunConfig, Improver
 from deepcfr.improve.loop import one_sided_p
-from deepcfr.improve.positions import PositionMemory, Positions, improved_target
+from deepcfr.improve.positions import PositionMemory, retargeted
 from deepcfr.players import load_player
 from deepcfr.train.checkpoint import load_checkpoint, save_checkpoint
 from deepcfr.train.config import config_from_dict, upgrade_saved_config
 
 REFERENCE = Path(__file__).resolve().parent.parent / "reference" / "lost_cities_one_round.pt"
-_FLOOR = 1e-6  # a stored target this small (float16) says only that the candidate was unlikely
-
-
-def retargeted(positions: Positions, old_temperature: float, new_temperature: float) -> Positions:
-    """``positions`` with targets at ``new_temperature``: the prior implied by the stored
-    targets at ``old_temperature`` (``log target - value / T_old``, per-row constants cancel in
-    the softmax) under the new temperature."""
-    valid = positions.candidates >= 0
-    values = positions.values.double()
-    log_prior = positions.target.double().clamp(min=_FLOOR).log() - values / old_temperature
-    prior = torch.softmax(log_prior.masked_fill(~valid, -torch.inf), dim=1).masked_fill(~valid, 0.0)
-    target = improved_target(positions.candidates.long(), values, prior, new_temperature)
-    return Positions.make(positions.obs, positions.mask, positions.candidates, positions.values.float(), target)
-
-
 def variant(text: str) -> tuple[str, list[str]]:
     name, _, settings = text.partition(":")
     if not name or not settings:
@@ -86,10 +71,9 @@ def main(argv: list[str] | None = None) -> int:
         start = time.perf_counter()
         config = config_from_dict(saved, overrides, args.checkpoint, ImproveRunConfig)
         with Improver(config) as improver:  # from improve.checkpoint: the run's start network
-            improver.memory.load_state_dict(memory.state_dict())
-            if config.improve.temperature != run_temperature:
-                improver.memory.rounds = [(r, retargeted(block, run_temperature, config.improve.temperature))
-                                          for r, block in improver.memory.rounds]
+            temperature = config.improve.temperature
+            improver.memory.rounds = [(r, block if temperature == run_temperature else
+                                       retargeted(block, run_temperature, temperature)) for r, block in memory.rounds]
             net, metrics = improver.train_network(int(payload["improve"]["round"]))
             game = improver.game
             new = improver.network_player(net, name, greedy=True)

@@ -1,18 +1,13 @@
 """scripts/bench_amp_trainer.py runs end to end at a toy size (figures at a toy size mean
 nothing; this only keeps the script working)."""
 
-import importlib.util
 import json
-from pathlib import Path
 
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench_amp_trainer.py"
+from script_helpers import load_script
 
 
 def load_bench():
-    spec = importlib.util.spec_from_file_location("bench_amp_trainer", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_script("bench_amp_trainer")
 
 
 def test_bench_runs_and_reports_every_mode_and_phase(tmp_path, capsys):

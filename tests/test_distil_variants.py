@@ -1,28 +1,18 @@
-"""scripts/distil_variants.py: retargeting stored positions at another temperature is exact (up
-to float16), and the script trains, plays and saves each variant end to end on a mini run."""
+"""Retargeting stored positions at another temperature is exact (up to float16), and
+scripts/distil_variants.py trains, plays and saves each variant end to end on a mini run."""
 
-import importlib.util
 import json
-from pathlib import Path
 
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deepcfr.cli.main import main as deepcfr_main
-from deepcfr.improve import Positions, improved_target
+from deepcfr.improve import Positions, improved_target, retargeted
 from deepcfr.players import load_player
 
+from script_helpers import load_script
 from search_helpers import tiny_checkpoint
-
-SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "distil_variants.py"
-
-
-def load_script():
-    spec = importlib.util.spec_from_file_location("distil_variants", SCRIPT)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def positions(n: int, k: int, seed: int, old_temperature: float):
@@ -45,9 +35,8 @@ def positions(n: int, k: int, seed: int, old_temperature: float):
 @given(st.integers(1, 8), st.integers(1, 4), st.integers(0, 10**6), st.sampled_from([2.0, 5.0]),
        st.sampled_from([1.0, 2.0, 5.0, 10.0]))
 def test_retargeting_equals_the_target_made_at_the_new_temperature(n, k, seed, old, new):
-    script = load_script()
     stored, candidates, values, prior = positions(n, k, seed, old)
-    again = script.retargeted(stored, old, new)
+    again = retargeted(stored, old, new)
     want = improved_target(candidates, values, prior, new)
     assert torch.allclose(again.target.float(), want, atol=3e-3)
     assert torch.all(again.target[candidates < 0] == 0)
@@ -55,9 +44,8 @@ def test_retargeting_equals_the_target_made_at_the_new_temperature(n, k, seed, o
 
 
 def test_a_colder_target_moves_towards_the_best_valued_candidate():
-    script = load_script()
     stored, candidates, values, _ = positions(64, 3, 0, 5.0)
-    colder = script.retargeted(stored, 5.0, 1.0).target.float()
+    colder = retargeted(stored, 5.0, 1.0).target.float()
     best = values.masked_fill(candidates < 0, -torch.inf).argmax(1, keepdim=True)
     assert torch.all(colder.gather(1, best) >= stored.target.float().gather(1, best) - 1e-3)
     assert (colder.gather(1, best) > stored.target.float().gather(1, best) + 0.05).any()
@@ -73,8 +61,7 @@ def test_the_script_trains_plays_and_saves_each_variant(tmp_path, capsys):
     assert deepcfr_main(["improve", "--checkpoint", str(start), "--run-dir", str(run_dir), "--rounds", "1",
                          *[x for item in tiny for x in ("--set", item)]]) == 0
     capsys.readouterr()
-    script = load_script()
-    code = script.main([str(run_dir / "checkpoints" / "latest.pt"), "--variant", "t5:improve.temperature=5",
+    code = load_script("distil_variants").main([str(run_dir / "checkpoints" / "latest.pt"), "--variant", "t5:improve.temperature=5",
                         "--variant", "t1:improve.temperature=1,improve.train_steps=5", "--gate-games", "8",
                         "--games", "4", "--reference", str(start), "--save", str(tmp_path / "nets")])
     assert code == 0

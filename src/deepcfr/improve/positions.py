@@ -33,6 +33,18 @@ def improved_target(candidates: torch.Tensor, values: torch.Tensor, prior: torch
     return torch.softmax(logits, dim=1).masked_fill(~valid, 0.0).float()
 
 
+def retargeted(positions: "Positions", old_temperature: float, new_temperature: float) -> "Positions":
+    """``positions`` with their targets made at ``new_temperature``: the prior implied by the
+    stored targets at ``old_temperature`` (``log target - value / T_old``; per-row constants cancel
+    in the softmax) under the new temperature."""
+    valid = positions.candidates >= 0
+    values = positions.values.double()
+    log_prior = positions.target.double().clamp(min=_LOG_FLOOR).log() - values / old_temperature
+    prior = torch.softmax(log_prior.masked_fill(~valid, -torch.inf), dim=1).masked_fill(~valid, 0.0)
+    target = improved_target(positions.candidates.long(), values, prior, new_temperature)
+    return Positions.make(positions.obs, positions.mask, positions.candidates, positions.values.float(), target)
+
+
 @dataclass
 class Positions:
     """A block of positions (all tensors share the first dimension)."""
