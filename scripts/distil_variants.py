@@ -67,9 +67,16 @@ def main(argv: list[str] | None = None) -> int:
     memory = PositionMemory(1)
     memory.load_state_dict(payload["memories"])
     out: dict = {"checkpoint": args.checkpoint, "positions": len(memory), "run_temperature": run_temperature}
+    # Every variant's config is checked before the first one trains (minutes each).
+    configs = {name: config_from_dict(saved, overrides, args.checkpoint, ImproveRunConfig)
+               for name, overrides in args.variant}
+    for name, config in configs.items():
+        if config.improve.temperature > run_temperature:
+            p.error(f"variant {name}: temperature {config.improve.temperature} is hotter than the run's "
+                    f"{run_temperature}; stored targets can only be made colder")
     for name, overrides in args.variant:
         start = time.perf_counter()
-        config = config_from_dict(saved, overrides, args.checkpoint, ImproveRunConfig)
+        config = configs[name]
         with Improver(config) as improver:  # from improve.checkpoint: the run's start network
             temperature = config.improve.temperature
             improver.memory.rounds = [(r, block if temperature == run_temperature else

@@ -3,6 +3,7 @@ scripts/distil_variants.py trains, plays and saves each variant end to end on a 
 
 import json
 
+import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -31,16 +32,25 @@ def positions(n: int, k: int, seed: int, old_temperature: float):
     return stored, candidates, values, prior
 
 
-@settings(max_examples=40, deadline=None)
-@given(st.integers(1, 8), st.integers(1, 4), st.integers(0, 10**6), st.sampled_from([2.0, 5.0]),
-       st.sampled_from([1.0, 2.0, 5.0, 10.0]))
-def test_retargeting_equals_the_target_made_at_the_new_temperature(n, k, seed, old, new):
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 8), st.integers(1, 4), st.integers(0, 10**6), st.sampled_from([(2.0, 2.0), (2.0, 1.0),
+       (5.0, 5.0), (5.0, 2.0), (5.0, 1.0), (10.0, 1.0)]))
+def test_retargeting_colder_equals_the_target_made_at_the_new_temperature(n, k, seed, temperatures):
+    old, new = temperatures
     stored, candidates, values, prior = positions(n, k, seed, old)
     again = retargeted(stored, old, new)
     want = improved_target(candidates, values, prior, new)
     assert torch.allclose(again.target.float(), want, atol=3e-3)
     assert torch.all(again.target[candidates < 0] == 0)
     assert torch.equal(again.candidates, stored.candidates) and torch.equal(again.values, stored.values)
+
+
+def test_retargeting_hotter_is_refused_because_float16_lost_the_prior_of_unlikely_candidates():
+    # At temperature 2 a candidate 20 points worse keeps e^-10 of its prior: float16 rounds it
+    # towards zero, so at temperature 5 (e^-4) its probability could not be recovered.
+    stored, _, _, _ = positions(8, 3, 1, 2.0)
+    with pytest.raises(ValueError, match="only make targets colder"):
+        retargeted(stored, 2.0, 5.0)
 
 
 def test_a_colder_target_moves_towards_the_best_valued_candidate():
@@ -74,3 +84,8 @@ def test_the_script_trains_plays_and_saves_each_variant(tmp_path, capsys):
     assert out["t1"]["overrides"] == ["improve.temperature=1", "improve.train_steps=5"]
     # the same positions: the colder variant's targets are sharper
     assert out["t1"]["train/target_entropy"] < out["t5"]["train/target_entropy"]
+    # a hotter variant is refused before any variant trains
+    with pytest.raises(SystemExit):
+        load_script("distil_variants").main([str(run_dir / "checkpoints" / "latest.pt"), "--variant", "t1:improve.temperature=1",
+                                             "--variant", "t10:improve.temperature=10"])
+    assert "hotter than the run's 5.0" in capsys.readouterr().err

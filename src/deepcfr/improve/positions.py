@@ -36,7 +36,12 @@ def improved_target(candidates: torch.Tensor, values: torch.Tensor, prior: torch
 def retargeted(positions: "Positions", old_temperature: float, new_temperature: float) -> "Positions":
     """``positions`` with their targets made at ``new_temperature``: the prior implied by the
     stored targets at ``old_temperature`` (``log target - value / T_old``; per-row constants cancel
-    in the softmax) under the new temperature."""
+    in the softmax) under the new temperature. Only colder (``new <= old``): a hotter target raises
+    candidates whose stored float16 probability rounded to (almost) zero, and their prior is lost."""
+    if new_temperature > old_temperature:
+        raise ValueError(f"retargeting can only make targets colder (stored at temperature {old_temperature}, "
+                         f"asked for {new_temperature}): the float16 targets lose the prior of candidates "
+                         "they give almost no probability; label the positions again at the hotter temperature")
     valid = positions.candidates >= 0
     values = positions.values.double()
     log_prior = positions.target.double().clamp(min=_LOG_FLOOR).log() - values / old_temperature
