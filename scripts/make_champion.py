@@ -6,8 +6,9 @@
      network are the same with one);
   2. rounds of ``lost_cities/grow.yaml`` from that network (the growing teacher: the learner in its
      own rollouts; each new network gated head to head against the current one), in the stages the
-     shipped campaign ran in (``--grow-rounds 4,1``: a run of 4 rounds, then a run of 1 from its
-     network; each run starts with no positions, as a campaign that goes on from a shipped network does);
+     shipped campaign ran in (SHIPPED_STAGES: a run of 4 rounds, then a run of 1 from its network,
+     both with the settings grow.yaml had then; each run starts with no positions, as a campaign
+     that goes on from a shipped network does);
   3. the distilled network exported into the package (``deepcfr.players.champion``);
   4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
      ``search:champion`` plays) against every bot, on paired deals with 95% CIs, written with the
@@ -33,7 +34,11 @@ sys.path.insert(0, str(ROOT / "src"))
 
 from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, HERE, export_champion, file_sha256  # noqa: E402
 
-GROW_STAGES = "4,1"  # the shipped champion's runs of lost_cities/grow.yaml (rounds in each)
+# grow.yaml's settings for the shipped campaign's first five rounds (today's: colder targets,
+# trained longer, a 10,000-game gate; docs/results.md, sessions 12 and 13)
+FIRST_GROW_SETTINGS = ["improve.temperature=5", "improve.train_steps=12000", "improve.gate_games=2000"]
+# the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each
+SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS)]
 # the search settings measured strongest over the champion (docs/results.md, "A teacher that
 # grows"): the network plays its own rollouts; search:champion starts from them (its card)
 SEARCH_SETTINGS = {"candidates": 3, "rollout_policy": "base"}
@@ -62,9 +67,10 @@ def commit() -> str:
         return "unknown"
 
 
-def recipe(variant: str, quick: bool, work: Path, grow_stages: list[int]) -> tuple[list[list[str]], list[Path]]:
+def recipe(variant: str, quick: bool, work: Path,
+           grow_stages: list[tuple[int, list[str]]]) -> tuple[list[list[str]], list[Path]]:
     """The recipe's commands and the improvement checkpoints its runs leave (the last one is the
-    champion's)."""
+    champion's); ``grow_stages``: each growing run's rounds and its overrides of grow.yaml."""
     improve = ["improve", "--config", "lost_cities/improve.yaml", "--set", "improve.eval_search=null",
                "--run-dir", str(work / "improve")]
     if variant != "classic":
@@ -73,13 +79,12 @@ def recipe(variant: str, quick: bool, work: Path, grow_stages: list[int]) -> tup
         for override in QUICK_IMPROVE:
             improve += ["--set", override]
     commands, checkpoints = [improve], [work / "improve" / "checkpoints" / "latest.pt"]
-    for stage, rounds in enumerate(grow_stages):
+    for stage, (rounds, overrides) in enumerate(grow_stages):
         run_dir = work / ("grow" if stage == 0 else f"grow{stage + 1}")
         grow = ["improve", "--checkpoint", str(checkpoints[-1]), "--config", "lost_cities/grow.yaml",
                 "--rounds", str(rounds), "--run-dir", str(run_dir)]
-        if quick:
-            for override in QUICK_GROW:
-                grow += ["--set", override]
+        for override in overrides + (QUICK_GROW if quick else []):
+            grow += ["--set", override]
         commands.append(grow)
         checkpoints.append(run_dir / "checkpoints" / "latest.pt")
     return commands, checkpoints
@@ -138,7 +143,7 @@ def card_markdown(card: dict) -> str:
         for bot, f in card["figures"][kind].items():
             lines.append(f"| {label} | `{bot}` | {f['games']} | {100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | "
                          f"{f['mean_score_diff']:+.1f} +- {f['score_diff_ci95']:.1f} |")
-    lines += ["", "A network replaces this one only by beating it head to head (both greedy, 2000 paired games).", ""]
+    lines += ["", "A network replaces this one only by beating it head to head (both greedy, 2000 paired games; 10,000 from session 13).", ""]
     return "\n".join(lines)
 
 
@@ -152,9 +157,10 @@ def main() -> int:
     p.add_argument("--made-by-recipe", action="store_true",
                    help="with --evaluate-only: the file was made by this recipe's commands (run in pieces, or on "
                         "another machine), so the card names them instead of the previous card's")
-    p.add_argument("--grow-rounds", default=GROW_STAGES,
-                   help="rounds of lost_cities/grow.yaml after the bot round, one run per comma-separated count, each "
-                        f"from the network of the one before (default: {GROW_STAGES}, the shipped champion's; 0: none)")
+    p.add_argument("--grow-rounds",
+                   help="rounds of lost_cities/grow.yaml as it is after the bot round, one run per comma-separated "
+                        "count, each from the network of the one before (default: the shipped champion's runs, "
+                        f"{','.join(str(n) for n, _ in SHIPPED_STAGES)}, with the settings each ran with; 0: none)")
     p.add_argument("--network-games", type=int, default=2000)
     p.add_argument("--search-games", type=int, default=400)
     p.add_argument("--seed", type=int, default=0)
@@ -164,7 +170,8 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     file = out / CHAMPION_FILE.name
     try:
-        grow_stages = [int(n) for n in args.grow_rounds.split(",") if int(n) > 0]
+        grow_stages = SHIPPED_STAGES if args.grow_rounds is None else [
+            (int(n), []) for n in args.grow_rounds.split(",") if int(n) > 0]
     except ValueError:
         p.error(f"--grow-rounds: comma-separated round counts, e.g. 4,3 (got {args.grow_rounds!r})")
     commands, checkpoints = recipe(args.variant, args.quick, work, grow_stages)  # paths as run in ROOT
@@ -190,7 +197,7 @@ def main() -> int:
     if keep_provenance:
         rounds, teachers = previous["improve_rounds"], previous["teacher"]
     elif args.evaluate_only:  # made by the recipe's commands elsewhere: its rounds and teachers
-        rounds = 1 + sum(grow_stages)
+        rounds = 1 + sum(n for n, _ in grow_stages)
         teachers = previous.get("teacher", [])[:1] + (agent.config.improve.teachers() if grow_stages else [])
     else:  # the bot round, then each growing run's rounds
         rounds = 1 + sum(int(load_checkpoint(str(ck), map_location="cpu")["improve"]["round"]) for ck in made[1:])

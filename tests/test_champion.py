@@ -16,6 +16,8 @@ from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, champion_card, fi
 from deepcfr.train.agent import load_agent
 from deepcfr.train.checkpoint import network_meta
 
+from script_helpers import load_script
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -30,6 +32,21 @@ def test_the_shipped_file_is_the_one_its_card_describes():
     for kind in ("network", "search"):
         assert {"heuristic_balanced", "heuristic_careful", "random"} <= set(card["figures"][kind])
     assert (CARD_FILE.parent / "CARD.md").read_text().count(card["sha256"]) == 1
+
+
+def test_the_default_recipe_is_the_one_that_made_the_shipped_file():
+    make_champion = load_script("make_champion")
+    commands, checkpoints = make_champion.recipe("classic", False, Path("runs/champion"), make_champion.SHIPPED_STAGES)
+    card = champion_card()
+    assert [["deepcfr", *c] for c in commands] == card["commands"][:-1]
+    assert str(checkpoints[-1]) in card["commands"][-1][-1]  # the last run's network is the one exported
+    assert card["improve_rounds"] == 1 + sum(n for n, _ in make_champion.SHIPPED_STAGES)
+    # the runs made with grow.yaml's earlier settings name them: each override is a key it has
+    from deepcfr.improve import ImproveRunConfig
+    from deepcfr.train.config import load_config
+    for _, overrides in make_champion.SHIPPED_STAGES:
+        config = load_config("lost_cities/grow.yaml", overrides, config_class=ImproveRunConfig)
+        assert overrides == [] or config.improve.temperature == 5
 
 
 def test_the_champion_greedy_beats_heuristic_careful():

@@ -243,7 +243,7 @@ def test_the_growing_recipe_starts_from_the_champion_and_searches_over_the_learn
     assert config.game.variant == "classic" and config.network.hidden_size == 256
     teacher = config.improve.teacher_of(1)
     assert teaches_over_learner(teacher) and "rollout_policy=base" in teacher
-    assert "champion@greedy" in config.improve.eval_opponents and config.improve.gate_games == 2000
+    assert "champion@greedy" in config.improve.eval_opponents and config.improve.gate_games == 10000
     improver = Improver(config)
     assert improver.current is not None and improver.game.name == "lost_cities"
 
