@@ -67,20 +67,20 @@ def main(argv: list[str] | None = None) -> int:
     memory = PositionMemory(1)
     memory.load_state_dict(payload["memories"])
     out: dict = {"checkpoint": args.checkpoint, "positions": len(memory), "run_temperature": run_temperature}
-    # Every variant's config is checked before the first one trains (minutes each).
-    configs = {name: config_from_dict(saved, overrides, args.checkpoint, ImproveRunConfig)
-               for name, overrides in args.variant}
-    for name, config in configs.items():
-        if config.improve.temperature > run_temperature:
-            p.error(f"variant {name}: temperature {config.improve.temperature} is hotter than the run's "
-                    f"{run_temperature}; stored targets can only be made colder")
+    # Every variant's config and targets are made before the first one trains (minutes each).
+    configs, rounds = {}, {}
+    for name, overrides in args.variant:
+        configs[name] = config = config_from_dict(saved, overrides, args.checkpoint, ImproveRunConfig)
+        try:
+            rounds[name] = [(r, retargeted(block, run_temperature, config.improve.temperature))
+                            for r, block in memory.rounds]
+        except ValueError as e:
+            p.error(f"variant {name}: {e}")
     for name, overrides in args.variant:
         start = time.perf_counter()
         config = configs[name]
         with Improver(config) as improver:  # from improve.checkpoint: the run's start network
-            temperature = config.improve.temperature
-            improver.memory.rounds = [(r, block if temperature == run_temperature else
-                                       retargeted(block, run_temperature, temperature)) for r, block in memory.rounds]
+            improver.memory.rounds = rounds.pop(name)
             net, metrics = improver.train_network(int(payload["improve"]["round"]))
             game = improver.game
             new = improver.network_player(net, name, greedy=True)

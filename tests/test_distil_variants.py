@@ -45,6 +45,11 @@ def test_retargeting_colder_equals_the_target_made_at_the_new_temperature(n, k, 
     assert torch.equal(again.candidates, stored.candidates) and torch.equal(again.values, stored.values)
 
 
+def test_retargeting_at_the_same_temperature_keeps_the_stored_targets():
+    stored, _, _, _ = positions(8, 3, 2, 5.0)
+    assert retargeted(stored, 5.0, 5.0).target is stored.target
+
+
 def test_retargeting_hotter_is_refused_because_float16_lost_the_prior_of_unlikely_candidates():
     # At temperature 2 a candidate 20 points worse keeps e^-10 of its prior: float16 rounds it
     # towards zero, so at temperature 5 (e^-4) its probability could not be recovered.
@@ -88,4 +93,4 @@ def test_the_script_trains_plays_and_saves_each_variant(tmp_path, capsys):
     with pytest.raises(SystemExit):
         load_script("distil_variants").main([str(run_dir / "checkpoints" / "latest.pt"), "--variant", "t1:improve.temperature=1",
                                              "--variant", "t10:improve.temperature=10"])
-    assert "hotter than the run's 5.0" in capsys.readouterr().err
+    assert "variant t10: retargeting can only make targets colder" in capsys.readouterr().err

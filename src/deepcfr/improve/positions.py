@@ -42,6 +42,8 @@ def retargeted(positions: "Positions", old_temperature: float, new_temperature: 
         raise ValueError(f"retargeting can only make targets colder (stored at temperature {old_temperature}, "
                          f"asked for {new_temperature}): the float16 targets lose the prior of candidates "
                          "they give almost no probability; label the positions again at the hotter temperature")
+    if new_temperature == old_temperature:
+        return positions  # the stored targets themselves, not a float16 round trip of them
     valid = positions.candidates >= 0
     values = positions.values.double()
     log_prior = positions.target.double().clamp(min=_LOG_FLOOR).log() - values / old_temperature
