@@ -7,8 +7,9 @@
   2. rounds of ``lost_cities/grow.yaml`` from that network (the growing teacher: the learner in its
      own rollouts; each new network gated head to head against the current one), in the stages the
      shipped campaign ran in (SHIPPED_STAGES: a run of 4 rounds, a run of 1 from its network, both
-     with the settings grow.yaml had then, and a run of 1 with today's; each run starts with no
-     positions, as a campaign that goes on from a shipped network does);
+     with the settings grow.yaml had then, and two runs of 1 with today's; each run starts from the
+     network of the one before and with no positions, as a campaign that goes on from a shipped
+     network does);
   3. the distilled network exported into the package (``deepcfr.players.champion``);
   4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
      ``search:champion`` plays) against every bot, on paired deals with 95% CIs, written with the
@@ -38,7 +39,7 @@ from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, HERE, export_cham
 # trained longer, a 10,000-game gate; docs/results.md, sessions 12 and 13)
 FIRST_GROW_SETTINGS = ["improve.temperature=5", "improve.train_steps=12000", "improve.gate_games=2000"]
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each
-SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, [])]
+SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, []), (1, [])]
 # the search settings measured strongest over the champion (docs/results.md, "A teacher that
 # grows"): the network plays its own rollouts; search:champion starts from them (its card)
 SEARCH_SETTINGS = {"candidates": 3, "rollout_policy": "base"}
