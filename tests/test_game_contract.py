@@ -209,14 +209,14 @@ def test_every_game_names_its_capabilities():
     assert {"determinize", "symmetry", "match_diagnostics", "move_diagnostics", "scores", "cut_off", "rules",
             "describe", "variants", "bots", "evaluation_opponents"} <= found["lost_cities-classic"]
     for gid in ("kuhn", "leduc", "liars_dice"):
-        assert "chance_deals" in found[gid] and "determinize" not in found[gid]
+        assert {"chance_deals", "determinize", "action_history"} <= found[gid] and "symmetry" not in found[gid]
     assert all("deals_of" in caps for caps in found.values())
 
 
 def test_missing_capability_is_a_clear_value_error():
     kuhn = make_game("kuhn")
-    with pytest.raises(ValueError, match=r"game 'kuhn' has no 'determinize' capability \(determinization"):
-        capability(kuhn, "determinize")
+    with pytest.raises(ValueError, match=r"game 'kuhn' has no 'symmetry' capability \(a relabelling"):
+        capability(kuhn, "symmetry")
 
 
 def test_determinize_where_declared(game):
@@ -238,6 +238,44 @@ def test_determinize_where_declared(game):
             assert torch.equal(game.current_player(sampled), game.current_player(state).repeat_interleave(d))
             own = (game.current_player(state) == observer).repeat_interleave(d)  # the observer's own moves
             assert torch.equal(game.legal_mask(sampled)[own], game.legal_mask(state).repeat_interleave(d, dim=0)[own])
+
+
+def test_determinize_draws_the_hidden_cards_uniformly(game):
+    """The hidden cards of one observation, over many samples: every unseen card (or face) as
+    often as every other, within sampling error (a chi-square bound far in the tail)."""
+    if not has_capability(game, "determinize") or not has_capability(game, "chance_deals"):
+        pytest.skip(f"{game.name}: no determinize over an enumerable deal")
+    state = game.init(2, torch.Generator().manual_seed(5))
+    obs = game.observe(state, 1)[:1]
+    d = 6000
+    deals = game.deals_of(game.determinize(obs, d, torch.Generator().manual_seed(6)))
+    opponent = deals[:, 0]  # the observer sits in seat 1
+    values, counts = opponent.unique(return_counts=True)
+    own = int(obs[0, 1])
+    all_values = set(range(int(game.chance_deals()[0].max()) + 1))
+    expected_values = all_values if game.name == "liars_dice" else all_values - {own}
+    assert set(values.tolist()) == expected_values
+    expected = d / len(expected_values)
+    chi2 = float(((counts.double() - expected) ** 2 / expected).sum())
+    assert chi2 < 25.0  # at most 5 degrees of freedom: p < 0.001
+
+
+def test_action_history_where_declared(game):
+    """The history read from an observation replays, from the game's deal, to the same observations."""
+    if not has_capability(game, "action_history"):
+        pytest.skip(f"{game.name} declares no action_history")
+    history, actions = playout(game, seed=11, n=16)
+    final = history[-1]
+    for observer in (0, 1):
+        h = game.action_history(game.observe(final, observer))
+        assert h.shape == (16, game.max_game_length) and h.dtype == torch.long
+        taken = torch.stack(actions, dim=1)[:, : game.max_game_length]  # what was played, per game
+        lengths = (h >= 0).sum(dim=1)
+        for i in range(16):
+            assert h[i, : lengths[i]].tolist() == taken[i, : lengths[i]].tolist()
+            assert (h[i, lengths[i]:] == -1).all()
+        replayed = game.replay(game.init_from_deal(game.deals_of(final)), h)
+        assert torch.equal(game.observe(replayed, observer), game.observe(final, observer))
 
 
 def test_scores_and_cut_off_where_declared(game):

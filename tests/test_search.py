@@ -171,11 +171,25 @@ def test_bad_search_settings_name_the_key_and_the_valid_ones():
 
 
 def test_search_refuses_a_game_without_determinization():
+    from types import SimpleNamespace
+
+    game = SimpleNamespace(name="no_hidden_cards")  # every shipped game now determinizes
+    with pytest.raises(ValueError, match="'no_hidden_cards' has no 'determinize' capability"):
+        RolloutSearch(game, BotPlayer(make_bot(game, "random"), game))
+
+
+def test_search_plays_a_small_game():
+    """Kuhn determinizes too: the search over the random bot (its rollouts by the bot) plays legal moves."""
     from deepcfr.games.registry import make_game
 
     game = make_game("kuhn")
-    with pytest.raises(ValueError, match="determinization"):
-        RolloutSearch(game, BotPlayer(make_bot(game, "random"), game))
+    state = game.init(16, torch.Generator().manual_seed(1))
+    obs, mask = game.observe(state, 0), game.legal_mask(state)
+    search = RolloutSearch(game, BotPlayer(make_bot(game, "random"), game),
+                           SearchConfig(determinizations=4, candidates=2, rollout_policy="base"))
+    chosen = search.decide(obs, mask)
+    assert mask.gather(1, chosen[:, None]).all()
+    assert search.stats.rollouts == 16 * 2 * 4 and search.stats.rollout_decisions >= 16 * 2 * 4
 
 
 def test_bot_prior_puts_the_rollout_bots_move_among_the_candidates(mini_checkpoint):

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import sys
 
-from .common import add_json_flag, add_search_options, emit, players_and_game, search_figures, search_settings, step_progress
+from .common import (add_json_flag, add_search_options, add_value_option, emit, players_and_game, search_figures,
+                     search_settings, step_progress, value_function)
 
 
 def register(subparsers) -> None:
@@ -29,6 +30,10 @@ def register(subparsers) -> None:
     p.add_argument("--record", default=None, metavar="PATH",
                    help="append every game to this JSON-lines file (replay with `deepcfr replay`)")
     add_search_options(p)
+    add_value_option(p)
+    p.add_argument("--chance-samples", type=int, default=None, metavar="M",
+                   help="average each luck correction over M chance outcomes drawn without replacement "
+                        "(cheaper, still unbiased; default: all of them)")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -45,7 +50,8 @@ def run(args) -> int:
 
         played = RecordingGame(game)
     result = play_match(played, player_a, player_b, games=args.games, seed=args.seed, device=args.device,
-                        on_step=step_progress(sys.stderr))
+                        on_step=step_progress(sys.stderr), value_fn=value_function(args, game),
+                        chance_samples=args.chance_samples)
     out = {"game": game.name, "a": args.a, "b": args.b}
     if has_capability(game, "variants"):
         out["variant"] = game.variant  # the rules played (a checkpoint's own when no --variant is given)

@@ -147,3 +147,25 @@ def search_figures(player, prefix: str) -> dict:
     out = {f"{prefix}{k}": v for k, v in stats.to_dict().items()}
     out.update({f"{prefix}search_{k}": v for k, v in player.search.config.model_dump().items()})
     return out
+
+
+def add_value_option(parser) -> None:
+    parser.add_argument("--value-fn", default="auto", metavar="auto|none|PATH",
+                        help="the value function that corrects each game for its luck (a variance-reduced "
+                             "estimate beside the plain one): auto (default) = the one shipped beside the "
+                             "champion where it was made for this game and rules, none, or a file of "
+                             "`deepcfr fit-value`")
+
+
+def value_function(args, game):
+    """The value function ``--value-fn`` names for ``game`` (None: no corrections)."""
+    choice = getattr(args, "value_fn", "none")
+    if choice == "none":
+        return None
+    if choice == "auto":
+        from ..players.champion import shipped_value_function
+
+        return shipped_value_function(game, getattr(args, "device", "cpu"))
+    from ..train.value_fn import load_value_function
+
+    return load_value_function(choice, game, getattr(args, "device", "cpu"))

@@ -3,7 +3,7 @@ both seat orders) and, for Kuhn and Leduc, exact exploitability."""
 
 from __future__ import annotations
 
-from .common import add_json_flag, add_search_options, emit, search_settings
+from .common import add_json_flag, add_search_options, add_value_option, emit, search_settings, value_function
 
 
 def register(subparsers) -> None:
@@ -35,6 +35,7 @@ def register(subparsers) -> None:
                    help="with --search: one search agent per value of this search setting, "
                    "e.g. --sweep determinizations=16,32,64")
     add_search_options(p)
+    add_value_option(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -115,8 +116,10 @@ def run(args) -> int:
             built[name] = load_player(name, game, args.device, search_settings(args))
         return built[name]
 
+    value_fn = value_function(args, game)
     for name in opponents:
-        result = play_match(game, policy, opponent(name), games=args.games, seed=args.seed, device=args.device)
+        result = play_match(game, policy, opponent(name), games=args.games, seed=args.seed, device=args.device,
+                            value_fn=value_fn)
         out[f"{name}_win_rate_ci95"] = result.win_rate_ci95
         out.update({f"{name}_{k}": v for k, v in result.figures().items()})  # with the farming diagnostics
     if args.sweep is not None and not args.search:

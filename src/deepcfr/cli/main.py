@@ -16,6 +16,8 @@ COMMANDS = {
     "arena": "arena_cmd",
     "bench": "bench_cmd",
     "exploitability": "exploitability_cmd",
+    "fit-value": "fit_value_cmd",
+    "exploit": "exploit_cmd",
     "play": "play_cmd",
     "replay": "replay_cmd",
     "report": "report_cmd",

@@ -200,7 +200,8 @@ def run(args) -> int:
 
         game = trainer.game
         print("\n".join(next_steps(game, summary["checkpoint"], str(run_.dir))), file=out, flush=True)
-        if has_capability(game, "determinize"):  # the search, hence expert iteration, can play it
+        # the search, hence expert iteration, is for the games whose tree cannot be enumerated (Lost Cities)
+        if has_capability(game, "determinize") and not has_capability(game, "chance_deals"):
             print("\n".join(what_comes_next(summary["checkpoint"])), file=out, flush=True)
     return 0
 

@@ -79,9 +79,17 @@ CAPABILITIES: dict[str, str] = {
     "move_diagnostics": "move_diagnostics(obs, actions) -> {name: [n] float}: what each move shows of the play "
                         "of its mover (obs: the mover's observation before the move); the arena sums them per game "
                         "and side (match fields NAME_a, NAME_b: per game)",
+    "chance_outcomes": "chance_outcomes(state, actions, samples=None, generator=None) -> (source [M], outcomes, "
+                       "weights [M] float64): where chance decides what step(state, actions) leads to (a card "
+                       "drawn, a card revealed), the states it can lead to, for those rows only (source[j]: the "
+                       "row of outcome j; each row's weights sum to 1; state is left unchanged): the weighted mean "
+                       "of a function of the outcomes is its expectation over chance given everything dealt "
+                       "but not yet revealed being unknown (exact; with samples, unbiased from that many outcomes "
+                       "drawn without replacement)",
     "chance_deals": "chance_deals() -> (deals, probabilities) of every deal: the game tree can be enumerated "
                     "(exact exploitability, external sampling)",
     "deals_of": "deals_of(state) -> [n, deal_len] the deals the games started from (what init_from_deal takes)",
+    "action_history": "action_history(obs) -> [n, max_game_length] long: the game's actions so far in order, -1 after the last, read from an observation that holds them all",
     "describe": "describe() -> the game and its rules in words",
     "bots": "bots() -> {name: () -> Bot}: the game's own bots (beside the generic random), built by name",
     "evaluation_opponents": "the bot names a checkpoint of the game is evaluated against when none is named",

@@ -102,6 +102,7 @@ class LiarsDiceGame(PokerGame):
     num_faces = NUM_FACES
     deal_size = NUM_DICE
     action_names = ACTION_NAMES
+    history_start = 2  # observation columns [seat, die, a0 .. a12]
 
     # Construction ------------------------------------------------------------------------
     def init(self, n: int, generator: torch.Generator | None = None, device: str | torch.device = "cpu") -> LiarsDiceState:
@@ -129,6 +130,13 @@ class LiarsDiceGame(PokerGame):
         """Every roll of the two dice with its probability (36, all equally likely)."""
         deals = torch.tensor(list(product(range(NUM_FACES), repeat=NUM_DICE)), dtype=torch.long)
         return deals, torch.full((deals.shape[0],), 1.0 / deals.shape[0], dtype=torch.float64)
+
+    def hidden_deals(self, obs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Dice consistent with what each row's observer sees (capability "determinize"): its own
+        die, the other rolled uniformly (dice are independent)."""
+        seat = obs[:, 0].long()
+        other = torch.randint(0, NUM_FACES, (obs.shape[0], 1), generator=generator, device=obs.device)
+        return torch.where(torch.arange(NUM_DICE, device=obs.device) == seat[:, None], obs[:, 1:2].long(), other)
 
     def deals_of(self, state: LiarsDiceState) -> torch.Tensor:
         """The deal of each row (what ``init_from_deal`` takes)."""

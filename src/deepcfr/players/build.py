@@ -15,6 +15,7 @@ from typing import Mapping
 
 import torch
 
+from ..evaluate.arena import legal_probabilities
 from ..games.base import sample_from_probs
 from .champion import champion_file, champion_search_settings
 from .spec import CHAMPION, LEARNER, PlayerSpec, PlayerSpecError, parse_player, quote
@@ -62,13 +63,18 @@ class NetworkPlayer:
     def policy(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self._policy(obs, mask)
 
-    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        probs = self._policy(obs, mask).float() * mask
+    def sampling_probabilities(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor | None:
+        """What ``act`` samples from (None for a greedy player): never an illegal action, whatever
+        the network says; an all-zero row plays uniformly. The arena's luck corrections use them."""
         if self.greedy:
+            return None
+        return legal_probabilities(self._policy(obs, mask), mask)
+
+    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        if self.greedy:
+            probs = self._policy(obs, mask).float() * mask
             return probs.masked_fill(~mask.bool(), -1.0).argmax(dim=1)
-        # never an illegal action, whatever the network says; an all-zero row plays uniformly
-        probs = torch.where(probs.sum(dim=1, keepdim=True) > 0, probs, mask.float())
-        return sample_from_probs(probs, generator)
+        return sample_from_probs(self.sampling_probabilities(obs, mask), generator)
 
 
 class SearchPlayer:

@@ -13,6 +13,9 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent / "champion"
 CHAMPION_FILE = HERE / "lost_cities.pt"
 CARD_FILE = HERE / "card.json"
+# the value function of the full state the arena's luck corrections use (deepcfr fit-value; what
+# it was trained on is in its own meta, ``trained_on``)
+VALUE_FILE = HERE / "lost_cities_value.pt"
 
 
 def champion_file() -> Path:
@@ -81,3 +84,23 @@ def export_champion(checkpoint: str | Path, out: str | Path) -> str:
 
 
 __all__ += ["distilled_payload", "export_champion"]
+
+
+def shipped_value_function(game, device="cpu"):
+    """The value function shipped beside the champion when it was made for ``game`` (its name,
+    version and rules), else None: what ``arena``, ``eval`` and the gate correct for luck with."""
+    if not VALUE_FILE.is_file():
+        return None
+    from ..train.checkpoint import load_checkpoint
+    from ..train.value_fn import load_value_function
+
+    meta = load_checkpoint(VALUE_FILE)["meta"]
+    if (meta.get("game"), meta.get("game_version")) != (game.name, int(game.version)):
+        return None
+    try:
+        return load_value_function(VALUE_FILE, game, device)
+    except ValueError:  # made for other rules of the game
+        return None
+
+
+__all__ += ["shipped_value_function", "VALUE_FILE"]

@@ -270,8 +270,8 @@ class RolloutSearch:
         M = stream.shape[0]
         utility = torch.zeros(M, dtype=torch.float64, device=self.device)
         rows = torch.arange(M, device=self.device)  # original index of each row still running
-        start = game.num_decisions(states)
-        decisions = torch.zeros((), dtype=torch.long, device=self.device)
+        decisions = 0  # one per running row and step
+        cut_off = getattr(game, "cut_off", None)  # games without a ply cap (the small games) have none
         capped = torch.zeros((), dtype=torch.long, device=self.device)
         for _ in range(game.max_game_length + 2):
             done = game.is_terminal(states)
@@ -281,8 +281,8 @@ class RolloutSearch:
                 where = rows[finished]
                 u = game.returns(fin).gather(1, seat[where][:, None]).squeeze(1).double()
                 utility[where] = u
-                decisions += (game.num_decisions(fin) - start[where]).sum()
-                capped += game.cut_off(fin).sum()
+                if cut_off is not None:
+                    capped += cut_off(fin).sum()
                 keep = (~done).nonzero().squeeze(1)
                 states, rows = index_state(states, keep), rows[keep]
                 if rows.numel() == 0:
@@ -292,6 +292,7 @@ class RolloutSearch:
             obs = game.observe(states, player)
             uniform = torch.rand(n_streams, generator=self.generator, device=self.device)[stream[rows]]
             states = game.step(states, self.rollout.act(obs, mask, uniform))
+            decisions += rows.numel()
         else:
             raise RuntimeError(f"rollouts still running after {game.max_game_length} decisions")
         self.stats.rollouts += M

@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import torch
 
-from ..base import IllegalActionError
+from ..base import IllegalActionError, index_state
 from .bots import EVALUATION_OPPONENTS, bot_factories
 from .encoding import LostCitiesEncoder
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, OBS_DTYPE, decode, obs_size
@@ -585,6 +585,47 @@ class LostCitiesGame:
         return {"useless_pile_draws": (from_pile & ~fits).float()}
 
     # Information -----------------------------------------------------------------------------
+    def chance_outcomes(self, state: LostCitiesState, actions: torch.Tensor, samples: int | None = None,
+                        generator: torch.Generator | None = None):
+        """The deck draws among ``actions`` (games/base.py CAPABILITIES): for each live row that draws
+        from a deck of more than one card, the states after drawing each card of the deck instead
+        (the deck's order is what is unknown: any of its cards could have been on top), each of
+        weight 1 / cards; with ``samples``, that many of them drawn without replacement (all
+        where the deck holds no more), weight 1 / drawn. Returns (source, outcomes, weights)."""
+        device = state.arena.device
+        L = self.tables(device).layout
+        actions = torch.as_tensor(actions, device=device).long()
+        deck = self.deck_size(state)
+        draws = ~state.terminal & (state.phase == 1) & (actions == 2 * self.rules.num_kinds) & (deck > 1)
+        rows = draws.nonzero().squeeze(1)
+        deck = deck[rows]
+        # The alternatives of a row: positions in its deck stack whose card moves to the top.
+        if samples is None:
+            counts = deck
+            first = torch.cumsum(counts, 0) - counts
+            source = torch.repeat_interleave(torch.arange(rows.numel(), device=device), counts)
+            position = torch.arange(source.numel(), device=device) - first[source]
+        else:
+            if samples < 1:
+                raise ValueError(f"samples must be at least 1, got {samples}")
+            counts = deck.clamp(max=samples)
+            keys = torch.rand(rows.numel(), L.deck_cards, generator=generator, device=device)
+            keys = keys.masked_fill(torch.arange(L.deck_cards, device=device) >= deck[:, None], 2.0)
+            order = keys.argsort(dim=1)[:, :samples]  # a random subset of each row's positions
+            keep = torch.arange(order.shape[1], device=device) < counts[:, None]
+            source = torch.arange(rows.numel(), device=device)[:, None].expand_as(order)[keep]
+            position = order[keep]
+        outcomes = index_state(state, rows[source])
+        top = L.deck_stack + deck[source] - 1
+        picked = L.deck_stack + position
+        arena = outcomes.arena
+        on_top, chosen = arena.gather(1, top[:, None]), arena.gather(1, picked[:, None])
+        arena.scatter_(1, picked[:, None], on_top)
+        arena.scatter_(1, top[:, None], chosen)
+        self.step(outcomes, actions[rows[source]])
+        weights = (1.0 / counts.double())[source]
+        return rows[source], outcomes, weights
+
     def determinize(self, obs: torch.Tensor, d: int, generator: torch.Generator | None = None) -> LostCitiesState:
         """``n * d`` states consistent with the observations ``obs [n, obs_size]`` (row ``i * d + j``
         is sample ``j`` of ``obs[i]``): see determinize.py."""

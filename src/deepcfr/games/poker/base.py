@@ -7,6 +7,7 @@ import random
 
 import torch
 
+from ..base import _tensor_fields, index_state
 from .common import random_deals
 from .tree import game_tree
 
@@ -36,6 +37,64 @@ class PokerGame:
 
     def obs_player(self, obs: torch.Tensor) -> torch.Tensor:
         return obs[:, 0].long()  # every poker observation starts with the observer's seat
+
+    # Determinization (capabilities "determinize" and "action_history") -------------------------
+    history_start: int  # the observation's first action column (the rest are action slots, -1 = empty)
+
+    def action_history(self, obs: torch.Tensor) -> torch.Tensor:
+        """``[n, max_game_length]`` long: the actions of each game so far in the order they were
+        taken, -1 after the last (the observation holds them all; empty slots, such as the end of
+        a betting round, are squeezed out, keeping the order)."""
+        slots = obs[:, self.history_start:].long()
+        order = (slots < 0).to(torch.uint8).argsort(dim=1, stable=True)
+        history = slots.gather(1, order)
+        pad = self.max_game_length - history.shape[1]
+        return torch.nn.functional.pad(history, (0, pad), value=-1) if pad > 0 else history
+
+    def known_deal(self, obs: torch.Tensor) -> torch.Tensor:
+        """``[n, deal_size]``: the deal's cards the observer of each row sees, -1 for the hidden ones."""
+        raise NotImplementedError  # pragma: no cover - every card game defines it
+
+    def hidden_deals(self, obs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        """``[n, deal_size]`` deals consistent with what each row's observer sees: the hidden
+        cards drawn uniformly without replacement from the cards the observer has not seen."""
+        known = self.known_deal(obs).long()
+        n = known.shape[0]
+        cards = torch.arange(self.num_cards, device=obs.device)
+        seen = (known[:, :, None] == cards).any(dim=1)  # [n, num_cards]
+        keys = torch.rand(n, self.num_cards, generator=generator, device=obs.device).masked_fill(seen, 2.0)
+        unseen_order = keys.argsort(dim=1)  # the unseen cards first, in random order
+        hidden = known < 0
+        rank = (hidden.long().cumsum(dim=1) - 1).clamp(min=0)  # j-th hidden position takes the j-th card
+        return torch.where(hidden, unseen_order.gather(1, rank), known)
+
+    def determinize(self, obs: torch.Tensor, d: int, generator: torch.Generator | None = None):
+        """``n * d`` states consistent with ``obs [n, obs_size]`` (row ``i * d + j`` is sample ``j``
+        of ``obs[i]``): a deal from ``hidden_deals`` replayed through the observed action history,
+        so ``observe(state, observer) == obs`` bit for bit. ``generator`` on ``obs.device``."""
+        if obs.dim() != 2 or obs.shape[1] != self.obs_size:
+            raise ValueError(f"obs must have shape [n, {self.obs_size}], got {tuple(obs.shape)}")
+        if d < 1:
+            raise ValueError(f"d (determinizations per observation) must be at least 1, got {d}")
+        obs = obs.repeat_interleave(d, dim=0)
+        return self.replay(self.init_from_deal(self.hidden_deals(obs, generator)), self.action_history(obs))
+
+    def replay(self, state, history: torch.Tensor):
+        """``state`` advanced in place by each row's actions ``history [n, L]`` (-1 = no more
+        actions for that row): one batched step per column, over the rows still replaying."""
+        for t in range(history.shape[1]):
+            actions = history[:, t]
+            going = actions >= 0
+            if not bool(going.any()):
+                break
+            if bool(going.all()):
+                self.step(state, actions)
+                continue
+            rows = going.nonzero().squeeze(1)
+            moved = self.step(index_state(state, rows), actions[rows])
+            for name in _tensor_fields(state):
+                getattr(state, name)[rows] = getattr(moved, name)
+        return state
 
     def enumerate_infostates(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Every information state where a player acts: ``(obs [M, obs_size], legal mask [M, A])``."""

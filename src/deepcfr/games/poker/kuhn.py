@@ -56,6 +56,7 @@ class KuhnGame(PokerGame):
     num_cards = NUM_CARDS
     deal_size = 2
     action_names = ACTION_NAMES
+    history_start = 2  # observation columns [seat, card, a0, a1, a2]
 
     # Construction ------------------------------------------------------------------------
     def init_from_deal(self, deals: torch.Tensor) -> KuhnState:
@@ -120,6 +121,11 @@ class KuhnGame(PokerGame):
     # Observations ------------------------------------------------------------------------
     def observe(self, state: KuhnState, player: int | torch.Tensor) -> torch.Tensor:
         return private_observation(state.cards, player, state.history).to(self.obs_dtype)
+
+    def known_deal(self, obs: torch.Tensor) -> torch.Tensor:
+        """The observer's own card at its seat, -1 at the other (capability "determinize")."""
+        seat = obs[:, 0].long()
+        return torch.where(torch.arange(2, device=obs.device) == seat[:, None], obs[:, 1:2].long(), -1)
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         o = obs.long()

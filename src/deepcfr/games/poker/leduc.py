@@ -26,7 +26,7 @@ from itertools import permutations
 
 import torch
 
-from ..base import IllegalActionError
+from ..base import IllegalActionError, clone_state, index_state
 from .common import action_error, check_deal, check_deals, private_observation, record_action
 from .base import PokerGame, PokerReference
 
@@ -76,6 +76,7 @@ class LeducGame(PokerGame):
     num_cards = NUM_CARDS
     deal_size = 3
     action_names = ACTION_NAMES
+    history_start = 3  # observation columns [seat, card, public card, 8 action slots]
 
     # Construction ------------------------------------------------------------------------
     def init_from_deal(self, deals: torch.Tensor) -> LeducState:
@@ -161,6 +162,13 @@ class LeducGame(PokerGame):
         public = torch.where(state.round == 1, state.cards[:, 2], -1)[:, None]
         return private_observation(state.cards, player, public, state.history).to(self.obs_dtype)
 
+    def known_deal(self, obs: torch.Tensor) -> torch.Tensor:
+        """The observer's card at its seat, the public card once revealed, -1 for the rest
+        (capability "determinize")."""
+        seat = obs[:, 0].long()
+        own = torch.where(torch.arange(2, device=obs.device) == seat[:, None], obs[:, 1:2].long(), -1)
+        return torch.cat([own, obs[:, 2:3].long()], dim=1)
+
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         o = obs.long()
         one_hot = torch.nn.functional.one_hot
@@ -169,6 +177,29 @@ class LeducGame(PokerGame):
         public = one_hot(torch.where(o[:, 2] >= 0, o[:, 2] // 2 + 1, 0), NUM_RANKS + 1)[:, 1:]
         hist = one_hot(o[:, 3:] + 1, 4)[:, :, 1:].flatten(1)  # empty slot (-1) -> zeros
         return torch.cat([seat, private, public, hist], dim=1).to(torch.float32)
+
+    # Chance ------------------------------------------------------------------------------
+    def chance_outcomes(self, state: LeducState, actions: torch.Tensor, samples: int | None = None,
+                        generator: torch.Generator | None = None):
+        """The public card's reveal (games/base.py CAPABILITIES): for each row whose action ends
+        the first betting round, the states after it with each card the players do not hold as
+        the public card (weight 1/4 each; with ``samples``, that many of them drawn without
+        replacement). Returns (source, outcomes, weights)."""
+        after = self.step(clone_state(state), actions)
+        rows = (after.round > state.round).nonzero().squeeze(1)
+        cards = torch.arange(NUM_CARDS, device=state.cards.device)
+        free = (cards != state.cards[rows, 0:1]) & (cards != state.cards[rows, 1:2])  # [m, 6], 4 per row
+        keys = torch.rand(rows.numel(), NUM_CARDS, generator=generator, device=cards.device) if samples else \
+            cards.double().expand(rows.numel(), NUM_CARDS)
+        take = NUM_CARDS - 2 if samples is None else min(int(samples), NUM_CARDS - 2)
+        if take < 1:
+            raise ValueError(f"samples must be at least 1, got {samples}")
+        chosen = keys.masked_fill(~free, float("inf")).argsort(dim=1)[:, :take]  # [m, take] card ids
+        source = torch.arange(rows.numel(), device=cards.device).repeat_interleave(take)
+        outcomes = index_state(after, rows[source])
+        outcomes.cards[:, 2] = chosen.reshape(-1)
+        weights = torch.full((source.numel(),), 1.0 / take, dtype=torch.float64, device=cards.device)
+        return rows[source], outcomes, weights
 
 
 

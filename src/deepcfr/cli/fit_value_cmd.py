@@ -1,0 +1,97 @@
+"""``deepcfr fit-value``: fit the value function of the full state that corrects matches for luck
+(evaluate/variance.py) on the positions of matches between the given players, and save it."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+from .common import add_json_flag, emit, make_named_game
+
+
+def register(subparsers) -> None:
+    p = subparsers.add_parser(
+        "fit-value",
+        help="fit the value function that makes match estimates variance-reduced (arena, eval, the gate)",
+        description="Play matches between the given pairs of players (paired deals), keep a random subset of "
+        "their positions, fit a network of the full state (both seats' views) to the final score difference, "
+        "and save it (a checkpoint of kind value_function; its meta says what it was trained on). "
+        "`--value-fn PATH` of arena and eval uses it.",
+    )
+    p.add_argument("--game", default=None, help="game name (default lost_cities)")
+    p.add_argument("--variant", default=None, help="Lost Cities rule variant (classic, mini)")
+    p.add_argument("--matchups", default=None, metavar="A:B,C:D",
+                   help="pairs of player specs whose games are the training positions (default: the champion "
+                        "greedy against each of the game's evaluation bots and sampled against itself where the "
+                        "champion plays this game, else every pair of those bots)")
+    p.add_argument("--games", type=int, default=4000, help="games per matchup (even)")
+    p.add_argument("--keep", type=float, default=0.3, help="fraction of the positions kept (they are correlated)")
+    p.add_argument("--steps", type=int, default=16000, help="training steps")
+    p.add_argument("--batch-size", type=int, default=1024)
+    p.add_argument("--lr", type=float, default=1e-3)
+    p.add_argument("--hidden-size", type=int, default=256)
+    p.add_argument("--num-layers", type=int, default=2)
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--out", required=True, help="where to write the value function")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def default_matchups(game) -> list[tuple[str, str]]:
+    from ..games.bots import evaluation_opponents
+    from ..players.champion import champion_game
+
+    bots = evaluation_opponents(game)
+    champ = champion_game()
+    if champ is not None and champ.config_dict() == game.config_dict() and champ.name == game.name:
+        return [("champion@greedy", bot) for bot in bots if bot not in ("random", "discard_only")] + \
+            [("champion", "champion")]
+    return [(a, b) for i, a in enumerate(bots) for b in bots[i + 1:]] or [(bots[0], bots[0])]
+
+
+def parse_matchups(text: str) -> list[tuple[str, str]]:
+    pairs = []
+    for item in text.split(","):
+        a, colon, b = item.partition(":")
+        if not colon or not a.strip() or not b.strip():
+            raise ValueError(f"--matchups item {item!r} must look like A:B (two player specs)")
+        pairs.append((a.strip(), b.strip()))
+    return pairs
+
+
+def run(args) -> int:
+    import torch
+
+    from ..players import load_player
+    from ..train.value_fn import FullStateValue, collect_positions, fit_value, save_value_function
+
+    if args.games < 2 or args.games % 2:
+        raise ValueError(f"--games must be a positive even number (paired deals), got {args.games}")
+    if not 0 < args.keep <= 1:
+        raise ValueError(f"--keep must be in (0, 1], got {args.keep}")
+    game = make_named_game(args.game, args.variant)
+    names = parse_matchups(args.matchups) if args.matchups else default_matchups(game)
+    players = {name: load_player(name, game, args.device) for pair in names for name in pair}
+    start = time.perf_counter()
+
+    def collected(done, total, seconds):
+        print(f"positions: {done}/{total} games ({seconds:.0f}s)", file=sys.stderr, flush=True)
+
+    positions = collect_positions(game, [(players[a], players[b]) for a, b in names], args.games, args.seed,
+                                  args.keep, on_batch=collected)
+    collect_seconds = time.perf_counter() - start
+    print(f"fitting on {len(positions)} positions", file=sys.stderr, flush=True)
+
+    def fitted(step, steps, mse):
+        print(f"fit: step {step}/{steps}, train mse {mse:.1f} ({time.perf_counter() - start:.0f}s)",
+              file=sys.stderr, flush=True)
+
+    net, info = fit_value(game, positions, args.hidden_size, args.num_layers, args.steps, args.batch_size,
+                          args.lr, seed=args.seed, device=args.device, on_progress=fitted)
+    trained_on = {"matchups": [f"{a} vs {b}" for a, b in names], "games_each": args.games, "keep": args.keep,
+                  "seed": args.seed, "torch_threads": torch.get_num_threads(), **info}
+    save_value_function(args.out, FullStateValue(game, net, trained_on))
+    emit({"out": args.out, "game": game.name, **trained_on, "collect_seconds": collect_seconds,
+          "seconds": time.perf_counter() - start}, args.json, title=f"fit-value: {args.out}")
+    return 0

@@ -1,0 +1,169 @@
+"""Variance-reduced match estimates (AIVAT-style: Burch et al., AAAI 2018; DESIGN.md's appendix).
+
+A value function ``value_fn(state) -> [n]`` estimates, from the full state (both hands, the
+table, the deck as a set), the final score difference seat 0 minus seat 1. Each game's outcome
+R becomes ``Y = R - sum of corrections``, one per step where something random happened:
+
+- a decision of a player whose probabilities are known (it sampled its move from them):
+  ``u(after) - sum_a pi(a) Q(a)``, where ``Q(a)`` is the value after move ``a``, averaged over
+  chance where the move involves chance (a deck draw);
+- any other decision whose move involves chance (the game's ``chance_outcomes``):
+  ``u(after) - Q(a taken)``: the luck of the card drawn;
+- a deterministic move of a player whose probabilities are unknown (a bot, a greedy network, a
+  search): nothing.
+
+Each correction has mean zero given everything before it, so E[Y] = E[R] whatever ``u``'s error;
+only the variance changes; each kind of correction is weighted by a cross-fitted control-variate
+coefficient (``cross_fitted``), so that a value function too noisy to help is shrunk away. Terminal states are valued by their actual scores, never by ``u``.
+With ``chance_samples``, the average over chance is itself an unbiased estimate from that many
+outcomes drawn without replacement (cheaper; still unbiased, a little noisier). This module knows
+no networks: ``value_fn`` is any callable of a batch of states.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+
+from ..games.base import capability, has_capability, index_state
+
+ValueFn = Callable[[object], torch.Tensor]
+
+
+def cross_fitted(outcome: torch.Tensor, corrections: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """``outcome [p]`` minus ``corrections [p, k]`` weighted, with weights that keep it unbiased.
+
+    Each kind of correction (chance, decisions) has mean zero, so any weight keeps E[Y] = E[R]; a
+    weight fitted on the same games would not quite. So the games are split in two halves, each
+    half's weights are the least-squares fit of the outcome on its corrections in the *other*
+    half (a control variate, cross-fitted), and a value function that is noisy where it matters is
+    shrunk toward no correction instead of adding its noise. Returns the corrected ``[p]`` and
+    the weights ``[2, k]`` of the two halves."""
+    p, k = corrections.shape
+    half = torch.arange(p, device=outcome.device) % 2
+    out = outcome.clone()
+    weights = torch.zeros(2, k, dtype=torch.float64, device=outcome.device)
+    for h in (0, 1):
+        fit = half != h
+        if int(fit.sum()) <= k + 1:
+            continue
+        x = corrections[fit] - corrections[fit].mean(dim=0)
+        y = outcome[fit] - outcome[fit].mean()
+        gram = x.T @ x
+        ridge = 1e-9 * gram.diagonal().sum().clamp(min=1e-30)
+        beta = torch.linalg.solve(gram + ridge * torch.eye(k, dtype=gram.dtype, device=gram.device), x.T @ y)
+        weights[h] = beta
+        out[half == h] = outcome[half == h] - corrections[half == h] @ beta
+    return out, weights
+
+
+def score_difference(game, state) -> torch.Tensor:
+    """[n] float64 seat 0's score minus seat 1's (points where the game has them, else utilities)."""
+    scores = game.scores(state) if has_capability(game, "scores") else game.returns(state)
+    scores = scores.to(torch.float64)
+    return scores[:, 0] - scores[:, 1]
+
+
+class LuckCorrection:
+    """The running corrections of ``games`` games played in lockstep (seat-0 frame, per game):
+    call ``before_step`` with each step's state and actions (and the probabilities of the rows
+    whose movers sampled from known probabilities), then ``after_step`` with the stepped state."""
+
+    def __init__(self, game, value_fn: ValueFn, games: int, device: torch.device,
+                 chance_samples: int | None = None, generator: torch.Generator | None = None):
+        self.game = game
+        self.value_fn = value_fn
+        self.chance_samples = chance_samples
+        self.generator = generator
+        self.chance = capability(game, "chance_outcomes") if has_capability(game, "chance_outcomes") else None
+        self.chance_total = torch.zeros(games, dtype=torch.float64, device=device)
+        self.decision_total = torch.zeros(games, dtype=torch.float64, device=device)
+        self.values_computed = 0  # states the value function was asked for
+        self.seconds = 0.0
+        self._pending = None
+
+    @property
+    def total(self) -> torch.Tensor:
+        """[games] the sum of every correction so far (seat 0's frame)."""
+        return self.chance_total + self.decision_total
+
+    def values(self, state) -> torch.Tensor:
+        """[n] float64 the value of each state: its actual score difference once finished."""
+        done = self.game.is_terminal(state)
+        out = score_difference(self.game, state)
+        live = (~done).nonzero().squeeze(1)
+        if live.numel():
+            out[live] = self.value_fn(index_state(state, live)).to(torch.float64).reshape(-1)
+            self.values_computed += live.numel()
+        return out
+
+    def _after_values(self, state, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Q of each row's action: [n] the value after it, averaged over chance where it involves
+        chance, and [n] bool whether it did."""
+        n = actions.shape[0]
+        q = torch.zeros(n, dtype=torch.float64, device=actions.device)
+        random = torch.zeros(n, dtype=torch.bool, device=actions.device)
+        if self.chance is not None:
+            source, outcomes, weights = self.chance(state, actions, self.chance_samples, self.generator)
+            if source.numel():
+                q.index_add_(0, source, weights * self.values(outcomes))
+                random[source] = True
+        fixed = (~random).nonzero().squeeze(1)
+        if fixed.numel():
+            stepped = self.game.step(index_state(state, fixed), actions[fixed])
+            q[fixed] = self.values(stepped)
+        return q, random
+
+    def before_step(self, state, actions: torch.Tensor, live: torch.Tensor,
+                    probs: torch.Tensor | None = None, known: torch.Tensor | None = None) -> None:
+        """Note what this step's corrections need: ``actions [n]`` to be applied to ``state``,
+        ``live [n]`` the rows still playing; ``probs [n, A]`` the distributions the movers of the
+        ``known [n]`` rows sampled their actions from."""
+        start = time.perf_counter()
+        n = actions.shape[0]
+        device = actions.device
+        known = torch.zeros(n, dtype=torch.bool, device=device) if known is None else known & live
+        baseline = torch.zeros(n, dtype=torch.float64, device=device)
+        chance_base = torch.zeros(n, dtype=torch.float64, device=device)
+        # Rows of unknown movers: only the luck of chance in the move taken.
+        other = (live & ~known).nonzero().squeeze(1)
+        corrected = torch.zeros(n, dtype=torch.bool, device=device)
+        if other.numel() and self.chance is not None:
+            sub = index_state(state, other)
+            source, outcomes, weights = self.chance(sub, actions[other], self.chance_samples, self.generator)
+            if source.numel():
+                q = torch.zeros(other.numel(), dtype=torch.float64, device=device)
+                q.index_add_(0, source, weights * self.values(outcomes))
+                rows = other[source.unique()]
+                baseline.index_add_(0, other, q)
+                chance_base.index_add_(0, other, q)
+                corrected[rows] = True
+        # Rows of known movers: every legal move, weighted by the probabilities sampled from.
+        rows = known.nonzero().squeeze(1)
+        if rows.numel():
+            p = probs[rows].to(torch.float64)
+            pair_row, pair_action = (p > 0).nonzero(as_tuple=True)
+            sub = index_state(state, rows[pair_row])
+            q, random = self._after_values(sub, pair_action)
+            taken = pair_action == actions[rows[pair_row]]
+            baseline.index_add_(0, rows[pair_row], p[pair_row, pair_action] * q)
+            # the chance part of the correction is the taken move's luck; the rest is the decision's
+            chance_base.index_add_(0, rows[pair_row[taken]], q[taken])
+            corrected[rows] = True
+        self._pending = (corrected.nonzero().squeeze(1), baseline, chance_base, known)
+        self.seconds += time.perf_counter() - start
+
+    def after_step(self, state) -> None:
+        """Add this step's corrections, ``state`` being the state ``before_step`` saw, stepped."""
+        start = time.perf_counter()
+        rows, baseline, chance_base, known = self._pending
+        self._pending = None
+        if rows.numel():
+            after = self.values(index_state(state, rows))
+            # chance: u(after) - Q(taken); decision (known movers): Q(taken) - sum_a pi(a) Q(a)
+            self.chance_total.index_add_(0, rows, after - chance_base[rows])
+            decision = torch.where(known[rows], chance_base[rows] - baseline[rows], 0.0)
+            self.decision_total.index_add_(0, rows, decision)
+        self.seconds += time.perf_counter() - start

@@ -1,0 +1,215 @@
+"""A value function of the full state, for variance-reduced evaluation (evaluate/variance.py).
+
+``FullStateValue(game, net)(state) -> [n]`` estimates the final score difference seat 0 minus
+seat 1 from everything the arena knows but the order of what is still to be dealt: its input is
+the mover's observation and the other seat's, encoded and concatenated (mover first, so one
+network serves both seats; its output is in the mover's frame and turned to seat 0's). For Lost
+Cities that is both hands, the table and the deck as a set.
+
+It is fitted (``fit_value``) by regression on the final score differences of recorded games
+(``collect_positions``: every position of matches between the given sides, subsampled), and saved
+as a checkpoint of kind ``value_function`` whose meta names the game, its rules and what it was
+trained on (``save_value_function`` / ``load_value_function``). Corrections stay unbiased whatever
+its error; a better fit only removes more variance.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from torch import nn
+
+from ..cfr.networks import DeepCFRMLP
+from ..evaluate.arena import play_match
+from ..evaluate.variance import score_difference
+from ..games.base import capability, has_capability, index_state
+from .checkpoint import FORMAT_NAME, FORMAT_VERSION, CheckpointError, _plain, cpu_state, load_checkpoint, save_checkpoint
+
+VALUE_KIND = "value_function"
+
+
+def _views(game, state) -> tuple[torch.Tensor, torch.Tensor]:
+    """[n, 2, obs_size] the mover's observation then the other seat's, and [n] the mover."""
+    mover = game.current_player(state).clamp(min=0)
+    return torch.stack([game.observe(state, mover), game.observe(state, 1 - mover)], dim=1), mover
+
+
+def encode_views(game, views: torch.Tensor) -> torch.Tensor:
+    """[n, 2 * feature_size] features of ``views [n, 2, obs_size]`` (mover first)."""
+    n = views.shape[0]
+    return game.encode(views.reshape(2 * n, -1)).reshape(n, 2 * game.feature_size)
+
+
+class FullStateValue:
+    """The value function callable the arena takes: states -> [n] float seat 0 minus seat 1."""
+
+    def __init__(self, game, net: nn.Module, trained_on: dict | None = None):
+        if getattr(net, "input_size", 2 * game.feature_size) != 2 * game.feature_size:
+            raise ValueError(f"value network input {net.input_size} does not match {game.name}'s "
+                             f"2 x {game.feature_size} features")
+        self.game = game
+        self.net = net.eval()
+        self.trained_on = trained_on or {}
+
+    @torch.no_grad()
+    def __call__(self, state) -> torch.Tensor:
+        views, mover = _views(self.game, state)
+        device = next(self.net.parameters()).device
+        mover_value = self.net(encode_views(self.game, views).to(device)).squeeze(1).float().to(mover.device)
+        return torch.where(mover == 0, mover_value, -mover_value)
+
+
+def value_network(game, hidden_size: int = 256, num_layers: int = 2) -> DeepCFRMLP:
+    return DeepCFRMLP(2 * game.feature_size, 1, hidden_size, num_layers)
+
+
+# ------------------------------------------------------------------------------ positions
+@dataclass
+class Positions:
+    """Recorded positions: ``views [M, 2, obs_size]`` (mover first) and ``targets [M]``, the
+    final score difference in the mover's frame."""
+
+    views: torch.Tensor
+    targets: torch.Tensor
+
+    def __len__(self) -> int:
+        return self.targets.shape[0]
+
+
+class _PositionRecorder:
+    """A game whose ``step`` notes a random subset of the live positions passing through it (as
+    evaluate.replay.RecordingGame notes actions), so a match records them unchanged."""
+
+    def __init__(self, game, keep: float, generator: torch.Generator):
+        self._game, self.keep, self.generator = game, keep, generator
+        self.rows, self.views, self.movers = [], [], []
+        self.last_state = None
+
+    def __getattr__(self, name):
+        return getattr(self._game, name)
+
+    def step(self, state, actions, *args, **kwargs):
+        live = ~self._game.is_terminal(state)
+        take = live & (torch.rand(live.shape[0], generator=self.generator, device=live.device) < self.keep)
+        rows = take.nonzero().squeeze(1)
+        if rows.numel():
+            views, mover = _views(self._game, index_state(state, rows))
+            self.rows.append(rows.cpu())
+            self.views.append(views.cpu())
+            self.movers.append(mover.cpu())
+        self.last_state = self._game.step(state, actions, *args, **kwargs)
+        return self.last_state
+
+    def positions(self) -> Positions:
+        final = score_difference(self._game, self.last_state).cpu()
+        rows, mover = torch.cat(self.rows), torch.cat(self.movers)
+        targets = torch.where(mover == 0, final[rows], -final[rows]).float()
+        return Positions(torch.cat(self.views), targets)
+
+
+def collect_positions(game, matchups: Sequence[tuple[Any, Any]], games: int, seed: int = 0,
+                      keep: float = 0.5, batch_games: int = 2000,
+                      on_batch: Callable[[int, int, float], None] | None = None) -> Positions:
+    """Positions of ``games`` games (paired deals, in batches) of each matchup ``(side_a,
+    side_b)``, each live position kept with probability ``keep``. ``on_batch(done, total,
+    seconds)`` reports progress."""
+    gen = torch.Generator().manual_seed(seed)
+    parts, done, total, start = [], 0, games * len(matchups), time.perf_counter()
+    for m, (side_a, side_b) in enumerate(matchups):
+        for b in range(math.ceil(games / batch_games)):
+            n = min(batch_games, games - b * batch_games)
+            n += n % 2
+            recorder = _PositionRecorder(game, keep, gen)
+            play_match(recorder, side_a, side_b, n, seed=seed + 1000 * m + 7 * b)
+            parts.append(recorder.positions())
+            done += n
+            if on_batch is not None:
+                on_batch(done, total, time.perf_counter() - start)
+    return Positions(torch.cat([p.views for p in parts]), torch.cat([p.targets for p in parts]))
+
+
+# ------------------------------------------------------------------------------ fitting
+def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: int = 2, steps: int = 20000,
+              batch_size: int = 1024, lr: float = 1e-3, held_out: float = 0.05, seed: int = 0,
+              device: str | torch.device = "cpu",
+              on_progress: Callable[[int, int, float], None] | None = None) -> tuple[DeepCFRMLP, dict]:
+    """A value network fitted to ``positions`` by mean squared error (Adam, cosine decay; each batch
+    relabelled by a random symmetry where the game has one), and its figures: the held-out mean squared error beside the targets' variance (the part of the
+    outcome's variance it explains: ``explained``). ``on_progress(step, steps, train mse)``."""
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    order = torch.randperm(len(positions), generator=gen)
+    n_held = max(1, int(len(positions) * held_out))
+    held, train = order[:n_held], order[n_held:]
+    net = value_network(game, hidden_size, num_layers).to(device)
+    scale = float(positions.targets[train].std().clamp(min=1e-6))  # targets in units of their spread
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    views, targets = positions.views, positions.targets
+    symmetry = capability(game, "symmetry") if has_capability(game, "symmetry") else None
+    running = None
+    for step in range(1, steps + 1):
+        idx = train[torch.randint(train.numel(), (batch_size,), generator=gen)]
+        batch = views[idx]
+        if symmetry is not None:  # the same relabelling of both views: a position the rules cannot tell apart
+            relabel = symmetry.sample(batch_size, gen)
+            batch = torch.stack([symmetry.obs(batch[:, 0], relabel), symmetry.obs(batch[:, 1], relabel)], dim=1)
+        x = encode_views(game, batch).to(device)
+        loss = ((net(x).squeeze(1) - targets[idx].to(device) / scale) ** 2).mean()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        running = loss.item() if running is None else 0.98 * running + 0.02 * loss.item()
+        if on_progress is not None and (step % 500 == 0 or step == steps):
+            on_progress(step, steps, running * scale ** 2)
+    # The output layer was fitted to targets / scale: fold the scale into it.
+    with torch.no_grad():
+        net.head.weight.mul_(scale)
+        net.head.bias.mul_(scale)
+    net.eval()
+    with torch.no_grad():
+        preds = torch.cat([net(encode_views(game, views[chunk]).to(device)).squeeze(1).cpu()
+                           for chunk in held.split(8192)])
+    mse = float(((preds - targets[held]) ** 2).mean())
+    var = float(targets[held].var())
+    return net.cpu(), {"positions": len(positions), "held_out": int(n_held), "held_out_mse": mse,
+                       "target_variance": var, "explained": 1.0 - mse / var if var > 0 else float("nan"),
+                       "steps": steps, "batch_size": batch_size, "lr": lr,
+                       "hidden_size": hidden_size, "num_layers": num_layers}
+
+
+# ------------------------------------------------------------------------------ files
+def _game_meta(game) -> dict:
+    return {"game": game.name, "game_version": int(game.version), "game_config": _plain(game.config_dict())}
+
+
+def save_value_function(path: str | Path, value: FullStateValue) -> Path:
+    """Write the value function atomically as a checkpoint of kind ``value_function``."""
+    net = value.net
+    meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": VALUE_KIND, **_game_meta(value.game),
+            "network": net.shape_dict(), "trained_on": value.trained_on,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return save_checkpoint(path, {"meta": meta, "value_net": cpu_state(net)})
+
+
+def load_value_function(path: str | Path, game, device: str | torch.device = "cpu") -> FullStateValue:
+    """A saved value function, refused unless it was made for ``game`` (its name, version and rules)."""
+    payload = load_checkpoint(path)
+    meta = payload["meta"]
+    if meta.get("kind") != VALUE_KIND or "value_net" not in payload:
+        raise CheckpointError(f"{path} is not a value function (kind {meta.get('kind')!r}); "
+                              f"make one with `deepcfr fit-value`")
+    found = {k: meta.get(k) for k in ("game", "game_version", "game_config")}
+    if found != _game_meta(game):
+        raise CheckpointError(f"value function {path} was made for {found}, not {_game_meta(game)}")
+    shape = meta["network"]
+    net = DeepCFRMLP(shape["input_size"], shape["output_size"], shape["hidden_size"], shape["num_layers"])
+    net.load_state_dict(payload["value_net"])
+    return FullStateValue(game, net.to(device), meta.get("trained_on"))
