@@ -94,7 +94,7 @@ def recipe(variant: str, quick: bool, work: Path,
 def evaluate(champion: Path, variant: str, network_games: int, search_games: int, seed: int) -> dict:
     """The network alone (greedy) and the search over it (SEARCH_SETTINGS) against every bot."""
     from deepcfr.cli.common import make_named_game
-    from measure_strength import match_row  # scripts/measure_strength.py: one match, its figures
+    from deepcfr.players.strength import match_row
 
     game = make_named_game(None, variant)
     figures: dict[str, dict] = {"network": {}, "search": {}}

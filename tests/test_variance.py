@@ -263,3 +263,31 @@ def test_target_ci_stops_when_reached():
     assert capped.games == 600 and capped.score_diff_ci95 > 1e-6  # the most it may play
     with pytest.raises(ValueError, match="target_ci95"):
         play_match(game, a, b, 200, target_ci95=0.0)
+
+
+def test_fit_value_and_arena_commands(tmp_path, capsys):
+    import json
+
+    from deepcfr.cli.main import main
+
+    out = tmp_path / "value.pt"
+    assert main(["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchups",
+                 "heuristic_balanced:heuristic_careful", "--games", "200", "--steps", "50", "--batch-size", "64",
+                 "--hidden-size", "16", "--out", str(out), "--json"]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    assert fitted["matchups"] == ["heuristic_balanced vs heuristic_careful"] and fitted["positions"] > 0
+    assert main(["arena", "--game", "lost_cities", "--variant", "mini", "--a", "heuristic_careful", "--b", "random",
+                 "--games", "40", "--value-fn", str(out), "--json"]) == 0
+    row = json.loads(capsys.readouterr().out)
+    for key in ("mean_score_diff", "score_diff_ci95", "corrected_score_diff", "corrected_ci95", "variance_ratio"):
+        assert isinstance(row[key], float)
+    assert main(["arena", "--game", "lost_cities", "--variant", "mini", "--a", "heuristic_careful", "--b", "random",
+                 "--games", "40", "--value-fn", "none", "--json"]) == 0
+    assert "corrected_score_diff" not in json.loads(capsys.readouterr().out)
+    # a value function of other rules is refused by name
+    assert main(["arena", "--game", "lost_cities", "--a", "heuristic_careful", "--b", "random", "--games", "4",
+                 "--value-fn", str(out)]) == 2
+    assert "was made for" in capsys.readouterr().err
+    assert main(["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchups", "heuristic_balanced",
+                 "--out", str(tmp_path / "x.pt")]) == 2
+    assert "must look like A:B" in capsys.readouterr().err

@@ -51,7 +51,7 @@ def run(args) -> int:
         played = RecordingGame(game)
     result = play_match(played, player_a, player_b, games=args.games, seed=args.seed, device=args.device,
                         on_step=step_progress(sys.stderr), value_fn=value_function(args, game),
-                        chance_samples=args.chance_samples)
+                        chance_samples=args.chance_samples, target_ci95=args.target_ci)
     out = {"game": game.name, "a": args.a, "b": args.b}
     if has_capability(game, "variants"):
         out["variant"] = game.variant  # the rules played (a checkpoint's own when no --variant is given)

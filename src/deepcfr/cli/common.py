@@ -150,22 +150,19 @@ def search_figures(player, prefix: str) -> dict:
 
 
 def add_value_option(parser) -> None:
+    from ..players.champion import VALUE_CHOICES
+
     parser.add_argument("--value-fn", default="auto", metavar="auto|none|PATH",
                         help="the value function that corrects each game for its luck (a variance-reduced "
-                             "estimate beside the plain one): auto (default) = the one shipped beside the "
-                             "champion where it was made for this game and rules, none, or a file of "
-                             "`deepcfr fit-value`")
+                             f"estimate beside the plain one): {VALUE_CHOICES}")
+    parser.add_argument("--target-ci", type=float, default=None, metavar="POINTS",
+                        help="play batches of new deals until the 95%% CI half-width of the score difference "
+                             "(the corrected one where there is a value function) is at most POINTS; --games is "
+                             "then the most to play")
 
 
 def value_function(args, game):
     """The value function ``--value-fn`` names for ``game`` (None: no corrections)."""
-    choice = getattr(args, "value_fn", "none")
-    if choice == "none":
-        return None
-    if choice == "auto":
-        from ..players.champion import shipped_value_function
+    from ..players.champion import resolve_value_function
 
-        return shipped_value_function(game, getattr(args, "device", "cpu"))
-    from ..train.value_fn import load_value_function
-
-    return load_value_function(choice, game, getattr(args, "device", "cpu"))
+    return resolve_value_function(getattr(args, "value_fn", "none"), game, getattr(args, "device", "cpu"))

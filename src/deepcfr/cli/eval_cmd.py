@@ -119,7 +119,7 @@ def run(args) -> int:
     value_fn = value_function(args, game)
     for name in opponents:
         result = play_match(game, policy, opponent(name), games=args.games, seed=args.seed, device=args.device,
-                            value_fn=value_fn)
+                            value_fn=value_fn, target_ci95=args.target_ci)
         out[f"{name}_win_rate_ci95"] = result.win_rate_ci95
         out.update({f"{name}_{k}": v for k, v in result.figures().items()})  # with the farming diagnostics
     if args.sweep is not None and not args.search:

@@ -58,6 +58,13 @@ class ImproveConfig(_Section):
     # the new network is kept when the one-sided test of its mean paired score difference > 0
     # has p < gate_alpha
     gate_alpha: float = Field(0.05, gt=0, lt=1)
+    # with a value (not null), the gate plays batches of new deals until the 95% CI half-width of
+    # its score difference is at most this many points; gate_games is then the most it plays
+    gate_target_ci: float | None = Field(None, gt=0)
+    # the value function that corrects the gate's and the evaluation's matches for luck (a
+    # variance-reduced estimate; the gate decides on it): auto (the one shipped beside the champion
+    # where it was made for this game and rules), none, or a file of `deepcfr fit-value`
+    value_fn: str = "auto"
     eval_games: int = Field(0, ge=0)  # games (even) per evaluation opponent after each round; 0: none
     eval_opponents: list[str] = Field(default_factory=lambda: ["heuristic_balanced", "heuristic_careful"])
     # a search spec also evaluated after each round, e.g. search:learner (search over the round's

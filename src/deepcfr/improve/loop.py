@@ -41,7 +41,7 @@ import torch
 from ..cfr.networks import build_network
 from ..evaluate.arena import play_match
 from ..players import CHAMPION, LEARNER, NetworkPlayer, load_player, parse_player
-from ..players.champion import champion_file
+from ..players.champion import champion_file, resolve_value_function
 from ..seeding import derived_seed
 from ..train.agent import load_agent
 from ..train.checkpoint import make_meta
@@ -163,6 +163,7 @@ class Improver:
             self.current = None  # until round 1 has trained one
         self._players: dict[str, Any] = {}
         self._executor = None
+        self.value_fn = resolve_value_function(self.cfg.value_fn, self.game, self.device)
 
     # Players ---------------------------------------------------------------------------------
     def network_player(self, net: torch.nn.Module, name: str, greedy: bool = False) -> NetworkPlayer:
@@ -297,9 +298,10 @@ class Improver:
         # mass off the teacher's choice cost 4-9 points a game against heuristic_balanced)
         result = play_match(self.game, self.network_player(candidate, "new", greedy=True),
                             self.network_player(self.current, "current", greedy=True),
-                            cfg.gate_games, seed=derived_seed(self.seed, "gate", round_index), device=self.device)
-        self._progress(f"round {round_index}: gate ({cfg.gate_games} greedy games), matches", 1, 1, start)
-        p = one_sided_p(result.mean_score_diff, result.score_diff_ci95)
+                            cfg.gate_games, seed=derived_seed(self.seed, "gate", round_index), device=self.device,
+                            value_fn=self.value_fn, target_ci95=cfg.gate_target_ci)
+        self._progress(f"round {round_index}: gate ({result.games} greedy games), matches", 1, 1, start)
+        p = one_sided_p(*result.best_score_diff)  # the corrected estimate where there is a value function
         accepted = p < cfg.gate_alpha
         return accepted, {"gate/accepted": int(accepted), "gate/p_value": p,
                           **{f"gate/{k}": v for k, v in result.figures().items()},
@@ -327,7 +329,8 @@ class Improver:
                 if kind == "search":
                     side.search.generator.manual_seed(derived_seed(self.seed, "eval-search", opponent))
                 result = play_match(self.game, side, self._spec_player(opponent), cfg.eval_games,
-                                    seed=derived_seed(self.seed, "eval", opponent), device=self.device)
+                                    seed=derived_seed(self.seed, "eval", opponent), device=self.device,
+                                    value_fn=self.value_fn)
                 for k, v in result.figures().items():
                     out[f"eval/{opponent}/{kind}/{k}"] = v
         self._progress(f"round {self.round}: evaluation, matches", matches, matches, start)

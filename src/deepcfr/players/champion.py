@@ -103,4 +103,19 @@ def shipped_value_function(game, device="cpu"):
         return None
 
 
-__all__ += ["shipped_value_function", "VALUE_FILE"]
+VALUE_CHOICES = "auto (the one shipped beside the champion where it was made for the game and rules), none, or a file of `deepcfr fit-value`"
+
+
+def resolve_value_function(choice: str | None, game, device="cpu"):
+    """The value function a ``value_fn`` setting names for ``game`` (VALUE_CHOICES); None: no
+    corrections (``none``, or ``auto`` where nothing shipped fits the game)."""
+    if choice is None or choice == "none":
+        return None
+    if choice == "auto":
+        return shipped_value_function(game, device)
+    from ..train.value_fn import load_value_function
+
+    return load_value_function(choice, game, device)
+
+
+__all__ += ["shipped_value_function", "resolve_value_function", "VALUE_FILE", "VALUE_CHOICES"]

@@ -26,6 +26,7 @@ import torch
 from torch import nn
 
 from ..cfr.networks import DeepCFRMLP
+from ..devices import native_bfloat16
 from ..evaluate.arena import play_match
 from ..evaluate.variance import score_difference
 from ..games.base import capability, has_capability, index_state
@@ -47,22 +48,58 @@ def encode_views(game, views: torch.Tensor) -> torch.Tensor:
 
 
 class FullStateValue:
-    """The value function callable the arena takes: states -> [n] float seat 0 minus seat 1."""
+    """The value function callable the arena takes: states -> [n] float seat 0 minus seat 1.
 
-    def __init__(self, game, net: nn.Module, trained_on: dict | None = None):
+    Batched for the way the luck corrections call it: the states after each card a deck could
+    have given share the other seat's view, so each distinct view is encoded, and multiplied by
+    its half of the first layer, once (``_forward``); the matmuls run in bfloat16 where the
+    device has native kernels (``bfloat16``)."""
+
+    def __init__(self, game, net: nn.Module, trained_on: dict | None = None, bfloat16: bool | None = None):
         if getattr(net, "input_size", 2 * game.feature_size) != 2 * game.feature_size:
             raise ValueError(f"value network input {net.input_size} does not match {game.name}'s "
                              f"2 x {game.feature_size} features")
         self.game = game
         self.net = net.eval()
         self.trained_on = trained_on or {}
+        device = next(net.parameters()).device
+        self.bfloat16 = native_bfloat16(device) if bfloat16 is None else bfloat16
 
     @torch.no_grad()
     def __call__(self, state) -> torch.Tensor:
         views, mover = _views(self.game, state)
-        device = next(self.net.parameters()).device
-        mover_value = self.net(encode_views(self.game, views).to(device)).squeeze(1).float().to(mover.device)
+        mover_value = self._forward(views).float().to(mover.device)
         return torch.where(mover == 0, mover_value, -mover_value)
+
+    def _forward(self, views: torch.Tensor) -> torch.Tensor:
+        """[n] the network's value of ``views [n, 2, obs_size]`` (mover first)."""
+        device = next(self.net.parameters()).device
+        first, rest = self.net.body[0], self.net.body[1:]
+        F = self.game.feature_size
+        with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=self.bfloat16):
+            hidden = first.bias
+            for side in (0, 1):
+                distinct, where = _distinct_rows(views[:, side])
+                part = self.game.encode(distinct).to(device) @ first.weight[:, side * F:(side + 1) * F].T
+                hidden = hidden + part[where.to(device)]
+            return self.net.head(rest(hidden)).squeeze(1)
+
+
+def _distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """The distinct rows of a [n, K] uint8 tensor and, for each row, the index of its copy: rows
+    hashed to one word (a one-dimensional unique is many times faster than a row-wise one), the
+    hash checked to have joined only equal rows (else every row is its own)."""
+    n, k = rows.shape
+    words = torch.nn.functional.pad(rows, (0, -k % 8)).view(torch.int64)
+    mix = torch.arange(1, words.shape[1] + 1, device=rows.device, dtype=torch.int64) * 0x9E3779B97F4A7C15 % (1 << 61)
+    hashed = (words * mix).sum(dim=1)
+    _, where = torch.unique(hashed, return_inverse=True)
+    first = torch.full((int(where.max()) + 1 if n else 0,), n, dtype=torch.long, device=rows.device)
+    first.scatter_reduce_(0, where, torch.arange(n, device=rows.device), reduce="amin")
+    distinct = rows[first]
+    if not torch.equal(distinct[where], rows):  # a collision: no sharing
+        return rows, torch.arange(n, device=rows.device)
+    return distinct, where
 
 
 def value_network(game, hidden_size: int = 256, num_layers: int = 2) -> DeepCFRMLP:
