@@ -94,18 +94,22 @@ def recipe(variant: str, quick: bool, work: Path,
 def evaluate(champion: Path, variant: str, network_games: int, search_games: int, seed: int) -> dict:
     """The network alone (greedy) and the search over it (SEARCH_SETTINGS) against every bot."""
     from deepcfr.cli.common import make_named_game
+    from deepcfr.players.champion import resolve_value_function
     from deepcfr.players.strength import match_row
 
     game = make_named_game(None, variant)
+    value = resolve_value_function("auto", game)  # the corrected estimate beside the plain one, where shipped
     figures: dict[str, dict] = {"network": {}, "search": {}}
     searched = f"search[{','.join(f'{k}={v}' for k, v in SEARCH_SETTINGS.items())}]:{champion}"
     for kind, spec, games in (("network", f"{champion}@greedy", network_games), ("search", searched, search_games)):
         for i, bot in enumerate(BOTS):
             start = time.perf_counter()
             # the search's games cost seconds each: the bots it beats by a mile get fewer
-            r = match_row(game, spec, bot, games if kind == "network" or bot.startswith("heuristic") else min(games, 100), seed)
+            r = match_row(game, spec, bot, games if kind == "network" or bot.startswith("heuristic") else min(games, 100),
+                          seed, value)
             figures[kind][bot] = {k: r[k] for k in ("games", "win_rate", "win_rate_ci95", "mean_score_diff",
-                                                    "score_diff_ci95", "mean_game_length")}
+                                                    "score_diff_ci95", "mean_game_length", "corrected_score_diff",
+                                                    "corrected_ci95", "variance_ratio") if k in r}
             if kind == "search":
                 figures[kind][bot]["seconds_per_move"] = r.get("seconds_per_searched_move")
             print(f"  {kind} vs {bot} ({i + 1}/{len(BOTS)}): {100 * r['win_rate']:.1f}% +-{100 * r['win_rate_ci95']:.1f}, "
@@ -139,11 +143,19 @@ def card_markdown(card: dict) -> str:
                                                         "## What it measures", "",
                                                         f"Paired deals (each deal in both seat orders), seed {card['eval_seed']}, "
                                                         "95% CIs over deal pairs.", "",
-                                                        "| player | opponent | games | wins | score diff |", "|---|---|---|---|---|"]
+                                                        ]
+    corrected = any("corrected_score_diff" in f for kind in card["figures"].values() for f in kind.values())
+    lines += ["| player | opponent | games | wins | score diff |" + (" corrected (luck removed) | variance ratio |"
+                                                                      if corrected else ""),
+              "|---|---|---|---|---|" + ("---|---|" if corrected else "")]
     for kind, label in (("network", "`champion@greedy`"), ("search", "`search:champion`")):
         for bot, f in card["figures"][kind].items():
-            lines.append(f"| {label} | `{bot}` | {f['games']} | {100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | "
-                         f"{f['mean_score_diff']:+.1f} +- {f['score_diff_ci95']:.1f} |")
+            line = (f"| {label} | `{bot}` | {f['games']} | {100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | "
+                    f"{f['mean_score_diff']:+.1f} +- {f['score_diff_ci95']:.1f} |")
+            if corrected:
+                line += (f" {f['corrected_score_diff']:+.1f} +- {f['corrected_ci95']:.1f} | {f['variance_ratio']:.2f} |"
+                         if "corrected_score_diff" in f else " | |")
+            lines.append(line)
     lines += ["", "A network replaces this one only by beating it head to head (both greedy, 10,000 paired games).", ""]
     return "\n".join(lines)
 

@@ -150,7 +150,7 @@ def test_refused_requests_are_4xx_json_and_change_nothing(tmp_path):
         assert client.get(url).status_code == 404
     assert client.post("/api/games/unknown/move", json={"action": 1}).status_code == 404
     bad_games = [
-        ({"opponent": "no_such_bot"}, 400, "valid bots"), ({"opponent": ""}, 422, "opponent"),
+        ({"opponent": "no_such_bot"}, 400, "valid bots"), ({"opponent": ""}, 400, "empty player spec"),
         ({"opponent": "random", "seat": 2}, 422, "seat"), ({"opponent": "random", "seed": -1}, 422, "seed"),
         ({"opponent": "random", "variant": "huge"}, 400, "classic, mini"),
         ({"opponent": "/etc/passwd"}, 400, "not one this server serves"),
@@ -361,12 +361,21 @@ def _metrics_line(it: int, win: float) -> str:
                        "eval/random/average/mean_score_diff": 30.0 * win, "eval/random/average/score_diff_ci95": 4.0})
 
 
+def _mark_running(run: Path, pid: int, host: str | None = None) -> None:
+    import socket
+
+    from deepcfr.train.run import RUNNING_FILE
+
+    (run / RUNNING_FILE).write_text(json.dumps({"pid": pid, "host": host or socket.gethostname(), "started": 0}))
+
+
 def test_runs_list_and_report_follow_a_running_run(tmp_path):
     runs = tmp_path / "runs"
     run = runs / "lost_cities-1"
     run.mkdir(parents=True)
     (run / "config.yaml").write_text("game:\n  name: lost_cities\n  variant: classic\neval:\n  games: 100\n")
     (run / "metrics.jsonl").write_text(_metrics_line(1, 0.6) + "\n" + _metrics_line(2, 0.7) + "\n" + '{"iterat')
+    _mark_running(run, os.getpid())  # as train.run.Run does while its process has the run open
     client = _client(tmp_path, runs=runs)
     (listed,) = client.get("/api/runs").json()["runs"]
     assert listed["run"] == "lost_cities-1" and listed["game"] == "lost_cities" and listed["running"]
@@ -727,3 +736,91 @@ def test_the_command_allows_its_own_host_names():
     assert {"127.0.0.1", "localhost", "::1"} <= set(local) and socket.gethostname() not in local
     everywhere = allowed_hosts("0.0.0.0", ["lab.example"])
     assert {"localhost", "lab.example", socket.gethostname()} <= set(everywhere)
+
+
+# The page's defects found by trying it as a new user (issue 39) ------------------------------------
+def _run_with_checkpoint(runs: Path, name: str = "r1") -> Path:
+    run = runs / name
+    _tiny_checkpoint(run / "checkpoints" / "latest.pt")
+    (run / "config.yaml").write_text("game:\n  name: lost_cities\n  variant: mini\n")
+    (run / "metrics.jsonl").write_text("".join(_metrics_line(i, 0.4 + i / 20) + "\n" for i in (1, 2, 3)))
+    return run
+
+
+def test_the_default_relative_runs_directory_serves_reports_plots_and_play_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    _run_with_checkpoint(Path("runs"))
+    client = TestClient(create_app(ServeSettings()))  # runs="runs", relative, as `deepcfr serve` has it
+    (listed,) = client.get("/api/runs").json()["runs"]
+    assert listed["run"] == "r1" and listed["checkpoints"] == ["r1/checkpoints/latest.pt"]
+    report = client.get("/api/runs/report", params={"run": "r1"})
+    assert report.status_code == 200, report.text
+    assert report.json()["evaluation"]["iteration"] == 3 and "losses.png" in report.json()["plots"]
+    assert client.get("/api/runs/plot", params={"run": "r1", "name": "losses.png"}).status_code == 200
+    game = client.post("/api/games", json={"opponent": listed["checkpoints"][0]})  # the page's "Play it"
+    assert game.status_code == 200, game.text
+    assert client.get("/api/info").json()["runs"] == "runs"
+
+
+def test_replays_offer_game_records_only_and_no_answer_shows_an_absolute_path(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    run = _run_with_checkpoint(Path("runs"))
+    (run / "games.jsonl").write_text('{"format": 1, "game": "lost_cities"}\n')  # a record file, broken
+    client = TestClient(create_app(ServeSettings()))  # replays default to the runs directory
+    files = [f["file"] for f in client.get("/api/replays").json()["files"]]
+    assert files == ["r1/games.jsonl"]  # not r1/metrics.jsonl
+    answers = [client.get("/api/replays/games", params={"file": "r1/games.jsonl"}),
+               client.get("/api/replays/games", params={"file": "r1/metrics.jsonl"}),
+               client.get("/api/replays/state", params={"file": "r1/metrics.jsonl"}),
+               client.get("/api/replays/games", params={"file": "r1/nope.jsonl"}),
+               client.get("/api/runs/report", params={"run": "r1/checkpoints"})]
+    for r in answers:
+        assert 400 <= r.status_code < 500, r.text
+        assert str(tmp_path) not in r.text and str(tmp_path.resolve()) not in r.text, r.text
+    assert "r1/games.jsonl" in answers[0].json()["error"]
+
+
+def test_one_spec_limit_and_one_status_for_games_and_watch(tmp_path):
+    from deepcfr.players import MAX_SPEC_LENGTH
+
+    client = _client(tmp_path)
+    for spec in ("x" * (MAX_SPEC_LENGTH + 1), "", "search:" + "y" * MAX_SPEC_LENGTH):
+        play = client.post("/api/games", json={"opponent": spec})
+        watch = client.post("/api/watch", json={"players": [spec, "random"]})
+        assert play.status_code == watch.status_code == 400, (play.text, watch.text)
+        assert play.json()["error"] == watch.json()["error"]
+    long_error = client.post("/api/games", json={"opponent": "x" * (MAX_SPEC_LENGTH + 1)}).json()["error"]
+    assert f"at most {MAX_SPEC_LENGTH} characters" in long_error
+    at_limit = "search[candidates=2]:" + "a/" + "b" * (MAX_SPEC_LENGTH - 26) + ".pt"
+    assert len(at_limit) == MAX_SPEC_LENGTH
+    r = client.post("/api/games", json={"opponent": at_limit})
+    assert r.status_code == 400 and "characters" not in r.json()["error"]  # refused for what it names, not its length
+
+
+def test_a_finished_run_is_not_shown_running(tmp_path):
+    from deepcfr.train.config import TrainConfig
+    from deepcfr.train.run import RUNNING_FILE, Run
+
+    runs = tmp_path / "runs"
+    client = _client(tmp_path, runs=runs)
+    run = Run(runs / "live", TrainConfig(), console=False)
+    with open(runs / "live" / "metrics.jsonl", "w") as f:
+        f.write(_metrics_line(1, 0.5) + "\n")
+    assert (runs / "live" / RUNNING_FILE).is_file()
+    assert [r["running"] for r in client.get("/api/runs").json()["runs"]] == [True]
+    run.close()  # metrics written a moment ago, but the run is over
+    assert [r["running"] for r in client.get("/api/runs").json()["runs"]] == [False]
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    _mark_running(runs / "live", int(dead.stdout))  # a killed run: its process is gone
+    assert [r["running"] for r in client.get("/api/runs").json()["runs"]] == [False]
+
+
+def test_a_list_valued_search_setting_is_named_whole_without_command_line_flags(tmp_path):
+    client = _client(tmp_path)
+    r = client.post("/api/games", json={"opponent": "search[candidates=[2,3]]:heuristic_balanced"})
+    error = r.json()["error"]
+    assert r.status_code == 400 and "'[2,3]'" in error and "not a list" in error, error
+    assert "'[2'" not in error and "--" not in error
+    forms = error.split("valid player specs:\n", 1)[1].splitlines()
+    assert len({line.index(line.split()[1]) for line in forms if not line.startswith("  " * 3)}) == 1  # one column
+    assert "--" not in client.get("/api/info").json()["spec_forms"]

@@ -18,27 +18,17 @@ from __future__ import annotations
 import os
 import random
 import re
-import shutil
 import socket
 import threading
 from pathlib import Path
 
 import pytest
 
+from browser_helpers import browser  # noqa: F401 (the fixture)
 from test_serve_api import _metrics_line, _tiny_checkpoint
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
 TIMEOUT_MS = 30_000
 SIZES = {"phone": (390, 844), "laptop": (1366, 768)}
-
-
-def _chromium() -> str:
-    for name in ("chromium", "chromium-browser"):
-        found = shutil.which(name)
-        if found:
-            return found
-    pytest.skip("no Chromium binary (install Debian's package: apt-get install chromium); .ci/run installs it")
 
 
 @pytest.fixture(scope="module")
@@ -67,16 +57,6 @@ def server(tmp_path_factory):
     server.should_exit = True
     thread.join(timeout=30)
     sock.close()
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = _chromium()
-    sync_api = pytest.importorskip("playwright.sync_api", reason="the playwright package is not installed")
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-        yield browser
-        browser.close()
 
 
 def _open(browser, server, size, csp: bool = False):
@@ -121,7 +101,51 @@ def _assert_fits(page, size: str, when: str) -> dict:
         b = m[part]
         assert b["width"] > 0 and b["height"] > 0, (size, when, part, m)
         assert b["left"] >= 0 and b["right"] <= width and b["top"] >= 0 and b["bottom"] <= height, (size, when, part, m)
+    _assert_readable(page, size, when)
     return m
+
+
+# Every chip's label lies whole inside its chip and is not covered by the next chip of its row; the
+# opponent's bar lies on the screen; the rows say whose side is whose; "x2 6/8" is said in words.
+LABELS = """() => {
+  const bad = [];
+  for (const chip of document.querySelectorAll('.chip')) {
+    const text = [...chip.childNodes].find((n) => n.nodeType === 3);
+    if (!text) continue;
+    const range = document.createRange(); range.selectNodeContents(text);
+    const t = range.getBoundingClientRect(), c = chip.getBoundingClientRect();
+    const next = chip.nextElementSibling && chip.nextElementSibling.classList.contains('chip') ? chip.nextElementSibling.getBoundingClientRect() : null;
+    if (t.left < c.left - 0.5 || t.right > c.right + 0.5 || t.top < c.top - 0.5 || t.bottom > c.bottom + 0.5 ||
+        (next && next.left < t.right - 0.5) || chip.scrollWidth > chip.clientWidth + 1 ||
+        t.right > chip.parentElement.getBoundingClientRect().right + 0.5)
+      bad.push(chip.textContent + ' at ' + Math.round(c.left) + ',' + Math.round(c.top));
+  }
+  // both sides read left to right in the order played
+  const backwards = [...document.querySelectorAll('.exp .chips')].filter((row) => {
+    const xs = [...row.querySelectorAll('.chip')].map((c) => c.getBoundingClientRect().left);
+    return xs.some((x, i) => i > 0 && x <= xs[i - 1]);
+  }).length;
+  if (backwards) bad.push(backwards + ' expeditions read right to left');
+  const opp = document.querySelector('.opp-bar').getBoundingClientRect();
+  const heads = document.querySelector('.lane.heads');
+  return {bad, opp: {left: opp.left, right: opp.right}, oppScroll: document.querySelector('.opp-bar').scrollWidth,
+          oppClient: document.querySelector('.opp-bar').clientWidth,
+          mine: heads && heads.querySelector('.head-mine').textContent, theirs: heads && heads.querySelector('.head-opp').textContent,
+          legend: document.querySelector('#exp-legend') && document.querySelector('#exp-legend').innerText,
+          mineLeft: heads && heads.querySelector('.head-mine').getBoundingClientRect().left,
+          expMineLeft: document.querySelector('.exp.mine').getBoundingClientRect().left};
+}"""
+
+
+def _assert_readable(page, size: str, when: str) -> None:
+    width, _ = SIZES[size]
+    m = page.evaluate(LABELS)
+    assert m["bad"] == [], (size, when, m["bad"])
+    assert m["opp"]["left"] >= 0 and m["opp"]["right"] <= width and m["oppScroll"] <= m["oppClient"] + 1, (size, when, m)
+    if page.evaluate("mode") == "play":
+        assert m["mine"] == "Your expeditions" and m["theirs"].endswith("'s expeditions"), m
+    assert abs(m["mineLeft"] - m["expMineLeft"]) < 8, m  # the words stand over your side of the rows
+    assert "wagers multiply the score" in m["legend"] and "earn +" in m["legend"], m
 
 
 def _mask(app, game_id: str) -> set[int]:
@@ -488,3 +512,83 @@ def test_watching_two_bots(browser, server, tmp_path):
     assert page.evaluate("document.documentElement.scrollWidth") <= SIZES["phone"][0]
     _shot(page, tmp_path, "phone-watch")
     assert not errors, errors
+
+
+def test_a_touch_screen_drags_cards_and_shows_no_keyboard_hint(browser, server, tmp_path):
+    """A phone with a touch screen: no keyboard hint; a card dragged by touch (the browser's own
+    touch events, turned into pointer events) onto its row is played or discarded."""
+    url, app = server
+    width, height = SIZES["phone"]
+    context = browser.new_context(viewport={"width": width, "height": height}, has_touch=True, is_mobile=True,
+                                  bypass_csp=True)
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    page.wait_for_selector("#play-opponent option", state="attached")
+    page.select_option("#play-opponent", "heuristic_careful")
+    page.fill("#play-seed", "5")
+    page.click("#new-game")
+    page.wait_for_selector("#status.yours")
+    assert page.evaluate("matchMedia('(pointer: coarse)').matches")
+    assert not page.is_visible("#keys-hint")
+    cdp = context.new_cdp_session(page)
+
+    def touch_drag(source: str, target: str) -> None:
+        a, b = page.locator(source).bounding_box(), page.locator(target).bounding_box()
+        x0, y0 = a["x"] + a["width"] / 2, a["y"] + a["height"] / 2
+        x1, y1 = b["x"] + b["width"] / 2, b["y"] + b["height"] / 2
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x0, "y": y0}]})
+        for k in range(1, 11):
+            cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [
+                {"x": x0 + (x1 - x0) * k / 10, "y": y0 + (y1 - y0) * k / 10}]})
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+
+    def touch_tap(selector: str) -> None:
+        box = page.locator(selector).bounding_box()
+        point = {"x": box["x"] + box["width"] / 2, "y": box["y"] + box["height"] / 2}
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [point]})
+        cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
+
+    for _ in range(3):  # three turns: each card dragged by touch, the draw tapped
+        page.wait_for_function("!busy && view.to_move === view.human_seat && view.phase === 'card'")
+        before = page.evaluate("view.decisions")
+        card = page.locator("#hand-area .hand-card").first
+        card_id = card.get_attribute("data-id")
+        touch_tap(f'#hand-area .hand-card[data-id="{card_id}"]')  # a tap selects it: its targets show
+        target = ".exp.mine" if page.locator(".exp.mine.target").count() else ".pile"  # where it may go
+        touch_tap(f'#hand-area .hand-card[data-id="{card_id}"]')  # a second tap puts it back
+        assert page.locator(".hand-card.selected").count() == 0
+        color = page.evaluate(f"handCards(view.human_seat).find((c) => c.id === {card_id}).color")
+        target += f'[data-color="{color}"]'
+        touch_drag(f'#hand-area .hand-card[data-id="{card_id}"]', target)
+        page.wait_for_function(f"!busy && view.decisions > {before}")
+        assert page.evaluate(f"view.moves[{before}].type") == ("play" if "mine" in target else "discard")
+        touch_tap('#board [data-key="deck"]')
+        page.wait_for_function(f"!busy && (view.decisions > {before + 1})")
+    _shot(page, tmp_path, "touch-phone")
+    context.close()
+
+
+def test_a_bad_spec_names_its_value_whole_and_keeps_the_forms_aligned(browser, server):
+    page, errors = _open(browser, server, "laptop")
+    page.fill("#play-opponent-spec", "search[candidates=[2,3]]:heuristic_balanced")
+    page.click("#new-game")
+    page.wait_for_function("document.querySelector('#message').textContent.includes('valid player specs')")
+    text = page.inner_text("#message")
+    assert "'[2,3]'" in text and "'[2'" not in text and "--" not in text, text
+    style = page.evaluate("(() => { const s = getComputedStyle(document.querySelector('#message')); return [s.whiteSpace, s.fontFamily]; })()")
+    assert style[0] == "pre-wrap" and "Mono" in style[1], style
+    # the second column of the forms starts at one x on every line (a monospace font, spaces kept)
+    starts = page.evaluate("""() => {
+      const node = document.querySelector('#message').firstChild, text = node.textContent, out = [];
+      const lines = text.split('\\n'); let at = 0;
+      for (const line of lines) {
+        const m = line.match(/^(  \\S+\\s{2,})\\S/);
+        if (m && !/^\\s{4}/.test(line)) { const r = document.createRange(); r.setStart(node, at + m[1].length); r.setEnd(node, at + m[1].length + 1);
+          out.push(Math.round(r.getBoundingClientRect().left)); }
+        at += line.length + 1;
+      }
+      return out;
+    }""")
+    assert len(starts) >= 5 and len(set(starts)) == 1, starts
+    assert errors == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 
 import pytest
 
@@ -152,10 +153,23 @@ def test_runs_are_listed_with_their_game_and_checkpoints(tmp_path):
     (old / "metrics.jsonl").write_text(_metrics(1) + "\n")
     os.utime(old / "metrics.jsonl", (1e9, 1e9))
     (root / "not_a_run").mkdir()
+    # running: the run's marker names a live process of this host (group/r1: this test's own), or for a
+    # marker of another host, its metrics changed lately (elsewhere: fresh, old: long ago)
+    marker = lambda pid, host: json.dumps({"pid": pid, "host": host, "started": 0})  # noqa: E731
+    (run / "running.json").write_text(marker(os.getpid(), socket.gethostname()))
+    (old / "running.json").write_text(marker(1, "another-host"))
+    elsewhere = root / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "metrics.jsonl").write_text(_metrics(1) + "\n")
+    (elsewhere / "running.json").write_text(marker(1, "another-host"))
+    finished = root / "finished"  # metrics just written, no marker: the run closed
+    finished.mkdir()
+    (finished / "metrics.jsonl").write_text(_metrics(1) + "\n")
     runs = {r["run"]: r for r in RunLibrary(root, tmp_path / "cache").runs()}
-    assert set(runs) == {"group/r1", "old"}
+    assert set(runs) == {"group/r1", "old", "elsewhere", "finished"}
     assert runs["group/r1"]["game"] == "lost_cities" and runs["group/r1"]["variant"] == "mini"
-    assert runs["group/r1"]["running"] and not runs["old"]["running"]
+    assert runs["group/r1"]["running"] and runs["elsewhere"]["running"]
+    assert not runs["old"]["running"] and not runs["finished"]["running"]
     checkpoints = runs["group/r1"]["checkpoints"]
     assert checkpoints[0] == "group/r1/checkpoints/latest.pt"  # latest first, then the numbered ones
     assert set(checkpoints[1:]) == {"group/r1/checkpoints/iter_000002.pt", "group/r1/checkpoints/iter_000004.pt"}

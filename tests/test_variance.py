@@ -271,8 +271,8 @@ def test_fit_value_and_arena_commands(tmp_path, capsys):
     from deepcfr.cli.main import main
 
     out = tmp_path / "value.pt"
-    assert main(["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchups",
-                 "heuristic_balanced:heuristic_careful", "--games", "200", "--steps", "50", "--batch-size", "64",
+    assert main(["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchup",
+                 "heuristic_balanced", "heuristic_careful", "--games", "200", "--steps", "50", "--batch-size", "64",
                  "--hidden-size", "16", "--out", str(out), "--json"]) == 0
     fitted = json.loads(capsys.readouterr().out)
     assert fitted["matchups"] == ["heuristic_balanced vs heuristic_careful"] and fitted["positions"] > 0
@@ -288,6 +288,6 @@ def test_fit_value_and_arena_commands(tmp_path, capsys):
     assert main(["arena", "--game", "lost_cities", "--a", "heuristic_careful", "--b", "random", "--games", "4",
                  "--value-fn", str(out)]) == 2
     assert "was made for" in capsys.readouterr().err
-    assert main(["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchups", "heuristic_balanced",
-                 "--out", str(tmp_path / "x.pt")]) == 2
-    assert "must look like A:B" in capsys.readouterr().err
+    assert main(["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchup", "heuristic_balanced",
+                 "no_such_bot", "--out", str(tmp_path / "x.pt")]) == 2
+    assert "no_such_bot" in capsys.readouterr().err

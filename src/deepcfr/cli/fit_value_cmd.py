@@ -20,10 +20,10 @@ def register(subparsers) -> None:
     )
     p.add_argument("--game", default=None, help="game name (default lost_cities)")
     p.add_argument("--variant", default=None, help="Lost Cities rule variant (classic, mini)")
-    p.add_argument("--matchups", default=None, metavar="A:B,C:D",
-                   help="pairs of player specs whose games are the training positions (default: the champion "
-                        "greedy against each of the game's evaluation bots and sampled against itself where the "
-                        "champion plays this game, else every pair of those bots)")
+    p.add_argument("--matchup", nargs=2, action="append", metavar=("A", "B"), default=None,
+                   help="a pair of player specs whose games are training positions (repeat it; default: the "
+                        "champion greedy against each heuristic bot and sampled against itself where the champion "
+                        "plays this game, else every pair of the game's evaluation bots)")
     p.add_argument("--games", type=int, default=4000, help="games per matchup (even)")
     p.add_argument("--keep", type=float, default=0.3, help="fraction of the positions kept (they are correlated)")
     p.add_argument("--steps", type=int, default=16000, help="training steps")
@@ -50,16 +50,6 @@ def default_matchups(game) -> list[tuple[str, str]]:
     return [(a, b) for i, a in enumerate(bots) for b in bots[i + 1:]] or [(bots[0], bots[0])]
 
 
-def parse_matchups(text: str) -> list[tuple[str, str]]:
-    pairs = []
-    for item in text.split(","):
-        a, colon, b = item.partition(":")
-        if not colon or not a.strip() or not b.strip():
-            raise ValueError(f"--matchups item {item!r} must look like A:B (two player specs)")
-        pairs.append((a.strip(), b.strip()))
-    return pairs
-
-
 def run(args) -> int:
     import torch
 
@@ -71,7 +61,7 @@ def run(args) -> int:
     if not 0 < args.keep <= 1:
         raise ValueError(f"--keep must be in (0, 1], got {args.keep}")
     game = make_named_game(args.game, args.variant)
-    names = parse_matchups(args.matchups) if args.matchups else default_matchups(game)
+    names = [tuple(pair) for pair in args.matchup] if args.matchup else default_matchups(game)
     players = {name: load_player(name, game, args.device) for pair in names for name in pair}
     start = time.perf_counter()
 

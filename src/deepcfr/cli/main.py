@@ -23,6 +23,8 @@ COMMANDS = {
     "replay": "replay_cmd",
     "report": "report_cmd",
     "serve": "serve_cmd",
+    "export": "export_cmd",
+    "build-web": "build_web_cmd",
 }
 
 

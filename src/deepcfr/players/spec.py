@@ -54,6 +54,7 @@ class PlayerSpecError(ValueError):
     """A spec that names no player; the message lists the valid forms."""
 
     def __init__(self, message: str):
+        self.problem = message  # without the list of forms (a page shows its own)
         super().__init__(f"{message}\n{VALID_FORMS}")
 
 
@@ -110,7 +111,7 @@ def parse_player(spec: str) -> PlayerSpec:
         rest = text[len("search"):]
         settings: dict[str, Any] = {}
         if rest.startswith("["):
-            close = rest.find("]")
+            close = _closing_bracket(rest)
             if close < 0:
                 raise PlayerSpecError(f"player spec {quote(spec)}: '[' of the search settings is never closed")
             settings = _parse_settings(spec, rest[1:close])
@@ -146,9 +147,30 @@ def parse_player(spec: str) -> PlayerSpec:
     return PlayerSpec(kind="bot", name=text)
 
 
+def _closing_bracket(text: str) -> int:
+    """Index of the ']' that closes the '[' at ``text[0]`` (brackets inside nest), or -1."""
+    depth = 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if depth == 0:
+            return i
+    return -1
+
+
+def _split_top_level(text: str) -> list[str]:
+    """``text`` split at the commas outside brackets (a value ``[2,3]`` stays whole)."""
+    pieces, depth, start = [], 0, 0
+    for i, ch in enumerate(text):
+        depth += (ch == "[") - (ch == "]")
+        if ch == "," and depth == 0:
+            pieces.append(text[start:i])
+            start = i + 1
+    return pieces + [text[start:]]
+
+
 def _parse_settings(spec: str, text: str) -> dict[str, Any]:
     settings = {}
-    for item in filter(None, (x.strip() for x in text.split(","))):
+    for item in filter(None, (x.strip() for x in _split_top_level(text))):
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise PlayerSpecError(f"player spec {quote(spec)}: search setting {quote(item)} must look like key=value")
@@ -177,15 +199,8 @@ def parse_setting_value(text: str, where: str, error: type[Exception] = ValueErr
 def split_specs(text: str) -> list[str]:
     """Comma-separated specs (``--vs a,b``); commas inside ``search[...]`` settings and between a
     checkpoint's options (``PATH@current,greedy``) do not split."""
-    pieces, depth, start = [], 0, 0
-    for i, ch in enumerate(text):
-        depth += (ch == "[") - (ch == "]")
-        if ch == "," and depth == 0:
-            pieces.append(text[start:i])
-            start = i + 1
-    pieces.append(text[start:])
     out: list[str] = []
-    for piece in (p.strip() for p in pieces):
+    for piece in (p.strip() for p in _split_top_level(text)):
         if out and piece in CHECKPOINT_OPTIONS and "@" in out[-1]:
             out[-1] = f"{out[-1]},{piece}"
         elif piece:

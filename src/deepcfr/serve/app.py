@@ -25,7 +25,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..evaluate.replay import append_records
 from .library import ReplayLibrary, RunLibrary
-from ..players import VALID_FORMS, PlayerCache, PlayerSpecError, parse_player, same_game
+from ..players import MAX_SPEC_LENGTH, VALID_FORMS, PlayerCache, PlayerSpecError, parse_player, same_game
 from .docs import docs_page
 from .players import CheckpointPolicy
 from .present import WEB_TABLE_GAME, check_web_table_game
@@ -33,7 +33,7 @@ from .tables import Table, TableError, TableStore
 
 SAVED_GAMES = "web_games.jsonl"  # finished games saved from the page, under the replays directory
 MAX_SEED = 2**31 - 1
-MAX_SPEC = 500  # characters of a player spec
+MAX_SPEC = MAX_SPEC_LENGTH  # characters of a player spec: the one limit of the parser, the CLI and the page
 # What one request may ask of a search player (a decision's work grows with each of these).
 SEARCH_CAPS = {"determinizations": 256, "candidates": 8, "max_batch": 65536, "time_limit_s": 10.0}
 SECURITY_HEADERS = {
@@ -63,7 +63,7 @@ class _Body(BaseModel):
 
 
 class PlayRequest(_Body):
-    opponent: str = Field(min_length=1, max_length=MAX_SPEC)
+    opponent: str  # checked by check_spec, as /api/watch's players are: one limit, one status (400)
     seat: StrictInt = Field(0, ge=0, le=1)
     seed: StrictInt | None = Field(None, ge=0, le=MAX_SEED)
     variant: str | None = Field(None, max_length=50)
@@ -80,6 +80,8 @@ class MoveRequest(_Body):
     decision: StrictInt | None = None  # the decision number the page saw; a stale move is refused
 
 
+# The spec forms as a page names them: a web page has no command-line flags to point at.
+PAGE_FORMS = VALID_FORMS.replace(" (settings: --search-*)", " (its default settings)")
 _LONG_WORD = re.compile(r"\S{81,}")
 MAX_MESSAGE = 1500
 
@@ -91,7 +93,12 @@ def clip(text: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 20] + "... (cut)"
 
 
-def _error(status: int, message: str) -> JSONResponse:
+def _error(status: int, message: str, hide: "dict[str, str] | None" = None) -> JSONResponse:
+    """The answer to a refused request; ``hide`` maps paths of this machine to what the page knows
+    them as (a served directory as it was given), so that no answer shows where the server runs."""
+    for path, shown in (hide or {}).items():
+        message = message.replace(path, shown)
+    message = message.replace(VALID_FORMS, PAGE_FORMS)
     return JSONResponse({"error": clip(message)}, status_code=status)
 
 
@@ -147,6 +154,11 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         return response
 
     # Errors ---------------------------------------------------------------------------------
+    # the served directories (resolved: where the libraries look) by the names they were given with;
+    # longest first, so a directory inside another is replaced whole
+    hidden = {str(p.resolve()): str(p) for p in (runs_root, replays_root) if p.resolve() != p}
+    hidden = dict(sorted(hidden.items(), key=lambda kv: -len(kv[0])))
+
     @app.exception_handler(Exception)
     async def _unexpected(request: Request, e: Exception):
         log.error("%s %s failed", request.method, request.url.path, exc_info=e)
@@ -156,24 +168,24 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
     @app.exception_handler(TableError)
     async def _table_error(request: Request, e: TableError):
-        return _error(e.status, e.message)
+        return _error(e.status, e.message, hidden)
 
     @app.exception_handler(FileNotFoundError)
     async def _not_found(request: Request, e: FileNotFoundError):
-        return _error(404, str(e))
+        return _error(404, str(e), hidden)
 
     @app.exception_handler(ValueError)  # PlayerSpecError, PathError, ReplayError, bad variants and steps
     async def _bad_request(request: Request, e: ValueError):
-        return _error(400, str(e))
+        return _error(400, str(e), hidden)
 
     @app.exception_handler(RequestValidationError)
     async def _invalid(request: Request, e: RequestValidationError):
         problems = "; ".join(f"{'.'.join(str(x) for x in err.get('loc', ()))}: {err.get('msg')}" for err in e.errors())
-        return _error(422, f"malformed request: {problems}")
+        return _error(422, f"malformed request: {problems}", hidden)
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, e: StarletteHTTPException):
-        return _error(e.status_code, str(e.detail))
+        return _error(e.status_code, str(e.detail), hidden)
 
     # Players and games ------------------------------------------------------------------------
     def make_table(specs: list[str | None], seed: int | None, variant: str | None, mode: str) -> Table:
@@ -228,7 +240,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
                      {"spec": "champion@greedy", "label": "champion network alone"}] if CHAMPION_FILE.is_file() else []
         return {"bots": bot_names(WEB_TABLE_GAME()), "champions": champions, "checkpoints": listed,
                 "variants": list(WEB_TABLE_GAME.variants),
-                "spec_forms": VALID_FORMS, "runs": str(runs_root), "replays": str(replays_root),
+                "spec_forms": PAGE_FORMS, "runs": str(runs_root), "replays": str(replays_root),
                 "games_in_memory": len(tables)}
 
     @app.post("/api/games")

@@ -10,6 +10,9 @@ going shows its latest figures.
 from __future__ import annotations
 
 import hashlib
+import json
+import os
+import socket
 import threading
 import time
 from pathlib import Path
@@ -24,7 +27,50 @@ from .present import WEB_TABLE_GAME, describe_action, table_json
 RECORD_SUFFIX = ".jsonl"
 RUN_MARKERS = ("metrics.jsonl", "config.yaml")
 MAX_DEPTH = 3  # run directories and record files are looked for this deep under the served directory
-ACTIVE_SECONDS = 300  # a run whose metrics changed this recently is shown as running
+ACTIVE_SECONDS = 300  # a run on another host whose metrics changed this recently is shown as running
+RUNNING_FILE = "running.json"  # train.run.RUNNING_FILE: written while the run's process has it open
+RECORD_KEYS = ("format", "deal", "actions")  # a game record's first line has these (evaluate/replay.py)
+FIRST_LINE_LIMIT = 1 << 20
+
+
+def looks_like_records(path: Path) -> bool:
+    """Whether a .jsonl file is meant as game records: its first line is no JSON object, or one with
+    a record's fields. Other JSON lines (a run's metrics.jsonl) are not offered as replays; a
+    corrupted record file still is, so that choosing it says what is wrong."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(FIRST_LINE_LIMIT)
+    except OSError:
+        return False
+    try:
+        data = json.loads(first)
+    except ValueError:
+        return True
+    return not isinstance(data, dict) or any(key in data for key in RECORD_KEYS)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True  # it exists, under another user
+    return True
+
+
+def run_is_running(run_dir: Path, metrics_modified: float | None, now: float) -> bool:
+    """Whether a run's process still has it open: its running marker names a live process of this
+    host (or, for another host's marker, its metrics changed within ACTIVE_SECONDS). A finished run
+    has removed its marker; a killed one's process is gone."""
+    try:
+        marker = json.loads((run_dir / RUNNING_FILE).read_text())
+        pid, host = int(marker["pid"]), str(marker["host"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return False
+    if host == socket.gethostname():
+        return _pid_alive(pid)
+    return metrics_modified is not None and now - metrics_modified < ACTIVE_SECONDS
 
 
 def _walk(root: Path, depth: int = 0):
@@ -45,7 +91,8 @@ class ReplayLibrary:
     """Record files under ``root``; the games of a file are read (and validated) once per version."""
 
     def __init__(self, root: str | Path):
-        self.root = Path(root)
+        # resolved once: every path found under it is resolved too, and answers name paths relative to it
+        self.root = Path(root).resolve()
         self._cache: dict[tuple[str, int, int], list[GameRecord]] = {}
         self._lock = threading.Lock()
 
@@ -54,7 +101,8 @@ class ReplayLibrary:
             return []
         out = []
         for path in _walk(self.root):
-            if path.is_file() and path.name.endswith(RECORD_SUFFIX) and is_under(self.root, path):
+            if (path.is_file() and path.name.endswith(RECORD_SUFFIX) and is_under(self.root, path)
+                    and looks_like_records(path)):
                 stat = path.stat()
                 out.append({"file": path.relative_to(self.root).as_posix(), "bytes": stat.st_size,
                             "modified": stat.st_mtime})
@@ -69,7 +117,10 @@ class ReplayLibrary:
         with self._lock:
             if key not in self._cache:
                 self._cache = {k: v for k, v in self._cache.items() if k[0] != key[0]}
-                self._cache[key] = read_records(path, game=WEB_TABLE_GAME.name)
+                try:
+                    self._cache[key] = read_records(path, game=WEB_TABLE_GAME.name)
+                except ValueError as e:  # its messages name the file by its path on this machine
+                    raise type(e)(str(e).replace(str(path), file)) from None
             return self._cache[key]
 
     def games(self, file: str) -> list[dict]:
@@ -108,7 +159,7 @@ class RunLibrary:
     """Run directories under ``root``; reports drawn into ``cache`` (one folder per run)."""
 
     def __init__(self, root: str | Path, cache: str | Path):
-        self.root = Path(root)
+        self.root = Path(root).resolve()  # as ReplayLibrary's
         self.cache = Path(cache)
         self._drawn: dict[str, int] = {}  # report folder -> metrics.jsonl mtime it was drawn from
         self._lock = threading.Lock()
@@ -127,7 +178,7 @@ class RunLibrary:
             game = config.get("game") if isinstance(config.get("game"), dict) else {}
             out.append({"run": path.relative_to(self.root).as_posix(), "game": game.get("name"),
                         "variant": game.get("variant"), "modified": modified,
-                        "running": modified is not None and now - modified < ACTIVE_SECONDS,
+                        "running": run_is_running(path, modified, now),
                         "checkpoints": self._checkpoints(path)})
         return out
 

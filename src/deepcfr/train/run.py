@@ -5,6 +5,7 @@
       metrics.jsonl        one JSON object per line: {"iteration": t, ...metrics}
       events.out.tfevents.*  TensorBoard scalars (every numeric metric)
       train.log            the run's log (also echoed to the console)
+      running.json         while a process has the run open: its pid and host (removed on close)
       checkpoints/latest.pt       everything needed to resume (replay memories included)
       checkpoints/iter_000010.pt  every checkpoint.every iterations, for evaluation (no memories)
       reports/             evaluation reports (JSON)
@@ -45,6 +46,9 @@ LATEST = "latest.pt"
 REPORTS_DIR = "reports"
 
 LOGGER_NAME = "deepcfr"
+# Present while a run's process has it open (its pid and host); removed when the run closes, so a
+# reader (deepcfr serve) tells a finished run from a running one at once, whatever the clock says.
+RUNNING_FILE = "running.json"
 
 # Sections a resumed run may not change: the checkpoint's networks and samples depend on them.
 FROZEN_ON_RESUME = ("game", "network")
@@ -109,6 +113,7 @@ class Run:
         self._purge_step: int | None = None
         self._metrics_file = None
         self._closed = False
+        self._mark_running()
         # (iteration, full file, numbered file without memories, numbered?) waiting for the iteration's metrics
         self._pending: tuple[int, Path, Path | None, bool] | None = None
         self._logged_iteration: int | None = None
@@ -341,6 +346,14 @@ class Run:
         return payload
 
     # ------------------------------------------------------------------ lifetime
+    def _mark_running(self) -> None:
+        import socket
+        import time
+
+        marker = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time()}
+        with atomic_path(self.dir / RUNNING_FILE) as tmp:
+            Path(tmp).write_text(json.dumps(marker))
+
     def close(self, commit: bool = True) -> None:
         """Flush and close everything. ``commit=False`` (an exception ended the run) discards a
         checkpoint still waiting for its iteration's metrics instead of putting it in place."""
@@ -360,6 +373,7 @@ class Run:
         if self._writer is not None:
             self._writer.close()
             self._writer = None
+        (self.dir / RUNNING_FILE).unlink(missing_ok=True)
         for h in self._handlers:
             self.logger.removeHandler(h)
             h.close()

@@ -35,12 +35,17 @@ import torch
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0
 from .rules import LostCitiesRules
 
+# The version of these features: a network trained on one version reads only that version. Bump it
+# whenever a feature changes (an exported network records it; the web page's JS encoder names it too).
+ENCODING_VERSION = 1
 DECK_FLAGS = (1, 2, 4, 8)
 CARD_GROUPS = 9
 HAND_GROUPS = 7
 
 
 class LostCitiesEncoder:
+    version = ENCODING_VERSION
+
     def __init__(self, rules: LostCitiesRules):
         self.rules = r = rules
         D, C, R1 = r.deck_size, r.n_colors, r.n_ranks + 1

@@ -37,11 +37,14 @@ let watchTimer = null, watchPaused = false;
 let replay = { file: null, game: 0, step: 0, steps: 0, target: 0, loading: false };
 let runsTimer = null, openRun = null;
 let drag = null;        // a hand card being dragged
+let tapped = 0;         // when a touch last acted on a target (its click, if one follows, is not a second move)
 let fullMoves = null;   // {id, moves}: a finished game's moves with the agents' probabilities
 
 function setView(v) { view = v; if (mode in kept) kept[mode] = v; }
 
 async function api(method, url, body) {
+  // the static site (deepcfr build-web) answers in the page itself: no server behind it
+  if (window.deepcfrOffline) return window.deepcfrOffline.api(method, url, body);
   const opts = { method, headers: {} };
   if (body !== undefined) { opts.headers["Content-Type"] = "application/json"; opts.body = JSON.stringify(body); }
   let r;
@@ -56,7 +59,8 @@ function showMessage(text, kind) {
   const m = $("#message");
   if (!text) { m.classList.add("hidden"); return; }
   m.textContent = text;
-  m.className = "message" + (kind === "info" ? " info" : "");
+  // a list of the spec forms keeps its columns
+  m.className = "message" + (kind === "info" ? " info" : "") + (/valid player specs:/.test(text) ? " forms" : "");
 }
 
 // Cards ------------------------------------------------------------------------------------
@@ -164,7 +168,10 @@ function lanesHTML(top, bottom) {
   const hl = highlightedTurn();
   const cardMove = hl.moves.find((m) => m.type === "play" || m.type === "discard");
   const drawMove = hl.moves.find((m) => m.type === "draw_pile" || m.type === "draw_deck");
-  let html = `<div class="lanes">`;
+  const whose = (seat) => (seatName(seat) === "You" ? "Your" : `${esc(seatName(seat))}'s`);
+  // which side of a row is whose, said once above the rows
+  let html = `<div class="lanes"><div class="lane heads" aria-hidden="true"><span class="head-opp">${whose(top)} expeditions</span>
+    <span class="head-pile">piles</span><span class="head-mine">${whose(bottom)} expeditions</span></div>`;
   for (let c = 0; c < view.rules.n_colors; c++) {
     const et = view.expeditions[top][c], eb = view.expeditions[bottom][c], pile = view.piles[c];
     const key = card ? `${card.color}:${card.value}` : null;
@@ -199,9 +206,12 @@ function middleHTML() {
   const hl = highlightedTurn();
   const drewDeck = hl.moves.some((m) => m.type === "draw_deck");
   const last = hl.moves.length ? `<span class="last-text" id="last-turn">${esc(seatName(hl.seat))} ${hl.moves.map(moveText).join(", ")}</span>` : "";
+  const r = view.rules;
+  // what "x2 6/8" beside an expedition means, in words a phone shows too (it has no hover)
+  const legend = `<span class="legend hint" id="exp-legend">x2: wagers multiply the score; ${Math.min(6, r.bonus_threshold - 1)}/${r.bonus_threshold}: cards, ${r.bonus_threshold} earn +${r.bonus}</span>`;
   return `<div class="middle-row">${last}<div id="deck" class="${deckCan ? "target" : ""}${drewDeck ? " last-draw" : ""}" data-key="deck"
     ${deckCan ? `data-action="${draws.get("deck")}" tabindex="0" role="button"` : ""} title="the deck" aria-label="the deck, ${view.deck} cards left">
-    <span class="deck-card"></span><span class="deck-count" id="deck-count">${view.deck} left</span></div></div>`;
+    <span class="deck-card"></span><span class="deck-count" id="deck-count">${view.deck} left</span></div>${legend}</div>`;
 }
 
 function oppBarHTML(top) {
@@ -386,7 +396,8 @@ function renderFinal() {
   const open = isGame && (view.finished || view.human_seat === null);  // a played game's record holds the deal: at the end
   dl.classList.toggle("hidden", !open);
   save.classList.toggle("hidden", !(isGame && view.finished));
-  if (isGame) dl.href = `/api/games/${view.id}/record`;
+  if (isGame) dl.href = window.deepcfrOffline ? window.deepcfrOffline.recordURL(view.id) : `/api/games/${view.id}/record`;
+  if (window.deepcfrOffline) { dl.download = `lost_cities-${view.id}.jsonl`; save.classList.add("hidden"); }
   save.disabled = !!view.saved_to;
   save.textContent = view.saved_to ? `Saved (${view.saved_to})` : "Save to replays";
   if (!view.finished) { box.classList.add("hidden"); return; }
@@ -455,6 +466,7 @@ function bindBoard() {
   const board = $("#board-col");
   board.addEventListener("click", (e) => {
     if (drag && drag.moved) return;
+    if (tapped && performance.now() - tapped < 800) { tapped = 0; return; }  // a touch already acted on pointerup
     const target = e.target.closest("[data-action]");
     if (target && board.contains(target)) { activate(target); return; }
   });
@@ -501,6 +513,13 @@ function bindBoard() {
       drag = null;
       toggleSelect(d.id);
     }
+  });
+  // A tap on a target acts on pointerup: after a touch drag, Chromium does not always follow the
+  // next tap with a click (seen on the deck right after a card was dragged onto its pile).
+  document.addEventListener("pointerup", (e) => {
+    if (drag || e.pointerType === "mouse") return;
+    const target = e.target.closest && e.target.closest("[data-action]");
+    if (target && board.contains(target) && activate(target)) tapped = performance.now();
   });
 }
 
@@ -555,7 +574,7 @@ function playerOptions(select, preferred, custom) {
     opts.push(`<option value="${esc(c.spec)}@current">${esc(c.label)} (current)</option>`);
     opts.push(`<option value="search:${esc(c.spec)}">${esc(c.label)} (search over average)</option>`);
   }
-  if (custom) opts.push(`<option value="${CUSTOM}">custom spec (typed in the field)</option>`);
+  if (custom && !info.offline) opts.push(`<option value="${CUSTOM}">custom spec (typed in the field)</option>`);
   select.innerHTML = opts.join("");
   if (preferred && [...select.options].some((o) => o.value === preferred)) select.value = preferred;
 }
