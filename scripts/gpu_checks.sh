@@ -20,6 +20,7 @@
 #                  the rollouts (search_network_rollouts_float32, _bfloat16)
 #   search_eval    the search agent over the train step's network against it, 2000 paired games
 #   teacher        the growing teacher's bench over the shipped champion (positions a second)
+#   luck           champion@greedy against heuristic_balanced, 10,000 games, plain and luck-corrected
 #   improve        one short round of lost_cities/grow.yaml (the growing teacher) from the champion
 #   compile        training step with torch.compile off and on (fp32, bf16); last, so that a
 #                  slow compilation costs only its own figures
@@ -239,6 +240,12 @@ else
 fi
 step search_eval 70 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main arena --a "search:$CK" --b "$CK" \
   --games "$SEARCH_GAMES" --device "$DEVICE" --json
+# The luck-corrected estimate on the device (the value function beside the champion): its variance
+# ratio and what the corrections cost there, beside the plain paired estimate of the same games.
+LUCK_GAMES=10000
+[ "$DRY" = 1 ] && LUCK_GAMES=4
+step luck 60 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main arena --a champion@greedy --b heuristic_balanced \
+  --games "$LUCK_GAMES" --device "$DEVICE" --json
 step improve 90 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main improve --config lost_cities/grow.yaml \
   --run-dir "$WORK/improve" --rounds 1 --set run.device="$DEVICE" --set run.progress=false \
   --set improve.executor=inline "${GROW[@]}" --json

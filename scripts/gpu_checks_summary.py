@@ -196,6 +196,13 @@ def tables(summary: dict) -> str:
                      [[match.get("games"), match.get("win_rate"), match.get("mean_score_diff"), match.get("score_diff_ci95"),
                        match.get("a_seconds_per_move"), match.get("a_rollout_decisions_per_second"),
                        match.get("a_capped_rollouts")]])
+    luck = summary["steps"].get("luck", {}).get("figures")
+    if luck:
+        out += ["## Luck-corrected match", ""]
+        out += table(["games", "plain diff", "ci95", "corrected diff", "ci95", "variance ratio", "correction s"],
+                     [[luck.get("games"), luck.get("mean_score_diff"), luck.get("score_diff_ci95"),
+                       luck.get("corrected_score_diff"), luck.get("corrected_ci95"), luck.get("variance_ratio"),
+                       luck.get("correction_seconds")]])
     improve = summary["steps"].get("improve", {}).get("figures")
     if improve:
         out += ["## Expert iteration round", ""]
