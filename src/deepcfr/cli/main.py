@@ -28,8 +28,41 @@ COMMANDS = {
 }
 
 
+def version_text() -> str:
+    """The package's version (pyproject.toml, its one place) and, per game, the version of its
+    rules and observations (checkpoints check it) and of its network features where they have one."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    from ..games.registry import game_names, make_game
+
+    try:
+        package = version("deepcfr")
+    except PackageNotFoundError:  # run from a source tree that was never installed
+        package = "unknown (not installed)"
+    lines = [f"deepcfr {package}"]
+    for name in game_names():
+        game = make_game(name)
+        encoding = getattr(getattr(game, "encoder", None), "version", None)
+        lines.append(f"  {name}: rules and observations version {game.version}"
+                     + (f", encoding version {encoding}" if encoding is not None else ""))
+    return "\n".join(lines)
+
+
+class _VersionAction(argparse.Action):
+    """--version, computed only when asked (the games are not built for every command)."""
+
+    def __init__(self, option_strings, dest, **kwargs):
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(version_text())
+        parser.exit()
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="deepcfr", description="Batched Deep CFR for card games.")
+    parser.add_argument("--version", action=_VersionAction,
+                        help="the package version and each game's rules and encoding versions")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMANDS.values():
