@@ -299,7 +299,8 @@ class Improver:
         result = play_match(self.game, self.network_player(candidate, "new", greedy=True),
                             self.network_player(self.current, "current", greedy=True),
                             cfg.gate_games, seed=derived_seed(self.seed, "gate", round_index), device=self.device,
-                            value_fn=self.value_fn, target_ci95=cfg.gate_target_ci)
+                            value_fn=self.value_fn, chance_samples=cfg.chance_samples,
+                            target_ci95=cfg.gate_target_ci)
         self._progress(f"round {round_index}: gate ({result.games} greedy games), matches", 1, 1, start)
         p = one_sided_p(*result.best_score_diff)  # the corrected estimate where there is a value function
         accepted = p < cfg.gate_alpha
@@ -330,7 +331,7 @@ class Improver:
                     side.search.generator.manual_seed(derived_seed(self.seed, "eval-search", opponent))
                 result = play_match(self.game, side, self._spec_player(opponent), cfg.eval_games,
                                     seed=derived_seed(self.seed, "eval", opponent), device=self.device,
-                                    value_fn=self.value_fn)
+                                    value_fn=self.value_fn, chance_samples=cfg.chance_samples)
                 for k, v in result.figures().items():
                     out[f"eval/{opponent}/{kind}/{k}"] = v
         self._progress(f"round {self.round}: evaluation, matches", matches, matches, start)
