@@ -36,8 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     matchups = [tuple(pair) for pair in args.matchup]
     counts = [int(g) for g in args.games.split(",")]
     counts = counts * len(matchups) if len(counts) == 1 else counts
-    game = load_player(matchups[0][0]).game if not matchups[0][0].startswith("search") else \
-        load_player(matchups[0][1]).game
+    game = load_player(matchups[0][0]).game
     value = resolve_value_function(args.value_fn, game)
     if value is None:
         raise SystemExit(f"no value function for {game.name} ({args.value_fn})")

@@ -26,7 +26,7 @@ from typing import Any, Callable, Union
 import torch
 
 from ..games.base import capability, clone_state, concat_states, has_capability, sample_from_probs
-from .variance import LuckCorrection, ValueFn, cross_fitted
+from .variance import LuckCorrection, ValueFn, cross_fitted, seat_scores
 
 Side = Union[Any, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
 
@@ -261,8 +261,7 @@ def _play_paired(game, policy_a: Side, policy_b: Side, games: int, seed: int, de
     state = play_out(game, state, decide, on_step, luck, lambda: (step_probs, step_known))
 
     rows = torch.arange(games, device=device)
-    scores = game.scores(state) if has_capability(game, "scores") else game.returns(state)
-    scores = scores.to(torch.float64)
+    scores = seat_scores(game, state)
     score_a = scores[rows, seat_a]
     score_b = scores[rows, 1 - seat_a]
     diff = score_a - score_b

@@ -59,10 +59,15 @@ def cross_fitted(outcome: torch.Tensor, corrections: torch.Tensor) -> tuple[torc
     return out, weights
 
 
-def score_difference(game, state) -> torch.Tensor:
-    """[n] float64 seat 0's score minus seat 1's (points where the game has them, else utilities)."""
+def seat_scores(game, state) -> torch.Tensor:
+    """[n, 2] float64 each seat's score: points where the game has them, else utilities."""
     scores = game.scores(state) if has_capability(game, "scores") else game.returns(state)
-    scores = scores.to(torch.float64)
+    return scores.to(torch.float64)
+
+
+def score_difference(game, state) -> torch.Tensor:
+    """[n] float64 seat 0's score minus seat 1's."""
+    scores = seat_scores(game, state)
     return scores[:, 0] - scores[:, 1]
 
 
@@ -80,7 +85,6 @@ class LuckCorrection:
         self.chance = capability(game, "chance_outcomes") if has_capability(game, "chance_outcomes") else None
         self.chance_total = torch.zeros(games, dtype=torch.float64, device=device)
         self.decision_total = torch.zeros(games, dtype=torch.float64, device=device)
-        self.values_computed = 0  # states the value function was asked for
         self.seconds = 0.0
         self._pending = None
 
@@ -96,25 +100,28 @@ class LuckCorrection:
         live = (~done).nonzero().squeeze(1)
         if live.numel():
             out[live] = self.value_fn(index_state(state, live)).to(torch.float64).reshape(-1)
-            self.values_computed += live.numel()
         return out
 
-    def _after_values(self, state, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Q of each row's action: [n] the value after it, averaged over chance where it involves
-        chance, and [n] bool whether it did."""
+    def _chance_means(self, state, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """[n] the value after each row's action averaged over chance, and [n] bool whether the
+        action involved chance (the other rows' values are 0: not computed)."""
         n = actions.shape[0]
         q = torch.zeros(n, dtype=torch.float64, device=actions.device)
         random = torch.zeros(n, dtype=torch.bool, device=actions.device)
-        if self.chance is not None:
+        if self.chance is not None and n:
             source, outcomes, weights = self.chance(state, actions, self.chance_samples, self.generator)
             if source.numel():
                 q.index_add_(0, source, weights * self.values(outcomes))
                 random[source] = True
+        return q, random
+
+    def _after_values(self, state, actions: torch.Tensor) -> torch.Tensor:
+        """[n] Q of each row's action: the value after it, averaged over chance where it involves chance."""
+        q, random = self._chance_means(state, actions)
         fixed = (~random).nonzero().squeeze(1)
         if fixed.numel():
-            stepped = self.game.step(index_state(state, fixed), actions[fixed])
-            q[fixed] = self.values(stepped)
-        return q, random
+            q[fixed] = self.values(self.game.step(index_state(state, fixed), actions[fixed]))
+        return q
 
     def before_step(self, state, actions: torch.Tensor, live: torch.Tensor,
                     probs: torch.Tensor | None = None, known: torch.Tensor | None = None) -> None:
@@ -125,45 +132,37 @@ class LuckCorrection:
         n = actions.shape[0]
         device = actions.device
         known = torch.zeros(n, dtype=torch.bool, device=device) if known is None else known & live
-        baseline = torch.zeros(n, dtype=torch.float64, device=device)
-        chance_base = torch.zeros(n, dtype=torch.float64, device=device)
+        taken_q = torch.zeros(n, dtype=torch.float64, device=device)  # Q of the move taken
+        expected_q = torch.zeros(n, dtype=torch.float64, device=device)  # sum_a pi(a) Q(a), known movers
+        corrected = torch.zeros(n, dtype=torch.bool, device=device)
         # Rows of unknown movers: only the luck of chance in the move taken.
         other = (live & ~known).nonzero().squeeze(1)
-        corrected = torch.zeros(n, dtype=torch.bool, device=device)
         if other.numel() and self.chance is not None:
-            sub = index_state(state, other)
-            source, outcomes, weights = self.chance(sub, actions[other], self.chance_samples, self.generator)
-            if source.numel():
-                q = torch.zeros(other.numel(), dtype=torch.float64, device=device)
-                q.index_add_(0, source, weights * self.values(outcomes))
-                rows = other[source.unique()]
-                baseline.index_add_(0, other, q)
-                chance_base.index_add_(0, other, q)
-                corrected[rows] = True
+            q, random = self._chance_means(index_state(state, other), actions[other])
+            taken_q[other] = q
+            corrected[other[random]] = True
         # Rows of known movers: every legal move, weighted by the probabilities sampled from.
         rows = known.nonzero().squeeze(1)
         if rows.numel():
             p = probs[rows].to(torch.float64)
             pair_row, pair_action = (p > 0).nonzero(as_tuple=True)
-            sub = index_state(state, rows[pair_row])
-            q, random = self._after_values(sub, pair_action)
+            q = self._after_values(index_state(state, rows[pair_row]), pair_action)
             taken = pair_action == actions[rows[pair_row]]
-            baseline.index_add_(0, rows[pair_row], p[pair_row, pair_action] * q)
-            # the chance part of the correction is the taken move's luck; the rest is the decision's
-            chance_base.index_add_(0, rows[pair_row[taken]], q[taken])
+            expected_q.index_add_(0, rows[pair_row], p[pair_row, pair_action] * q)
+            taken_q.index_add_(0, rows[pair_row[taken]], q[taken])
             corrected[rows] = True
-        self._pending = (corrected.nonzero().squeeze(1), baseline, chance_base, known)
+        self._pending = (corrected.nonzero().squeeze(1), taken_q, expected_q, known)
         self.seconds += time.perf_counter() - start
 
     def after_step(self, state) -> None:
         """Add this step's corrections, ``state`` being the state ``before_step`` saw, stepped."""
         start = time.perf_counter()
-        rows, baseline, chance_base, known = self._pending
+        rows, taken_q, expected_q, known = self._pending
         self._pending = None
         if rows.numel():
             after = self.values(index_state(state, rows))
             # chance: u(after) - Q(taken); decision (known movers): Q(taken) - sum_a pi(a) Q(a)
-            self.chance_total.index_add_(0, rows, after - chance_base[rows])
-            decision = torch.where(known[rows], chance_base[rows] - baseline[rows], 0.0)
+            self.chance_total.index_add_(0, rows, after - taken_q[rows])
+            decision = torch.where(known[rows], taken_q[rows] - expected_q[rows], 0.0)
             self.decision_total.index_add_(0, rows, decision)
         self.seconds += time.perf_counter() - start

@@ -91,16 +91,9 @@ def shipped_value_function(game, device="cpu"):
     version and rules), else None: what ``arena``, ``eval`` and the gate correct for luck with."""
     if not VALUE_FILE.is_file():
         return None
-    from ..train.checkpoint import load_checkpoint
-    from ..train.value_fn import load_value_function
+    from ..train.value_fn import value_function_for
 
-    meta = load_checkpoint(VALUE_FILE)["meta"]
-    if (meta.get("game"), meta.get("game_version")) != (game.name, int(game.version)):
-        return None
-    try:
-        return load_value_function(VALUE_FILE, game, device)
-    except ValueError:  # made for other rules of the game
-        return None
+    return value_function_for(VALUE_FILE, game, device)
 
 
 VALUE_CHOICES = "auto (the one shipped beside the champion where it was made for the game and rules), none, or a file of `deepcfr fit-value`"

@@ -93,8 +93,8 @@ def _distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     words = torch.nn.functional.pad(rows, (0, -k % 8)).view(torch.int64)
     mix = torch.arange(1, words.shape[1] + 1, device=rows.device, dtype=torch.int64) * 0x9E3779B97F4A7C15 % (1 << 61)
     hashed = (words * mix).sum(dim=1)
-    _, where = torch.unique(hashed, return_inverse=True)
-    first = torch.full((int(where.max()) + 1 if n else 0,), n, dtype=torch.long, device=rows.device)
+    keys, where = torch.unique(hashed, return_inverse=True)
+    first = torch.full((keys.numel(),), n, dtype=torch.long, device=rows.device)
     first.scatter_reduce_(0, where, torch.arange(n, device=rows.device), reduce="amin")
     distinct = rows[first]
     if not torch.equal(distinct[where], rows):  # a collision: no sharing
@@ -238,14 +238,24 @@ def save_value_function(path: str | Path, value: FullStateValue) -> Path:
 
 def load_value_function(path: str | Path, game, device: str | torch.device = "cpu") -> FullStateValue:
     """A saved value function, refused unless it was made for ``game`` (its name, version and rules)."""
+    value = value_function_for(path, game, device)
+    if value is None:
+        meta = load_checkpoint(path)["meta"]
+        found = {k: meta.get(k) for k in ("game", "game_version", "game_config")}
+        raise CheckpointError(f"value function {path} was made for {found}, not {_game_meta(game)}")
+    return value
+
+
+def value_function_for(path: str | Path, game, device: str | torch.device = "cpu") -> FullStateValue | None:
+    """The value function saved at ``path`` if it was made for ``game``, else None (a file that is
+    not a value function, or is corrupt, raises CheckpointError)."""
     payload = load_checkpoint(path)
     meta = payload["meta"]
     if meta.get("kind") != VALUE_KIND or "value_net" not in payload:
         raise CheckpointError(f"{path} is not a value function (kind {meta.get('kind')!r}); "
                               f"make one with `deepcfr fit-value`")
-    found = {k: meta.get(k) for k in ("game", "game_version", "game_config")}
-    if found != _game_meta(game):
-        raise CheckpointError(f"value function {path} was made for {found}, not {_game_meta(game)}")
+    if {k: meta.get(k) for k in ("game", "game_version", "game_config")} != _game_meta(game):
+        return None
     shape = meta["network"]
     net = DeepCFRMLP(shape["input_size"], shape["output_size"], shape["hidden_size"], shape["num_layers"])
     net.load_state_dict(payload["value_net"])
