@@ -31,7 +31,7 @@ from deepcfr.improve import ImproveRunConfig, Improver
 from deepcfr.improve.loop import one_sided_p
 from deepcfr.improve.positions import PositionMemory, retargeted
 from deepcfr.players import load_player
-from deepcfr.train.checkpoint import load_checkpoint, save_checkpoint
+from deepcfr.checkpoints import load_checkpoint, save_checkpoint
 from deepcfr.train.config import config_from_dict, upgrade_saved_config
 
 REFERENCE = Path(__file__).resolve().parent.parent / "reference" / "lost_cities_one_round.pt"

@@ -18,7 +18,7 @@ import torch
 from deepcfr.evaluate.arena import play_match
 from deepcfr.improve import ImproveRunConfig, Improver
 from deepcfr.players import load_player
-from deepcfr.train.checkpoint import load_checkpoint
+from deepcfr.checkpoints import load_checkpoint
 from deepcfr.train.config import config_from_dict, upgrade_saved_config
 
 

@@ -204,7 +204,7 @@ def main() -> int:
         commands = previous["commands"]  # what made the file
     from deepcfr.improve.config import ImproveRunConfig
     from deepcfr.train.agent import load_agent
-    from deepcfr.train.checkpoint import load_checkpoint, network_meta
+    from deepcfr.checkpoints import load_checkpoint, network_meta
 
     agent = load_agent(str(file), config_class=ImproveRunConfig)
     if keep_provenance:

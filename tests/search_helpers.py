@@ -9,7 +9,7 @@ import torch
 
 def tiny_checkpoint(path: Path, variant: str = "mini", hidden: int = 8, ply_cap: int = 400) -> Path:
     """An untrained Lost Cities checkpoint (random-ish networks are enough to play and search)."""
-    from deepcfr.train.checkpoint import make_meta, save_checkpoint
+    from deepcfr.checkpoints import make_meta, save_checkpoint
     from deepcfr.train.config import TrainConfig
     from deepcfr.train.trainer import Trainer
 

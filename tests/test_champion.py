@@ -14,7 +14,7 @@ from deepcfr.games.registry import make_game
 from deepcfr.players import load_player
 from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, champion_card, file_sha256
 from deepcfr.train.agent import load_agent
-from deepcfr.train.checkpoint import network_meta
+from deepcfr.checkpoints import network_meta
 
 from script_helpers import load_script
 

@@ -1,10 +1,11 @@
 import os
+from pathlib import Path
 
 import pytest
 import torch
 
-from deepcfr.train import checkpoint as ckpt
-from deepcfr.train.checkpoint import CheckpointError, expected_meta, load_checkpoint, make_meta, save_checkpoint
+from deepcfr import checkpoints as ckpt
+from deepcfr.checkpoints import CheckpointError, expected_meta, load_checkpoint, make_meta, save_checkpoint
 from deepcfr.train.config import load_config
 
 
@@ -123,3 +124,43 @@ def test_link_or_copy(tmp_path, config):
     save_checkpoint(dst, _payload(config, iteration=2))
     assert load_checkpoint(src)["meta"]["iteration"] == 1
     assert load_checkpoint(dst)["meta"]["iteration"] == 2
+
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "checkpoints"
+
+
+@pytest.mark.parametrize("name, kind", [("deepcfr_run.pt", ckpt.DEEPCFR_RUN), ("improve_run.pt", ckpt.IMPROVE_RUN),
+                                        ("network.pt", ckpt.NETWORK)])
+def test_a_file_of_each_kind_written_before_kinds_existed_loads(name, kind):
+    """The fixtures were written by the code before checkpoints had one owner (make_fixtures.py):
+    reading upgrades them (their kind from their keys), and every kind plays as a player spec."""
+    from deepcfr.players import load_player
+
+    path = FIXTURES / name
+    payload = load_checkpoint(path)
+    assert "kind" not in torch.load(path, weights_only=False)["meta"]  # written before meta.kind
+    assert payload["meta"]["kind"] == kind == ckpt.checkpoint_kind(payload)
+    player = load_player(str(path))
+    assert player.game.name == "lost_cities" and player.agent.has_current_policy == (kind == ckpt.DEEPCFR_RUN)
+
+
+def test_a_kind_is_written_and_a_wrong_one_refused(tmp_path, config):
+    path = save_checkpoint(tmp_path / "c.pt", _payload(config))
+    assert load_checkpoint(path, kinds=(ckpt.DEEPCFR_RUN,))["meta"]["kind"] == ckpt.DEEPCFR_RUN
+    with pytest.raises(CheckpointError, match=r"c.pt holds a Deep CFR run \(deepcfr train\); this needs an? improvement run"):
+        load_checkpoint(path, kinds=(ckpt.IMPROVE_RUN,))
+    with pytest.raises(CheckpointError, match="unknown checkpoint kind 'model'"):
+        make_meta(config, 1, kind="model")
+    with pytest.raises(CheckpointError, match="needs meta with format_version and kind"):
+        save_checkpoint(path, {"meta": {"format_version": 1}})
+
+
+def test_export_network_takes_an_improvement_run_and_writes_a_network(tmp_path):
+    out = ckpt.export_network(FIXTURES / "improve_run.pt", tmp_path / "net.pt")
+    payload = load_checkpoint(out, kinds=(ckpt.NETWORK,))
+    source = load_checkpoint(FIXTURES / "improve_run.pt")
+    assert payload["improve_rounds"] == source["improve"]["round"] == 1
+    assert set(payload) == {"config", "game", "meta", "iteration", "strategy_net", "improve_rounds"}
+    assert all(torch.equal(payload["strategy_net"][k], v) for k, v in source["strategy_net"].items())
+    with pytest.raises(CheckpointError, match="holds a Deep CFR run"):
+        ckpt.export_network(FIXTURES / "deepcfr_run.pt", tmp_path / "bad.pt")

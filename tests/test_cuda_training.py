@@ -12,6 +12,7 @@ from deepcfr.train.config import load_config
 from deepcfr.train.run import Run
 from deepcfr.train.agent import load_agent
 from deepcfr.train.trainer import Trainer
+from deepcfr.players import load_player
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
@@ -71,7 +72,7 @@ def test_cuda_trainer_with_pinned_cpu_memories():
 
 def test_cuda_league_opponents():
     trainer = Trainer(lost_cities("traversal.opponent=league", "league.weight_recent=0.5", "league.weight_anchor=0.2",
-                                  "league.anchor=random"))
+                                  "league.anchor=random"), load_player=load_player)
     for _ in range(3):
         assert finite_losses(trainer.run_iteration())
     assert len(trainer.league) >= 2

@@ -14,7 +14,7 @@ from deepcfr.evaluate.arena import play_match
 from deepcfr.improve import ImproveRunConfig, Improver, PositionMemory, Positions, improve_config, improved_target, one_sided_p
 from deepcfr.improve.labelling import teaches_over_learner
 from deepcfr.players import load_player
-from deepcfr.train.checkpoint import load_checkpoint
+from deepcfr.checkpoints import load_checkpoint
 from deepcfr.train.config import ConfigError
 from deepcfr.train.run import Run
 

@@ -8,19 +8,18 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "deepcfr"
-# lower layers must not import these: games -> cfr -> parallel -> train -> search -> players ->
-# improve / exploit -> play / serve / cli (evaluate -> games beside cfr; report and the small modules
-# at the bottom). train's evaluation and config import deepcfr.players late, for player specs, so train's
-# row does not forbid players.
-EVERYTHING = ("games", "cfr", "parallel", "evaluate", "train", "search", "players", "improve", "exploit", "play",
+# lower layers must not import these: games -> checkpoints -> cfr -> parallel -> train -> search ->
+# players -> improve / exploit -> play / serve / cli (evaluate -> games beside cfr; report and the
+# small modules at the bottom, the player spec grammar among them). No row has an exception.
+EVERYTHING = ("games", "checkpoints", "cfr", "parallel", "evaluate", "train", "search", "players", "improve", "exploit", "play",
               "report", "serve", "cli")
 FORBIDDEN = {
-    "games": ("cfr", "parallel", "train", "evaluate", "search", "players", "improve", "exploit", "cli", "serve", "play",
+    "games": ("checkpoints", "cfr", "parallel", "train", "evaluate", "search", "players", "improve", "exploit", "cli", "serve", "play",
               "report"),
     "cfr": ("parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report"),
     "parallel": ("train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report"),
-    "evaluate": ("cfr", "parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report"),
-    "train": ("search", "improve", "exploit", "cli", "serve", "play"),
+    "evaluate": ("checkpoints", "cfr", "parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report"),
+    "train": ("search", "players", "improve", "exploit", "cli", "serve", "play"),
     "search": ("players", "improve", "exploit", "cli", "serve", "play"),
     "players": ("improve", "exploit", "cli", "serve", "play"),
     "improve": ("exploit", "cli", "serve", "play"),
@@ -28,11 +27,14 @@ FORBIDDEN = {
     "exploit": ("improve", "cli", "serve", "play"),
     "play": ("improve", "exploit", "cli", "serve"),
     "serve": ("improve", "exploit", "cli"),
-    "report": ("cfr", "parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play"),
+    # the one owner of the checkpoint format, below every layer that saves or loads a network
+    "checkpoints": tuple(layer for layer in EVERYTHING if layer != "games"),
+    "report": ("checkpoints", "cfr", "parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play"),
     # the bottom: modules that every layer may use and that use none
     "seeding": EVERYTHING,
     "devices": EVERYTHING,
     "atomic": EVERYTHING,
+    "player_specs": EVERYTHING,  # plain text: the configs of train and improve check the specs they hold
 }
 
 

@@ -116,7 +116,7 @@ def test_greedy_agent_and_observation_rows_match_the_batched_engine():
 
 def test_play_command_against_a_checkpoint(tmp_path, monkeypatch, capsys):
     from deepcfr.cli.main import main
-    from deepcfr.train.checkpoint import make_meta, save_checkpoint
+    from deepcfr.checkpoints import make_meta, save_checkpoint
     from deepcfr.train.config import TrainConfig
     from deepcfr.train.trainer import Trainer
 

@@ -136,7 +136,7 @@ def test_the_config_lists_take_specs(ck):
         league = {"anchor": spec, "weight_anchor": 1.0, "weight_current": 1e-6, "weight_recent": 0.0, "weight_older": 0.0}
         config = config_from_dict({**base, "eval": {"games": 2, "opponents": [spec]},
                                    "league": league if anchored else {}})
-        with Trainer(config) as trainer:
+        with Trainer(config, load_player=load_player) as trainer:
             metrics = trainer.evaluate()
             assert f"eval/{spec}/average/win_rate" in metrics
             if config.league.anchor is not None:  # an iteration traverses against the anchor alone
@@ -145,7 +145,9 @@ def test_the_config_lists_take_specs(ck):
     for spec in (f"{ck}@greedy", f"{FAST}:random"):
         config = config_from_dict({**base, "league": {"anchor": spec, "weight_anchor": 1.0}})
         with pytest.raises(ValueError, match="the anchor is a bot or a checkpoint's sampled policy"):
-            Trainer(config)
+            Trainer(config, load_player=load_player)
+    with pytest.raises(ValueError, match="league.anchor names players .'random'.: give the Trainer load_player="):
+        Trainer(config_from_dict({**base, "league": {"anchor": "random", "weight_anchor": 1.0}}))
     with pytest.raises(ConfigError, match="league.weight_current must be > 0"):
         config_from_dict({**base, "league": {"anchor": "random", "weight_anchor": 1.0, "weight_current": 0.0}})
     for spec, problem in BAD_SPECS[1:-1]:

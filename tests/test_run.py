@@ -5,7 +5,7 @@ import time
 import pytest
 import torch
 
-from deepcfr.train.checkpoint import CheckpointError, load_checkpoint
+from deepcfr.checkpoints import CheckpointError, load_checkpoint
 from deepcfr.train.config import ConfigError, load_config
 from deepcfr.train.run import Run
 

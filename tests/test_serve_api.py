@@ -231,7 +231,7 @@ def test_watch_steps_to_the_end_with_both_hands_open(tmp_path):
 
 def _tiny_checkpoint(path: Path, sections: dict | None = None) -> Path:
     """An untrained checkpoint of mini Lost Cities, or of the config ``sections`` given."""
-    from deepcfr.train.checkpoint import make_meta, save_checkpoint
+    from deepcfr.checkpoints import make_meta, save_checkpoint
     from deepcfr.train.config import TrainConfig
     from deepcfr.train.trainer import Trainer
 

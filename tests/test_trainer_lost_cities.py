@@ -9,6 +9,7 @@ from deepcfr.train.config import load_config
 from deepcfr.train.run import Run
 from deepcfr.train.agent import load_agent
 from deepcfr.train.trainer import Trainer
+from deepcfr.players import load_player
 
 
 def mini(*extra):
@@ -23,7 +24,7 @@ def mini(*extra):
 
 
 def test_lost_cities_iterations_with_evaluation():
-    trainer = Trainer(mini("run.iterations=2"))
+    trainer = Trainer(mini("run.iterations=2"), load_player=load_player)
     m1 = trainer.run_iteration()
     m2 = trainer.run_iteration()
     for m in (m1, m2):
@@ -54,7 +55,7 @@ def test_lost_cities_league_run_checkpoints_and_loads(tmp_path):
     config = mini("run.iterations=2", "traversal.opponent=league", "league.weight_recent=0.5",
                   "league.weight_anchor=0.2", "league.anchor=random", "eval.every=0")
     with Run(tmp_path / "run", config, console=False) as run:
-        trainer = Trainer(config, run)
+        trainer = Trainer(config, run, load_player=load_player)
         trainer.train()
     assert len(trainer.league) == 2
     agent = load_agent(tmp_path / "run" / "checkpoints" / "latest.pt")

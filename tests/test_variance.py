@@ -11,7 +11,7 @@ from deepcfr.games.base import clone_state, has_capability, index_state, uniform
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.layout import LOC_HAND
 from deepcfr.games.registry import make_game
-from deepcfr.train.checkpoint import CheckpointError
+from deepcfr.checkpoints import CheckpointError
 from deepcfr.train.value_fn import (FullStateValue, collect_positions, fit_value, load_value_function,
                                     save_value_function, value_network)
 

@@ -73,7 +73,7 @@ def run(args) -> int:
 
     from ..evaluate.arena import play_match
     from ..players import load_player
-    from ..train.checkpoint import CheckpointError
+    from ..checkpoints import CheckpointError
     from ..train.agent import load_agent
 
     if args.games < 2 or args.games % 2:

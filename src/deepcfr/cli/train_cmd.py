@@ -170,12 +170,13 @@ def run(args) -> int:
         print(f"config: {path}", file=out)
     print(f"run directory: {run_.dir}", file=out, flush=True)
 
+    from ..players import load_player
     from ..train.trainer import Trainer
 
     started = time.perf_counter()
     with run_:
         # A resumed Run makes the trainer load checkpoints/latest.pt (and drop later metrics).
-        trainer = Trainer(run_.config, run=run_)
+        trainer = Trainer(run_.config, run=run_, load_player=load_player)
         run_.metrics_listeners.append(TrainingProgress(run_.config, out))
         trainer.train()
         metrics = run_.read_metrics()

@@ -8,7 +8,8 @@ from typing import Any, ClassVar, Literal
 
 from pydantic import Field, field_validator
 
-from ..train.config import RETIRED_OPTIONS, TrainConfig, _player_spec, _Section
+from ..player_specs import checked_spec
+from ..train.config import RETIRED_OPTIONS, TrainConfig, _Section
 
 
 class ImproveConfig(_Section):
@@ -82,23 +83,23 @@ class ImproveConfig(_Section):
         if isinstance(value, list) and not value:
             raise ValueError("name at least one search spec")
         for spec in [value] if isinstance(value, str) else value:
-            _player_spec(spec)
+            checked_spec(spec)
         return value
 
     @field_validator("opponents")
     @classmethod
     def _pool_specs(cls, value: list[str]) -> list[str]:
-        return [_player_spec(v, keep=("self", "past")) for v in value]
+        return [checked_spec(v, keep=("self", "past")) for v in value]
 
     @field_validator("eval_opponents")
     @classmethod
     def _eval_specs(cls, value: list[str]) -> list[str]:
-        return [_player_spec(v) for v in value]
+        return [checked_spec(v) for v in value]
 
     @field_validator("eval_search")
     @classmethod
     def _search_spec(cls, value: str | None) -> str | None:
-        return _player_spec(value)
+        return checked_spec(value)
 
     def teachers(self) -> list[str]:
         """Every teacher spec, in round order."""

@@ -44,7 +44,7 @@ from ..players import CHAMPION, LEARNER, NetworkPlayer, load_player, parse_playe
 from ..players.champion import champion_file, resolve_value_function
 from ..seeding import derived_seed
 from ..train.agent import load_agent
-from ..train.checkpoint import make_meta
+from ..checkpoints import IMPROVE_RUN, cpu_state, game_identity, load_checkpoint, make_meta
 from .config import ImproveRunConfig
 from .distil import evaluate_fit, fit_policy, held_out_split
 from .labelling import LabelChunk, teaches_over_learner, total_search_stats
@@ -65,16 +65,11 @@ def one_sided_p(mean: float, ci95: float) -> float:
     return 0.5 * math.erfc(mean / se / math.sqrt(2))
 
 
-def _cpu_state(net: torch.nn.Module) -> dict:
-    return {k: v.detach().to("cpu").clone() for k, v in net.state_dict().items()}
-
-
 def improve_config(checkpoint: str | None, config_file: str | None = None,
                    overrides: list[str] | None = None) -> ImproveRunConfig:
     """The config of an improvement run: the checkpoint's own config (its game and network; no
     checkpoint: the defaults), the sections of ``config_file`` over it (key by key), then
     ``overrides``; improve.checkpoint set."""
-    from ..train.checkpoint import load_checkpoint
     from ..train.config import config_from_dict, read_config_file, upgrade_saved_config
 
     if checkpoint == CHAMPION:  # the shipped network (players.champion)
@@ -349,7 +344,7 @@ class Improver:
         accepted, gate_metrics = self.gate(candidate, r)
         if accepted:
             if self.current is not None:
-                self.past.append(_cpu_state(self.current))
+                self.past.append(cpu_state(self.current))
             self.current = candidate
         self.round = r
         metrics = {**metrics, **train_metrics, **gate_metrics, "improve/accepted_total": len(self.past),
@@ -399,16 +394,16 @@ class Improver:
         # the start run's advantage networks travel along (a resumed run keeps them), but a
         # distilled checkpoint has no current policy of its own (load_agent refuses PATH@current)
         start = {} if agent is None or not agent.advantage_nets else {
-            "iteration": int(agent.iteration), "advantage_nets": [_cpu_state(net) for net in agent.advantage_nets],
+            "iteration": int(agent.iteration), "advantage_nets": [cpu_state(net) for net in agent.advantage_nets],
             "advantage_trained": list(agent.advantage_trained)}
         return {
             "config": self.config.model_dump(mode="json"),
-            "game": {"name": self.game.name, "version": int(self.game.version), "config": self.game.config_dict()},
+            "game": game_identity(self.game),
             **start,
-            "strategy_net": _cpu_state(self.current),
+            "strategy_net": cpu_state(self.current),
             "memories": self.memory.state_dict(),
             "improve": {"round": self.round, "past": self.past},
-            "meta": make_meta(self.config, self.round, self.game),
+            "meta": make_meta(self.config, self.round, self.game, IMPROVE_RUN),
         }
 
     def _record(self, r: int, metrics: dict) -> None:

@@ -16,7 +16,7 @@ from .build import (BotPlayer, NetworkPlayer, SearchPlayer, checkpoint_file, des
                     same_game, search_player)
 from .cache import PlayerCache
 from .seated import Decision, Seated, top_probabilities
-from .spec import (CHAMPION, LEARNER, MAX_SPEC_LENGTH, VALID_FORMS, PlayerSpec, PlayerSpecError, parse_player,
+from ..player_specs import (CHAMPION, LEARNER, MAX_SPEC_LENGTH, VALID_FORMS, PlayerSpec, PlayerSpecError, parse_player,
                    parse_setting_value, quote, split_specs)
 
 __all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "search_player", "same_game",

@@ -18,7 +18,7 @@ import torch
 from ..evaluate.arena import legal_probabilities
 from ..games.base import sample_from_probs
 from .champion import champion_file, champion_search_settings
-from .spec import CHAMPION, LEARNER, PlayerSpec, PlayerSpecError, parse_player, quote
+from ..player_specs import CHAMPION, LEARNER, PlayerSpec, PlayerSpecError, parse_player, quote
 
 
 class BotPlayer:
@@ -152,7 +152,7 @@ def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device 
 
 def _checkpoint_player(spec: PlayerSpec, game, device) -> NetworkPlayer:
     from ..train.agent import load_agent
-    from ..train.checkpoint import CheckpointError
+    from ..checkpoints import CheckpointError
 
     path = checkpoint_file(spec)
     if not path.is_file():

@@ -10,7 +10,7 @@ from typing import Callable
 
 from .build import checkpoint_file, describe_game, load_player, same_game
 from .seated import Seated
-from .spec import PlayerSpec, parse_player, quote
+from ..player_specs import PlayerSpec, parse_player, quote
 
 MAX_CACHED_PLAYERS = 32
 

@@ -21,7 +21,7 @@ VALUE_FILE = HERE / "lost_cities_value.pt"
 def champion_file() -> Path:
     """The shipped champion checkpoint (CheckpointError when this install has none)."""
     if not CHAMPION_FILE.is_file():
-        from ..train.checkpoint import CheckpointError
+        from ..checkpoints import CheckpointError
 
         raise CheckpointError(f"no champion is shipped with this install ({CHAMPION_FILE} is missing)")
     return CHAMPION_FILE
@@ -61,29 +61,15 @@ def file_sha256(path: str | Path) -> str:
 __all__ = ["champion_file", "champion_card", "champion_search_settings", "champion_game", "file_sha256", "CHAMPION_FILE", "CARD_FILE"]
 
 
-def distilled_payload(checkpoint: str | Path) -> dict:
-    """The part of an improvement checkpoint a champion ships: its config, game, meta and the
-    distilled strategy network (no start-run advantage networks, positions or past networks)."""
-    from ..train.checkpoint import load_checkpoint
-
-    payload = load_checkpoint(checkpoint, map_location="cpu")
-    if "improve" not in payload:
-        raise ValueError(f"{checkpoint} is not an improvement checkpoint (deepcfr improve): a champion is a "
-                         "distilled network")
-    return {"config": payload["config"], "game": payload["game"], "meta": payload["meta"],
-            "iteration": int(payload.get("iteration", 0)), "strategy_net": payload["strategy_net"],
-            "distilled": True, "improve_rounds": int(payload["improve"]["round"])}
-
-
 def export_champion(checkpoint: str | Path, out: str | Path) -> str:
-    """Write the champion file ``out`` from an improvement checkpoint; returns its sha256."""
-    from ..train.checkpoint import save_checkpoint
+    """Write the champion file ``out`` from an improvement checkpoint (a ``network`` checkpoint,
+    ``deepcfr.checkpoints.export_network``); returns its sha256."""
+    from ..checkpoints import export_network
 
-    save_checkpoint(out, distilled_payload(checkpoint))
-    return file_sha256(out)
+    return file_sha256(export_network(checkpoint, out))
 
 
-__all__ += ["distilled_payload", "export_champion"]
+__all__ += ["export_champion"]
 
 
 def shipped_value_function(game, device="cpu"):

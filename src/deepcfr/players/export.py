@@ -23,7 +23,7 @@ from pathlib import Path
 import torch
 
 from .build import NetworkPlayer, checkpoint_file, load_player
-from .spec import PlayerSpec, parse_player, quote
+from ..player_specs import PlayerSpec, parse_player, quote
 
 OPSET = 17  # what onnxruntime (Python and web) of the pinned versions run
 INPUTS = ("features", "legal_mask")

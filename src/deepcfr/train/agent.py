@@ -21,7 +21,7 @@ from deepcfr.cfr.policies import (
 from deepcfr.games.base import Policy
 from deepcfr.games.registry import make_game_from_config
 
-from .checkpoint import load_checkpoint
+from deepcfr.checkpoints import DEEPCFR_RUN, checkpoint_kind, load_checkpoint
 from .config import TrainConfig, upgrade_saved_config
 
 POLICY_KINDS = ("average", "current", "mixture")
@@ -106,7 +106,7 @@ def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.d
         strategy_net=net_from(payload["strategy_net"]),
         advantage_trained=[bool(x) for x in payload.get("advantage_trained", [False, False])],
         device=device, exact_average=exact,
-        has_current_policy="advantage_nets" in payload and "improve" not in payload and not payload.get("distilled"),
+        has_current_policy="advantage_nets" in payload and checkpoint_kind(payload) == DEEPCFR_RUN,
     )
 
 

@@ -15,6 +15,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from deepcfr.cfr.traversal import ALGORITHMS, TraversalOptions, traversal_options
 from deepcfr.games.base import has_capability
 from deepcfr.games.registry import make_game_from_config
+from deepcfr.player_specs import checked_spec
 
 
 class _Section(BaseModel):
@@ -188,16 +189,6 @@ class StrategyTrainConfig(_Section):
     discount_gamma: float = 4.0
 
 
-def _player_spec(value: str | None, *, keep: tuple[str, ...] = ()) -> str | None:
-    """A player spec's form checked (``deepcfr.players.parse_player``); ``keep``: words a list
-    takes besides specs (improve's ``self``, ``past``)."""
-    from ..players.spec import parse_player
-
-    if value is not None and value not in keep:
-        parse_player(value)
-    return value
-
-
 class LeagueConfig(_Section):
     # traversal.opponent=league (the design's league; no shipped config uses it). Measured twice,
     # neither adopted: cpu.yaml with a heuristic_careful anchor (weight_current 0.8, weight_anchor
@@ -218,7 +209,7 @@ class LeagueConfig(_Section):
     @field_validator("anchor")
     @classmethod
     def _spec(cls, value: str | None) -> str | None:
-        return _player_spec(value)
+        return checked_spec(value)
 
 
 class EvalConfig(_Section):
@@ -229,7 +220,7 @@ class EvalConfig(_Section):
     @field_validator("opponents")
     @classmethod
     def _specs(cls, value: list[str]) -> list[str]:
-        return [_player_spec(v) for v in value]
+        return [checked_spec(v) for v in value]
 
     # Kuhn/Leduc: also track the exact reach-weighted average of the sigma_t played (as in Single
     # Deep CFR; no strategy-network error) and report exploitability/mixture

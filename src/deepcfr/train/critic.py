@@ -19,7 +19,7 @@ import torch
 
 from deepcfr.cfr.memory import WindowMemory
 
-from .checkpoint import cpu_state, optimizer_state
+from deepcfr.checkpoints import cpu_state, optimizer_state
 from .fit import DRAW_ROWS, Fitter, TailMean
 
 CRITIC_ROWS = 65536  # rows per critic forward when filling in regret targets

@@ -28,7 +28,7 @@ from typing import Any, Callable, Iterator, Mapping
 
 from deepcfr.atomic import atomic_path
 
-from .checkpoint import (
+from deepcfr.checkpoints import (
     CheckpointError,
     expected_meta,
     link_or_copy_checkpoint,

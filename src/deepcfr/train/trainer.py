@@ -35,7 +35,7 @@ import time
 from collections import deque
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import torch
 
@@ -47,7 +47,6 @@ from deepcfr.cfr.samples import SampleCodec, max_legal_actions, memory_fields
 from deepcfr.cfr.traversal import TraversalStats
 from deepcfr.evaluate.exploitability import supports_exploitability
 from deepcfr.games.base import Policy
-from deepcfr.games.bots import make_bot
 from deepcfr.games.registry import game_params, make_game_from_config
 from deepcfr.devices import resolve_device
 from deepcfr.host_memory import keep_freed_memory
@@ -90,11 +89,15 @@ class PhaseTimer:
 
 class Trainer:
     """Deep CFR on ``config`` (see the module docstring). ``run`` (a ``deepcfr.train.run.Run``)
-    receives metrics, logs and checkpoints; without one, metrics are kept in ``self.history``."""
+    receives metrics, logs and checkpoints; without one, metrics are kept in ``self.history``.
+    ``load_player`` builds the players ``eval.opponents`` and ``league.anchor`` name (called
+    ``(spec, game, device)``: ``deepcfr.players.load_player``, which lives above this layer); without
+    it, a run that plays against any of them is refused with a clear error."""
 
-    def __init__(self, config: TrainConfig, run: Any | None = None):
+    def __init__(self, config: TrainConfig, run: Any | None = None, load_player: Callable | None = None):
         self.config = config
         self.run = run
+        self._load_player = load_player
         self.device = resolve_device(config.run.device)
         self.thread_tuner = None
         if config.run.threads == "auto":
@@ -233,31 +236,30 @@ class Trainer:
         """sigma_t of ``player``: regret matching on its advantage network (uniform before it trained)."""
         return self.agent().current_policy_of(player)
 
+    def _player(self, setting: str, spec: str):
+        """The player ``spec`` of the config list ``setting`` names, built by ``load_player``."""
+        if self._load_player is None:
+            raise ValueError(f"{setting} names players ({spec!r}): give the Trainer load_player="
+                             "deepcfr.players.load_player (deepcfr train does)")
+        try:
+            return self._load_player(spec, self.game, self.device)
+        except ValueError as e:
+            raise ValueError(f"{setting}: {e}") from None
+
     def _anchor_policy(self, text: str) -> tuple[PolicySpec, Any]:
         """The league anchor as a chunk policy and its networks (a bot: none; a checkpoint's
         average policy: its strategy network; its current policy: one advantage network per seat)."""
-        from deepcfr.players import parse_player, same_game
-        from deepcfr.players.build import checkpoint_file
-
-        from .agent import load_agent
-
-        spec = parse_player(text)
-        if spec.kind == "bot":
-            try:
-                make_bot(self.game, spec.name)
-            except ValueError as e:
-                raise ValueError(f"league.anchor: {e}") from None
-            return PolicySpec("bot", bot=spec.name), None
-        if spec.kind != "checkpoint" or spec.greedy:
+        anchor = self._player("league.anchor", text)
+        if hasattr(anchor, "bot"):
+            return PolicySpec("bot", bot=anchor.bot.name), None
+        agent = getattr(anchor, "agent", None)
+        if agent is None or anchor.greedy:
             raise ValueError(f"league.anchor {text!r}: the anchor is a bot or a checkpoint's sampled policy "
                              "(PATH, PATH@current, champion); traversal samples from it")
-        agent = load_agent(checkpoint_file(spec), device=self.device)
-        if not same_game(agent.game, self.game) or agent.config.network != self.config.network:
-            raise ValueError(f"league.anchor {text!r}: the checkpoint's game or network differs from this run's "
+        if agent.config.network != self.config.network:
+            raise ValueError(f"league.anchor {text!r}: the checkpoint's network differs from this run's "
                              "(the anchor's network travels to the workers with this run's shapes)")
-        if spec.policy == "current":
-            if not agent.has_current_policy:
-                raise ValueError(f"league.anchor {text!r}: a distilled network has no current policy")
+        if anchor.kind == "current":
             return PolicySpec("regret", "anchor"), [net.eval() for net in agent.advantage_nets]
         return PolicySpec("strategy", "anchor"), {"anchor": agent.strategy_net.eval()}
 
@@ -466,12 +468,7 @@ class Trainer:
     def _eval_opponent(self, spec: str):
         """The evaluation opponent ``spec`` names (a player spec), built once."""
         if spec not in self._eval_opponents:
-            from deepcfr.players import load_player
-
-            try:
-                self._eval_opponents[spec] = load_player(spec, self.game, self.device)
-            except ValueError as e:
-                raise ValueError(f"eval.opponents: {e}") from None
+            self._eval_opponents[spec] = self._player("eval.opponents", spec)
         return self._eval_opponents[spec]
 
     # ------------------------------------------------------------------ the loop

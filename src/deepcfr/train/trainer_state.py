@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import torch
 
-from .checkpoint import cpu_state, optimizer_state
+from deepcfr.checkpoints import cpu_state, game_identity, optimizer_state
 
 TRAINER_STATE_VERSION = 1
 
@@ -20,7 +20,7 @@ def trainer_state(self) -> dict[str, Any]:
     return {
         "trainer_version": TRAINER_STATE_VERSION,
         "config": self.config.model_dump(mode="json"),
-        "game": {"name": self.game.name, "version": int(self.game.version), "config": self.game.config_dict()},
+        "game": game_identity(self.game),
         "iteration": self.iteration,
         "advantage_nets": [cpu_state(net) for net in self.advantage_nets],
         "strategy_net": cpu_state(self.strategy_net),

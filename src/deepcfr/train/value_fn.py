@@ -30,9 +30,8 @@ from ..devices import native_bfloat16
 from ..evaluate.arena import play_match
 from ..evaluate.variance import score_difference
 from ..games.base import capability, has_capability, index_state
-from .checkpoint import FORMAT_NAME, FORMAT_VERSION, CheckpointError, _plain, cpu_state, load_checkpoint, save_checkpoint
-
-VALUE_KIND = "value_function"
+from ..checkpoints import (FORMAT_NAME, FORMAT_VERSION, VALUE_FUNCTION, CheckpointError, cpu_state, game_meta,
+                           load_checkpoint, save_checkpoint)
 
 
 def _views(game, state) -> tuple[torch.Tensor, torch.Tensor]:
@@ -223,14 +222,10 @@ def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: in
 
 
 # ------------------------------------------------------------------------------ files
-def _game_meta(game) -> dict:
-    return {"game": game.name, "game_version": int(game.version), "game_config": _plain(game.config_dict())}
-
-
 def save_value_function(path: str | Path, value: FullStateValue) -> Path:
     """Write the value function atomically as a checkpoint of kind ``value_function``."""
     net = value.net
-    meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": VALUE_KIND, **_game_meta(value.game),
+    meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": VALUE_FUNCTION, **game_meta(value.game),
             "network": net.shape_dict(), "trained_on": value.trained_on,
             "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
     return save_checkpoint(path, {"meta": meta, "value_net": cpu_state(net)})
@@ -242,7 +237,7 @@ def load_value_function(path: str | Path, game, device: str | torch.device = "cp
     if value is None:
         meta = load_checkpoint(path)["meta"]
         found = {k: meta.get(k) for k in ("game", "game_version", "game_config")}
-        raise CheckpointError(f"value function {path} was made for {found}, not {_game_meta(game)}")
+        raise CheckpointError(f"value function {path} was made for {found}, not {game_meta(game)}")
     return value
 
 
@@ -251,10 +246,10 @@ def value_function_for(path: str | Path, game, device: str | torch.device = "cpu
     not a value function, or is corrupt, raises CheckpointError)."""
     payload = load_checkpoint(path)
     meta = payload["meta"]
-    if meta.get("kind") != VALUE_KIND or "value_net" not in payload:
+    if meta.get("kind") != VALUE_FUNCTION or "value_net" not in payload:
         raise CheckpointError(f"{path} is not a value function (kind {meta.get('kind')!r}); "
                               f"make one with `deepcfr fit-value`")
-    if {k: meta.get(k) for k in ("game", "game_version", "game_config")} != _game_meta(game):
+    if {k: meta.get(k) for k in ("game", "game_version", "game_config")} != game_meta(game):
         return None
     shape = meta["network"]
     net = DeepCFRMLP(shape["input_size"], shape["output_size"], shape["hidden_size"], shape["num_layers"])

@@ -1,10 +1,21 @@
-"""Checkpoint files: atomic save, checked load.
+"""Checkpoint files, the one owner of their format: writing, reading, validating, upgrading old
+files, and the kinds a file holds. Every layer that saves or loads a network calls this module.
 
 A checkpoint is one ``torch.save`` of a dict payload whose ``meta`` entry describes what it
-holds: ``{format_version, game, game_version, game_config, network, iteration, created}``.
-``network`` is the network config plus the input/output sizes, so a checkpoint refuses to load
-into a run whose game, rules or network shapes differ. The rest of the payload is the
-trainer's state (networks, optimisers, memories, RNG, league).
+holds: ``{format, format_version, kind, game, game_version, game_config, network, iteration,
+created}``. ``network`` is the network config plus the input/output sizes, so a checkpoint
+refuses to load into a run whose game, rules or network shapes differ. The kinds (``KINDS``):
+
+- ``deepcfr_run``: a Deep CFR trainer's state (``train``: networks, optimisers, memories, RNG, league);
+- ``improve_run``: an improvement run's (``improve``: the start run's advantage networks, the
+  current network as ``strategy_net``, the positions as ``memories``, ``improve``: round and past
+  networks);
+- ``network``: an exported strategy network (the champion: config, game, ``strategy_net``,
+  ``improve_rounds``), made from an improvement run by :func:`export_network`;
+- ``value_function``: the full-state value function of ``deepcfr fit-value`` (``value_net``).
+
+Files written before ``meta.kind`` existed are upgraded on reading: the kind is what their keys
+say (``improve``: an improvement run; ``distilled``: a network; else a Deep CFR run).
 
 Writes go to a temporary file in the same directory, are flushed and fsynced, then renamed over
 the target, so a crash mid-save leaves the previous checkpoint intact. Checkpoints are pickles:
@@ -25,6 +36,13 @@ from deepcfr.games.registry import make_game_from_config
 
 FORMAT_VERSION = 1
 FORMAT_NAME = "deepcfr-checkpoint"
+DEEPCFR_RUN = "deepcfr_run"
+IMPROVE_RUN = "improve_run"
+NETWORK = "network"
+VALUE_FUNCTION = "value_function"
+KINDS = (DEEPCFR_RUN, IMPROVE_RUN, NETWORK, VALUE_FUNCTION)
+KIND_NAMES = {DEEPCFR_RUN: "Deep CFR run (deepcfr train)", IMPROVE_RUN: "improvement run (deepcfr improve)",
+              NETWORK: "exported network (as the champion)", VALUE_FUNCTION: "value function (deepcfr fit-value)"}
 
 
 class CheckpointError(ValueError):
@@ -50,15 +68,32 @@ def expected_meta(config: Any, game: Any | None = None) -> dict[str, Any]:
     }
 
 
-def make_meta(config: Any, iteration: int, game: Any | None = None) -> dict[str, Any]:
-    """The full ``meta`` entry for a checkpoint of ``config`` after ``iteration`` iterations."""
+def make_meta(config: Any, iteration: int, game: Any | None = None, kind: str = DEEPCFR_RUN) -> dict[str, Any]:
+    """The full ``meta`` entry for a checkpoint of ``kind`` of ``config`` after ``iteration`` iterations."""
+    _check_kind(kind, "make_meta")
     return {
         "format": FORMAT_NAME,
         "format_version": FORMAT_VERSION,
+        "kind": kind,
         **expected_meta(config, game),
         "iteration": int(iteration),
         "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
     }
+
+
+def game_identity(game: Any) -> dict[str, Any]:
+    """The ``game`` entry of a run's payload: name, rules version and rules."""
+    return {"name": game.name, "version": int(game.version), "config": game.config_dict()}
+
+
+def game_meta(game: Any) -> dict[str, Any]:
+    """The game keys of ``meta`` (what a value function is matched on)."""
+    return {"game": game.name, "game_version": int(game.version), "game_config": _plain(game.config_dict())}
+
+
+def _check_kind(kind: str, where: str) -> None:
+    if kind not in KINDS:
+        raise CheckpointError(f"{where}: unknown checkpoint kind {kind!r}; kinds: {', '.join(KINDS)}")
 
 
 def _plain(value: Any) -> Any:
@@ -102,11 +137,12 @@ def check_meta(meta: Mapping[str, Any], expected: Mapping[str, Any], path: str |
 
 # ---------------------------------------------------------------------------- files
 def save_checkpoint(path: str | Path, payload: dict) -> Path:
-    """Write ``payload`` (which must hold ``meta`` with ``format_version``) atomically to ``path``."""
+    """Write ``payload`` (which must hold ``meta`` with ``format_version`` and ``kind``) atomically to ``path``."""
     path = Path(path)
     meta = payload.get("meta") if isinstance(payload, dict) else None
-    if not isinstance(meta, dict) or "format_version" not in meta:
-        raise CheckpointError(f"checkpoint payload for {path} needs meta with format_version (see make_meta)")
+    if not isinstance(meta, dict) or "format_version" not in meta or "kind" not in meta:
+        raise CheckpointError(f"checkpoint payload for {path} needs meta with format_version and kind (see make_meta)")
+    _check_kind(meta["kind"], f"checkpoint {path}")
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             torch.save(payload, f)
@@ -139,7 +175,7 @@ def link_or_copy_checkpoint(src: str | Path, dst: str | Path) -> Path:
     return dst
 
 
-def read_meta(payload: Any, path: str | Path) -> dict[str, Any]:
+def _read_meta(payload: Any, path: str | Path) -> dict[str, Any]:
     if not isinstance(payload, dict) or not isinstance(payload.get("meta"), dict):
         raise CheckpointError(f"{path} is not a deepcfr checkpoint (no meta)")
     meta = payload["meta"]
@@ -151,16 +187,35 @@ def read_meta(payload: Any, path: str | Path) -> dict[str, Any]:
         raise CheckpointError(
             f"{path} has checkpoint format version {meta['format_version']!r}; this deepcfr reads version {FORMAT_VERSION}"
         )
+    if "kind" not in meta:
+        meta["kind"] = _kind_of_old_file(payload)
+    _check_kind(meta["kind"], f"checkpoint {path}")
     return meta
+
+
+def _kind_of_old_file(payload: Mapping[str, Any]) -> str:
+    """The kind of a file written before ``meta.kind`` (what its keys say)."""
+    if "improve" in payload:
+        return IMPROVE_RUN
+    if payload.get("distilled"):
+        return NETWORK
+    return DEEPCFR_RUN
+
+
+def checkpoint_kind(payload: Mapping[str, Any]) -> str:
+    """The kind of a loaded payload (KINDS)."""
+    return payload["meta"]["kind"] if "kind" in payload.get("meta", {}) else _kind_of_old_file(payload)
 
 
 def load_checkpoint(
     path: str | Path,
     expected: Mapping[str, Any] | None = None,
     map_location: str | torch.device | None = "cpu",
+    kinds: tuple[str, ...] | None = None,
 ) -> dict:
-    """Load a checkpoint payload. Raises ``CheckpointError`` for a missing or corrupt file, a
-    file that is not a deepcfr checkpoint of this format version, or (with ``expected``) a
+    """Load a checkpoint payload (an old file upgraded: its ``meta.kind`` set). Raises
+    ``CheckpointError`` for a missing or corrupt file, a file that is not a deepcfr checkpoint of
+    this format version, one of a kind outside ``kinds`` (None: any), or (with ``expected``) a
     checkpoint whose meta differs (the message names the key and both values)."""
     path = Path(path)
     if not path.exists():
@@ -171,7 +226,27 @@ def load_checkpoint(
         payload = torch.load(path, map_location=map_location, weights_only=False)
     except Exception as e:  # torch raises many types for truncated/garbled zip or pickle data
         raise CheckpointError(f"checkpoint {path} is corrupt or truncated ({type(e).__name__}: {e})") from None
-    meta = read_meta(payload, path)
+    meta = _read_meta(payload, path)
+    if kinds is not None and meta["kind"] not in kinds:
+        raise CheckpointError(f"checkpoint {path} holds a {KIND_NAMES[meta['kind']]}; this needs a "
+                              f"{' or a '.join(KIND_NAMES[k] for k in kinds)}")
     if expected:
         check_meta(meta, expected, path)
     return payload
+
+
+def export_network(checkpoint: str | Path, out: str | Path) -> Path:
+    """Write the ``network`` checkpoint ``out`` from an improvement run's checkpoint: its config,
+    game and distilled strategy network (no start-run advantage networks, positions or past
+    networks)."""
+    payload = load_checkpoint(checkpoint, map_location="cpu", kinds=(IMPROVE_RUN,))
+    meta = {**payload["meta"], "kind": NETWORK}
+    return save_checkpoint(out, {"config": payload["config"], "game": payload["game"], "meta": meta,
+                                 "iteration": int(payload.get("iteration", 0)), "strategy_net": payload["strategy_net"],
+                                 "improve_rounds": int(payload["improve"]["round"])})
+
+
+__all__ = ["CheckpointError", "FORMAT_NAME", "FORMAT_VERSION", "KINDS", "DEEPCFR_RUN", "IMPROVE_RUN", "NETWORK",
+           "VALUE_FUNCTION", "KIND_NAMES", "network_meta", "expected_meta", "make_meta", "game_identity", "game_meta", "check_meta",
+           "save_checkpoint", "load_checkpoint", "checkpoint_kind", "cpu_state", "optimizer_state",
+           "link_or_copy_checkpoint", "export_network"]

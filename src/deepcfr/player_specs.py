@@ -13,7 +13,9 @@ Spec forms (``parse_player``):
   learner                      (``improve`` only) the network being trained, e.g. search:learner
 
 Parsing checks the form only; what a spec needs to be built (a game, a file, a network) is
-checked by :func:`deepcfr.players.load_player`.
+checked by :func:`deepcfr.players.load_player`. The grammar sits below every layer, as plain text:
+the configs of train and improve check the form of the specs they hold (``checked_spec``), and
+``deepcfr.players`` re-exports it beside the builder.
 """
 
 from __future__ import annotations
@@ -98,6 +100,14 @@ def _is_checkpoint_path(text: str) -> bool:
         return Path(text).is_file()
     except (OSError, ValueError):  # a name the file system refuses is no file
         return False
+
+
+def checked_spec(value: str | None, *, keep: tuple[str, ...] = ()) -> str | None:
+    """``value`` once its form is checked (a config field's validator): a player spec, None, or one of
+    ``keep`` (words a list takes besides specs: improve's ``self`` and ``past``)."""
+    if value is not None and value not in keep:
+        parse_player(value)
+    return value
 
 
 def parse_player(spec: str) -> PlayerSpec:
@@ -208,5 +218,5 @@ def split_specs(text: str) -> list[str]:
     return out
 
 
-__all__ = ["PlayerSpec", "PlayerSpecError", "parse_player", "parse_setting_value", "split_specs", "quote",
+__all__ = ["PlayerSpec", "PlayerSpecError", "parse_player", "checked_spec", "parse_setting_value", "split_specs", "quote",
            "VALID_FORMS", "CHAMPION", "LEARNER", "MAX_SPEC_LENGTH"]
