@@ -252,7 +252,7 @@ def test_improve_owns_its_config_section(mini_checkpoint, tmp_path):
     """deepcfr train's schema has no improve section; an improvement run's config is
     ImproveRunConfig, which its run directory, its checkpoint and the saved configs reload as."""
     from deepcfr.train.agent import load_agent
-    from deepcfr.train.config import TrainConfig, config_from_dict, load_config, upgrade_saved_config
+    from deepcfr.train.config import SharedConfig, TrainConfig, config_from_dict, load_config, upgrade_saved_config
 
     assert "improve" not in TrainConfig.model_fields and "improve" not in load_config(None).model_dump()
     with pytest.raises(ConfigError, match="unknown key 'improve'"):
@@ -264,8 +264,8 @@ def test_improve_owns_its_config_section(mini_checkpoint, tmp_path):
     with Run.open(tmp_path / "run", ["improve.rounds=2"], console=False, config_class=ImproveRunConfig) as run:
         assert run.config.improve.rounds == 2 and run.config.improve.teacher == config.improve.teacher
     latest = tmp_path / "run" / "checkpoints" / "latest.pt"
-    agent = load_agent(latest)  # as a train config: the improve section is not train's, so dropped
-    assert type(agent.config) is TrainConfig and agent.config.network == config.network
+    agent = load_agent(latest)  # not a Deep CFR run's: the shared sections, its improve section dropped
+    assert type(agent.config) is SharedConfig and agent.config.network == config.network
     assert load_agent(latest, config_class=ImproveRunConfig).config.improve == config.improve
     # an older train checkpoint's config held improve at its defaults (improve.play included)
     old = {**TrainConfig().model_dump(mode="json"), "improve": {**ImproveRunConfig().improve.model_dump(mode="json"),
@@ -275,6 +275,23 @@ def test_improve_owns_its_config_section(mini_checkpoint, tmp_path):
     old["improve"]["play"] = "target"  # a retired value that changed what was played: refused, by name
     with pytest.raises(ConfigError, match="improve.play"):
         config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig)
+
+
+def test_an_improvement_runs_config_holds_no_training_field(mini_checkpoint):
+    """ImproveRunConfig is the shared sections and improve: nothing the Deep CFR training reads, not
+    even in the shared sections (run.iterations); a train checkpoint's config gives it its game and
+    network, its training fields dropped; a training field set by hand is an unknown key."""
+    from deepcfr.train.config import SharedConfig, TrainConfig
+
+    assert set(ImproveRunConfig.model_fields) == {*SharedConfig.model_fields, "improve"}
+    assert not {"traversal", "memory", "advantage", "strategy", "eval", "league"} & set(ImproveRunConfig.model_fields)
+    dumped = improve_config(str(mini_checkpoint)).model_dump()
+    assert "iterations" not in dumped["run"] and "save_memories" not in dumped["checkpoint"]
+    assert set(TrainConfig().model_dump()["run"]) - set(dumped["run"]) == {"iterations", "amp", "compile"}
+    assert dumped["game"]["variant"] == "mini" and dumped["network"]["hidden_size"] == 8
+    for key, unknown in (("run.iterations=3", "run.iterations"), ("traversal.chunk_size=4", "traversal")):
+        with pytest.raises(ConfigError, match=f"unknown key '{unknown}'"):
+            improve_config(str(mini_checkpoint), overrides=[key])
 
 
 def test_bad_improve_settings_are_clear_errors(mini_checkpoint):

@@ -1,6 +1,7 @@
-"""The schema of an improvement run (``deepcfr improve``): a train config, whose game, network,
-run and checkpoint sections it uses, plus the ``improve`` section, which only this layer reads.
-``deepcfr train`` configs (and their saved config.yaml) have no improve section."""
+"""The schema of an improvement run (``deepcfr improve``): the shared sections (game, run,
+network, checkpoint, ray: ``deepcfr.train.config.SharedConfig``) and the ``improve`` section,
+which only this layer reads; no training section. ``deepcfr train`` configs (and their saved
+config.yaml) have no improve section."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ from typing import Any, ClassVar, Literal
 from pydantic import Field, field_validator
 
 from ..player_specs import checked_spec
-from ..train.config import RETIRED_OPTIONS, TrainConfig, _Section
+from ..train.config import SHARED_RETIRED_OPTIONS, Section, SharedConfig
 
 
-class ImproveConfig(_Section):
+class ImproveConfig(Section):
     """Expert iteration (``deepcfr improve``): rounds of self-play where a search teacher picks
     every learner move, its improved policy targets distilled into the strategy network, and a
     gate that keeps the new network only when it beats the previous one."""
@@ -118,12 +119,12 @@ class ImproveConfig(_Section):
         return value
 
 
-class ImproveRunConfig(TrainConfig):
-    """The config of an improvement run: TrainConfig's sections and ``improve``."""
+class ImproveRunConfig(SharedConfig):
+    """The config of an improvement run: the shared sections and ``improve``."""
 
     # never measured (docs/experiments.md, "Retired without a measurement"): improve.play's only
     # other value, target
-    retired_options: ClassVar[dict[str, Any]] = {**RETIRED_OPTIONS, "improve.play": "chosen"}
+    retired_options: ClassVar[dict[str, Any]] = {**SHARED_RETIRED_OPTIONS, "improve.play": "chosen"}
     improve: ImproveConfig = Field(default_factory=ImproveConfig)  # deepcfr improve (expert iteration)
 
 

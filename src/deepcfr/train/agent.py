@@ -22,7 +22,7 @@ from deepcfr.games.base import Policy
 from deepcfr.games.registry import make_game_from_config
 
 from deepcfr.checkpoints import DEEPCFR_RUN, checkpoint_kind, load_checkpoint
-from .config import TrainConfig, upgrade_saved_config
+from .config import SharedConfig, TrainConfig, upgrade_saved_config
 
 POLICY_KINDS = ("average", "current", "mixture")
 
@@ -32,7 +32,7 @@ class Agent:
     """A trained agent: its game, config, iteration and networks (in eval mode)."""
 
     game: Any
-    config: TrainConfig
+    config: SharedConfig  # a TrainConfig for a Deep CFR run's checkpoint
     iteration: int
     advantage_nets: list[DeepCFRMLP]
     strategy_net: DeepCFRMLP
@@ -72,16 +72,20 @@ class Agent:
 
 
 def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.device = "cpu",
-               config_class: type[TrainConfig] = TrainConfig) -> Agent:
+               config_class: type[SharedConfig] | None = None) -> Agent:
     """An :class:`Agent` from a checkpoint file (or an already loaded payload / trainer state dict).
-    Its config is a ``config_class``: sections of the saved config that class does not own (an
-    improvement run's ``improve``) are dropped; ``deepcfr.improve.ImproveRunConfig`` keeps them."""
+    Its config is a ``config_class`` (None: a TrainConfig for a Deep CFR run, else the shared
+    sections, ``SharedConfig``): sections of the saved config that class does not own are
+    dropped; ``deepcfr.improve.ImproveRunConfig`` keeps an improvement run's ``improve``."""
     if isinstance(checkpoint, Mapping):
         payload = checkpoint
     else:
         payload = load_checkpoint(checkpoint, map_location="cpu")
     if "config" not in payload or "strategy_net" not in payload:
         raise ValueError("checkpoint does not hold a trainer state (no config / strategy_net)")
+    deep_cfr_run = checkpoint_kind(payload) == DEEPCFR_RUN
+    if config_class is None:
+        config_class = TrainConfig if deep_cfr_run else SharedConfig
     config = config_class.model_validate(upgrade_saved_config(payload["config"], config_class))
     game = make_game_from_config(config)
     saved = payload.get("game", {})
@@ -106,7 +110,7 @@ def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.d
         strategy_net=net_from(payload["strategy_net"]),
         advantage_trained=[bool(x) for x in payload.get("advantage_trained", [False, False])],
         device=device, exact_average=exact,
-        has_current_policy="advantage_nets" in payload and checkpoint_kind(payload) == DEEPCFR_RUN,
+        has_current_policy="advantage_nets" in payload and deep_cfr_run,
     )
 
 

@@ -1,6 +1,10 @@
 """Training configuration: YAML validated by pydantic. Unknown keys and bad values are errors
 that name the key; ``--set section.key=value`` overrides any field. Every field is documented
-where it is declared."""
+where it is declared.
+
+``SharedConfig`` holds the sections every run's schema composes (game, run, network, checkpoint,
+ray); ``TrainConfig`` adds what ``deepcfr train`` reads (its run and checkpoint sections extended
+with the training's own fields), and ``deepcfr.improve.ImproveRunConfig`` adds ``improve``."""
 
 from __future__ import annotations
 
@@ -18,26 +22,25 @@ from deepcfr.games.registry import make_game_from_config
 from deepcfr.player_specs import checked_spec
 
 
-class _Section(BaseModel):
+class Section(BaseModel):
+    """A config section: unknown keys are errors, assignments validated."""
+
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
 
 
-class GameConfig(_Section):
+class GameConfig(Section):
     name: Literal["kuhn", "leduc", "liars_dice", "lost_cities"] = "lost_cities"
     variant: str = "classic"  # Lost Cities rule variant (classic | mini)
     rules: dict[str, Any] = Field(default_factory=dict)  # Lost Cities rule overrides (e.g. ply_cap)
 
 
-class RunConfig(_Section):
+class RunConfig(Section):
     seed: int = 0
-    device: str = "cpu"  # trainer device: cpu | cuda | cuda:N | auto (cuda when present)
-    iterations: int = Field(100, ge=1)  # CFR iterations
+    device: str = "cpu"  # the run's device: cpu | cuda | cuda:N | auto (cuda when present)
     time_budget_seconds: float | None = Field(None, gt=0)  # stop after this much wall time (then checkpoint)
-    # torch intra-op threads in the trainer; 0 = leave torch's default; auto = the count that
+    # torch intra-op threads; 0 = leave torch's default; auto (train only) = the count that
     # measured fastest on this machine, re-measured as the load changes (train/threads.py)
     threads: int | Literal["auto"] = 0
-    amp: Literal["off", "fp16", "bf16"] = "off"  # mixed precision for network training (CUDA only)
-    compile: bool = False  # torch.compile the training networks
     progress: bool = True  # live progress display for long phases
 
     @field_validator("threads")
@@ -47,6 +50,12 @@ class RunConfig(_Section):
             raise ValueError(f"must be auto or a count >= 0, got {value}")
         return value
 
+
+class TrainRunConfig(RunConfig):
+    iterations: int = Field(100, ge=1)  # CFR iterations
+    amp: Literal["off", "fp16", "bf16"] = "off"  # mixed precision for network training (CUDA only)
+    compile: bool = False  # torch.compile the training networks
+
     @field_validator("amp", mode="before")
     @classmethod
     def _amp_off(cls, value: Any) -> Any:
@@ -54,12 +63,12 @@ class RunConfig(_Section):
         return "off" if value is False else value
 
 
-class NetworkConfig(_Section):
+class NetworkConfig(Section):
     hidden_size: int = Field(256, ge=1)
     num_layers: int = Field(2, ge=1)
 
 
-class TraversalConfig(_Section):
+class TraversalConfig(Section):
     # external: every traverser action explored at every node (kuhn/leduc/liars_dice only); outcome: one
     # sampled trajectory with importance weights; critic: outcome-sampling trajectories whose
     # regret targets come from a learned Q network (section `critic`) for every legal action,
@@ -100,13 +109,13 @@ class TraversalConfig(_Section):
 ALGORITHM_OPTIONS = ("epsilon", "unsampled_target", "tail_correction")  # TraversalConfig fields passed to the options
 
 
-class RegretMatchingConfig(_Section):
+class RegretMatchingConfig(Section):
     # when no advantage is positive: argmax of the advantages (Deep CFR's rule) or uniform over the
     # legal actions (tabular CFR's), the two rules the project's design names; never compared in a run here
     fallback: Literal["argmax", "uniform"] = "argmax"
 
 
-class MemoryConfig(_Section):
+class MemoryConfig(Section):
     # 4M samples each (~115 B per sample in Lost Cities: about 1.4 GB in all). With 1M, reservoir
     # sampling kept about one sample in ten of each iteration after ~45 iterations and the policy slipped
     advantage_capacity: int = Field(4_000_000, ge=1)  # per player
@@ -125,7 +134,7 @@ class MemoryConfig(_Section):
     augment: bool = True
 
 
-class CriticConfig(_Section):
+class CriticConfig(Section):
     """traversal.algorithm=critic: one Q network per player (same shape as the advantage
     networks), fitted each iteration to the traverser's final utility after the action it took."""
 
@@ -145,7 +154,7 @@ class CriticConfig(_Section):
     sees_opponent: bool = True
 
 
-class AdvantageTrainConfig(_Section):
+class AdvantageTrainConfig(Section):
     train_steps: int = Field(200, ge=0)  # SGD steps per player per iteration
     batch_size: int = Field(1024, ge=1)
     lr: float = Field(1e-3, gt=0)
@@ -164,7 +173,7 @@ class AdvantageTrainConfig(_Section):
     weighting: Literal["linear", "uniform"] = "linear"  # a sample of iteration t weighs t (linear CFR) or 1
 
 
-class StrategyTrainConfig(_Section):
+class StrategyTrainConfig(Section):
     # train the strategy net every k iterations (0 = only at the end); every iteration keeps a
     # usable average policy during the run
     every: int = Field(1, ge=0)
@@ -189,7 +198,7 @@ class StrategyTrainConfig(_Section):
     discount_gamma: float = 4.0
 
 
-class LeagueConfig(_Section):
+class LeagueConfig(Section):
     # traversal.opponent=league (the design's league; no shipped config uses it). Measured twice,
     # neither adopted: cpu.yaml with a heuristic_careful anchor (weight_current 0.8, weight_anchor
     # 0.2) was within the noise of the shipped run after 50 iterations (docs/experiments.md,
@@ -212,7 +221,7 @@ class LeagueConfig(_Section):
         return checked_spec(value)
 
 
-class EvalConfig(_Section):
+class EvalConfig(Section):
     every: int = Field(5, ge=0)  # iterations between evaluations (0 = never during training)
     games: int = Field(500, ge=2)  # Lost Cities games per opponent (paired deals)
     opponents: list[str] = Field(default_factory=lambda: ["random", "discard_only", "heuristic_careful"])
@@ -227,8 +236,11 @@ class EvalConfig(_Section):
     exact_average: bool = True
 
 
-class CheckpointConfig(_Section):
-    every: int = Field(10, ge=0)  # keep a numbered checkpoint every k iterations (0 = only latest)
+class CheckpointConfig(Section):
+    every: int = Field(10, ge=0)  # keep a numbered checkpoint every k iterations or rounds (0 = only latest)
+
+
+class TrainCheckpointConfig(CheckpointConfig):
     # write latest.pt (what --resume continues from) every k iterations, and always at the end of
     # the run: with memories of millions of samples a write takes seconds, and a kill redoes at
     # most k - 1 iterations
@@ -239,7 +251,7 @@ class CheckpointConfig(_Section):
     save_memories: bool = True
 
 
-class InferenceServerConfig(_Section):
+class InferenceServerConfig(Section):
     device: str = "auto"  # cuda when present (cpu works, but competes with the workers for cores)
     max_batch: int = Field(65536, ge=1)
     batch_window_us: int = Field(200, ge=0)
@@ -247,16 +259,22 @@ class InferenceServerConfig(_Section):
     weight_sync_every: int = Field(1, ge=1)
 
 
-class RayConfig(_Section):
+class RayConfig(Section):
     address: str = ""  # empty = start a local Ray
 
 
 # Options retired in the renovation (issue 13; what each measured: docs/experiments.md), with the
 # value that made each one inert. A config saved by an older run (a checkpoint's, a run
 # directory's config.yaml) that holds them at these values still loads; any other value, or any
-# of them in a config file someone writes, is an unknown key.
-RETIRED_OPTIONS: dict[str, Any] = {
+# of them in a config file someone writes, is an unknown key. Those of the shared sections:
+SHARED_RETIRED_OPTIONS: dict[str, Any] = {
     "game.advice_bot": None,
+    # never measured (docs/experiments.md, "Retired without a measurement")
+    "network.activation": "relu",
+    "network.layer_norm": False,
+}
+RETIRED_OPTIONS: dict[str, Any] = {
+    **SHARED_RETIRED_OPTIONS,
     "traversal.explore": "once",
     "traversal.importance_clip": None,
     "traversal.warm_start_bot": None,
@@ -272,21 +290,30 @@ RETIRED_OPTIONS: dict[str, Any] = {
     "strategy.lr_iteration_decay": 0.0,
     "strategy.weight_averaging": 0.0,
     "checkpoint.numbered_memories": False,
-    # never measured (docs/experiments.md, "Retired without a measurement")
-    "network.activation": "relu",
-    "network.layer_norm": False,
 }
 
 
-class TrainConfig(_Section):
-    """What ``deepcfr train`` reads. A layer above that saves runs of its own (``deepcfr improve``)
-    extends it with its own sections (``deepcfr.improve.config.ImproveRunConfig``)."""
+class SharedConfig(Section):
+    """The sections every run's schema composes: the game, the run's settings, the network, its
+    checkpoints and Ray. A schema of its own (``TrainConfig``, ``ImproveRunConfig``) adds the
+    sections its layer reads; the config of a network that is not a Deep CFR run's (an improvement
+    run's, the champion's) reads as this."""
 
     # retired options of this schema, at their inert values (upgrade_saved_config)
-    retired_options: ClassVar[dict[str, Any]] = RETIRED_OPTIONS
+    retired_options: ClassVar[dict[str, Any]] = SHARED_RETIRED_OPTIONS
     game: GameConfig = Field(default_factory=GameConfig)
     run: RunConfig = Field(default_factory=RunConfig)
     network: NetworkConfig = Field(default_factory=NetworkConfig)
+    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    ray: RayConfig = Field(default_factory=RayConfig)
+
+
+class TrainConfig(SharedConfig):
+    """What ``deepcfr train`` reads: the shared sections (its run and checkpoint sections with the
+    training's own fields) and the training's."""
+
+    retired_options: ClassVar[dict[str, Any]] = RETIRED_OPTIONS
+    run: TrainRunConfig = Field(default_factory=TrainRunConfig)
     traversal: TraversalConfig = Field(default_factory=TraversalConfig)
     regret_matching: RegretMatchingConfig = Field(default_factory=RegretMatchingConfig)
     memory: MemoryConfig = Field(default_factory=MemoryConfig)
@@ -295,9 +322,8 @@ class TrainConfig(_Section):
     strategy: StrategyTrainConfig = Field(default_factory=StrategyTrainConfig)
     league: LeagueConfig = Field(default_factory=LeagueConfig)
     eval: EvalConfig = Field(default_factory=EvalConfig)
-    checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+    checkpoint: TrainCheckpointConfig = Field(default_factory=TrainCheckpointConfig)
     inference_server: InferenceServerConfig = Field(default_factory=InferenceServerConfig)
-    ray: RayConfig = Field(default_factory=RayConfig)
 
     def _game(self):
         """The game, for the checks that ask it for a capability (None if its rules do not build: the
@@ -375,15 +401,23 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     return data
 
 
-def upgrade_saved_config(data: dict, config_class: type[TrainConfig] | None = None) -> dict:
-    """A config saved before the renovation, in the schema of ``config_class`` (default
-    TrainConfig): sections it does not own dropped (the ``improve`` section that every train run
-    once saved, or an improvement run's, read as a train config), retired options at their inert
-    values dropped, ``traversal.batch_size``/``worker_batch_size`` become ``chunk_size`` (the one
-    the executor used), and options the algorithm never read dropped. Anything else is left for
-    validation to reject."""
+def upgrade_saved_config(data: dict, config_class: type[SharedConfig] | None = None) -> dict:
+    """A saved config (of any schema, from before the renovation too) in the schema of
+    ``config_class`` (default TrainConfig): sections it does not own dropped (the ``improve``
+    section that every train run once saved, or the training's sections of a train config read
+    as an improvement run's), and so the keys of a shared section that only the training's holds
+    (``run.iterations``), retired options at their inert values dropped,
+    ``traversal.batch_size``/``worker_batch_size`` become ``chunk_size`` (the one the executor
+    used), and options the algorithm never read dropped. Anything else is left for validation to
+    reject."""
     config_class = TrainConfig if config_class is None else config_class
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in config_class.model_fields}
+    for section, values in data.items():
+        if isinstance(values, dict) and section in TrainConfig.model_fields:
+            training_only = (set(TrainConfig.model_fields[section].annotation.model_fields)
+                             - set(config_class.model_fields[section].annotation.model_fields))
+            for key in training_only & set(values):
+                del values[key]
     for dotted, inert in config_class.retired_options.items():
         section, key = dotted.split(".")
         if key in data.get(section, {}) and data[section][key] == inert:
@@ -436,7 +470,7 @@ def config_path(path: str | Path) -> Path:
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] | None = None, saved: bool = False,
-                config_class: type[TrainConfig] | None = None) -> TrainConfig:
+                config_class: type[SharedConfig] | None = None) -> SharedConfig:
     """A validated config (a ``config_class``, default TrainConfig) from a YAML file or shipped
     config name (None: the defaults) with ``overrides`` applied. ``saved``: the file was written
     by a run (``upgrade_saved_config`` applies first)."""
@@ -463,7 +497,7 @@ def read_config_file(path: str | Path) -> dict:
 
 
 def config_from_dict(data: dict, overrides: list[str] | None = None, source: str = "defaults",
-                     config_class: type[TrainConfig] | None = None) -> TrainConfig:
+                     config_class: type[SharedConfig] | None = None) -> SharedConfig:
     """A validated config (a ``config_class``, default TrainConfig) from raw sections plus
     ``section.key=value`` overrides."""
     data = apply_overrides(copy.deepcopy(data), overrides or [])
@@ -473,5 +507,5 @@ def config_from_dict(data: dict, overrides: list[str] | None = None, source: str
         raise ConfigError(_format_validation_error(e, source)) from None
 
 
-def dump_config(config: TrainConfig) -> str:
+def dump_config(config: SharedConfig) -> str:
     return yaml.safe_dump(config.model_dump(mode="json"), sort_keys=False)
