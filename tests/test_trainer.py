@@ -8,6 +8,7 @@ from deepcfr.train.run import Run
 from deepcfr.cfr.samples import SampleCodec, row_keys
 from deepcfr.train.agent import load_agent
 from deepcfr.train.fit import advantage_loss, lr_factor, sample_weights
+from deepcfr.train.iteration_metrics import memory_metrics
 from deepcfr.train.trainer import Trainer
 
 
@@ -94,7 +95,7 @@ def test_sample_codec_round_trips_sparse_values_and_packed_masks():
 
 def test_bytes_per_stored_sample_are_small():
     trainer = Trainer(tiny("leduc"))
-    m = trainer.memory_metrics()
+    m = memory_metrics(trainer)
     # obs 11 int8 + 1 mask byte + 3 fp16 targets + int32 iteration
     assert m["memory/advantage_bytes_per_sample"] == 11 + 1 + 6 + 4
     assert m["memory/feature_bytes_per_sample"] == 4 * trainer.game.feature_size

@@ -46,6 +46,7 @@ from deepcfr.cfr.traversal import TraversalStats
 from deepcfr.games.registry import game_params
 
 from .config import TrainConfig
+from .iteration_metrics import memory_metrics
 from .trainer import Trainer
 
 # Overrides that make a trainer fit for benchmarking: no evaluation, no progress display.
@@ -193,7 +194,7 @@ def bench_traversal(
                 "batch_build_share": batch_seconds / train_seconds if train_seconds > 0 else math.nan,
             })
 
-        memory = trainer.memory_metrics()
+        memory = memory_metrics(trainer)
         out["advantage_memory_size"] = int(memory["memory/advantage_p0_size"] + memory["memory/advantage_p1_size"])
         out["bytes_per_sample"] = int(memory["memory/advantage_bytes_per_sample"])
         out["feature_bytes_per_sample"] = int(memory["memory/feature_bytes_per_sample"])

@@ -12,7 +12,7 @@
   4. **fit** p's advantage network (weighted MSE over legal actions, :mod:`deepcfr.train.fit`).
 Then the strategy network fits on its schedule (weighted cross-entropy against the recorded
 sigma), evaluation runs on its schedule, and a checkpoint is written through the ``Run``.
-Timing and metrics are gathered around the steps by :class:`PhaseTimer` and ``_metrics``.
+Timing and metrics are gathered around the steps by :mod:`deepcfr.train.iteration_metrics`.
 
 sigma_t of a player whose advantage network has not been trained yet is uniform (tabular CFR's
 first iteration). Regret targets are stored divided by a fixed scale (the RMS of the first
@@ -33,9 +33,8 @@ import math
 import statistics
 import time
 from collections import deque
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 
@@ -59,32 +58,13 @@ from .agent import Agent
 from .amp import MixedPrecision
 from .config import TrainConfig
 from .critic import Critic
+from .iteration_metrics import PhaseTimer, iteration_metrics, summary_line, time_metrics
 from .fit import FINAL_LR_FRACTION, FitSchedule, Fitter, advantage_loss, sample_weights, strategy_loss
 from .trainer_state import load_trainer_state, trainer_state
 
 logger = logging.getLogger("deepcfr")
 
 GENERATORS = ("init", "traversal", "memory", "sample", "league", "eval")
-PHASES = ("traversal", "critic_train", "memory_add", "advantage_train", "strategy_train", "eval", "checkpoint")
-
-
-class PhaseTimer:
-    """Seconds per named phase of one iteration: ``with timer("traversal"): ...`` adds up."""
-
-    def __init__(self, phases: tuple[str, ...] = PHASES):
-        self.seconds = dict.fromkeys(phases, 0.0)
-        self.start = time.perf_counter()
-
-    @contextmanager
-    def __call__(self, phase: str) -> Iterator[None]:
-        t0 = time.perf_counter()
-        try:
-            yield
-        finally:
-            self.seconds[phase] += time.perf_counter() - t0
-
-    def elapsed(self) -> float:
-        return time.perf_counter() - self.start
 
 
 class Trainer:
@@ -515,13 +495,15 @@ class Trainer:
         if eval_every > 0 and (t % eval_every == 0 or t == self.config.run.iterations):
             with timer("eval"):
                 metrics.update(self.evaluate())
-        metrics.update(self._metrics(stats, timer))
+        metrics.update(iteration_metrics(self, stats, timer))
 
         ckpt = self.config.checkpoint
         if self.run is not None and (t % ckpt.latest_every == 0 or (ckpt.every > 0 and t % ckpt.every == 0)):
             with timer("checkpoint"):
                 self.save_checkpoint()
-        metrics.update(self._time_metrics(timer))
+        iteration_seconds = timer.elapsed()
+        self.elapsed_seconds += iteration_seconds
+        metrics.update(time_metrics(timer, self.fitter.batch_seconds, iteration_seconds, self.elapsed_seconds))
         self._iteration_seconds.append(metrics["time/iteration_seconds"])
         if self.thread_tuner is not None:
             work = metrics["time/iteration_seconds"] - timer.seconds.get("eval", 0.0) - timer.seconds.get("checkpoint", 0.0)
@@ -530,57 +512,8 @@ class Trainer:
         self.history.append({"iteration": t, **metrics})
         if self.run is not None:
             self.run.log_metrics(t, metrics)
-            self._log(self._summary(t, metrics))
+            self._log(summary_line(t, metrics))
         return metrics
-
-    def _metrics(self, stats: TraversalStats, timer: PhaseTimer) -> dict[str, Any]:
-        """The iteration's traversal, executor, memory and loss-guard figures."""
-        metrics = stats.as_metrics()
-        if self._executor is not None:
-            metrics.update(self._executor.metrics())  # e.g. inference_server/*
-        seconds = timer.seconds["traversal"]
-        metrics["traversal/decisions_per_second"] = stats.decisions / seconds if seconds > 0 else 0.0
-        for label, count in self._opponent_counts.items():
-            metrics[f"traversal/opponent_{label}"] = count
-        metrics.update(self.memory_metrics())
-        metrics["train/nonfinite_loss_count"] = self.nonfinite_loss_count
-        metrics["amp/nonfinite_loss_count"] = self.nonfinite_loss_count
-        metrics["amp/grad_scale"] = self.amp.grad_scale
-        return metrics
-
-    def _time_metrics(self, timer: PhaseTimer) -> dict[str, float]:
-        metrics = {f"time/{name}_seconds": seconds for name, seconds in timer.seconds.items()}
-        metrics["time/batch_seconds"] = self.fitter.batch_seconds
-        metrics["time/iteration_seconds"] = timer.elapsed()
-        self.elapsed_seconds += metrics["time/iteration_seconds"]
-        metrics["time/elapsed_seconds"] = self.elapsed_seconds
-        return metrics
-
-    def _summary(self, t: int, m: Mapping[str, Any]) -> str:
-        parts = [f"iter {t}"]
-        for key in ("loss/advantage_p0", "loss/advantage_p1", "loss/strategy", "exploitability/average",
-                    "exploitability/current", "exploitability/mixture"):
-            if key in m and m[key] == m[key]:
-                parts.append(f"{key.split('/', 1)[1] if key.startswith('loss') else key}={m[key]:.4g}")
-        parts.append(f"decisions/s={m['traversal/decisions_per_second']:.0f}")
-        parts.append(f"avg_batch={m['traversal/avg_batch']:.0f}")
-        parts.append(f"{m['time/iteration_seconds']:.2f}s")
-        return " ".join(parts)
-
-    def memory_metrics(self) -> dict[str, float]:
-        out: dict[str, float] = {}
-        for p, memory in enumerate(self.advantage_memories):
-            out[f"memory/advantage_p{p}_size"] = len(memory)
-            out[f"memory/advantage_p{p}_seen"] = memory.seen
-        if self.critic is not None:
-            out.update(self.critic.metrics())
-        out["memory/strategy_size"] = len(self.strategy_memory)
-        out["memory/strategy_seen"] = self.strategy_memory.seen
-        out["memory/advantage_bytes_per_sample"] = self.advantage_memories[0].nbytes_per_sample
-        out["memory/strategy_bytes_per_sample"] = self.strategy_memory.nbytes_per_sample
-        out["memory/feature_bytes_per_sample"] = 4 * self.feature_size
-        out["memory/target_overflow"] = self.target_overflow_count
-        return out
 
     def train(self) -> dict[str, Any]:
         """Run iterations until ``run.iterations`` or ``run.time_budget_seconds``; then (with a
