@@ -43,12 +43,16 @@ def main() -> int:
     torch.set_num_threads(args.threads)
 
     from deepcfr.improve import Improver, improve_config
-
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-    from search_helpers import tiny_checkpoint  # the tests' untrained checkpoint
+    from deepcfr.train.config import load_config
+    from deepcfr.train.trainer import Trainer
 
     with tempfile.TemporaryDirectory() as tmp:
-        checkpoint = args.checkpoint or str(tiny_checkpoint(Path(tmp) / "tiny.pt", args.variant, args.hidden))
+        checkpoint = args.checkpoint
+        if checkpoint is None:  # an untrained network of the variant
+            untrained = load_config(None, [f"game.variant={args.variant}", f"network.hidden_size={args.hidden}",
+                                           "memory.advantage_capacity=64", "memory.strategy_capacity=64"])
+            with Trainer(untrained) as trainer:
+                checkpoint = str(trainer.write_checkpoint(Path(tmp) / "untrained.pt"))
         config = improve_config(checkpoint, overrides=[
             f"improve.teacher=search[determinizations={args.determinizations},candidates={args.candidates}]:learner",
             "improve.rounds=1", f"improve.games_per_round={args.games}", f"improve.batch_games={args.batch_games}",

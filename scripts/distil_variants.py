@@ -3,17 +3,19 @@
 
     PYTHONPATH=src python scripts/distil_variants.py RUN/checkpoints/latest.pt \
         --variant t5:improve.temperature=5 --variant t2:improve.temperature=2 \
-        [--variant fine_tune:improve.init=fine_tune] [--gate-games 10000] [--games 2000] [--save DIR]
+        [--variant fine_tune:improve.init=fine_tune] [--gate-games 10000] [--games 2000] [--vs BOT ...] [--save DIR]
 
 Takes the positions an improvement run's checkpoint holds (its last ``keep_rounds`` rounds),
-trains one network per variant on them with the run's settings plus the variant's overrides (the
-same seeds, so variants differ only by their settings), and plays each, greedy, head to head
-against the run's start network (the gate's test, ``--gate-games`` paired games), against the
-fixed reference network and against ``heuristic_balanced`` (``--games`` each). Every variant
-plays the same deals. A variant that changes ``improve.temperature`` retargets the positions:
-the stored target is ``softmax(log pi + value / T)`` over the candidates, so ``log pi`` is
-recovered from it and the values up to a constant per position. Prints one JSON object;
-``--save DIR`` writes each network as a loadable checkpoint ``DIR/NAME.pt``.
+trains one network per variant on them with the run's settings plus the variant's overrides
+(``Improver.train_network`` with the same seeds, so variants differ only by their settings), and
+plays each, greedy, head to head against the run's start network (the gate's test,
+``--gate-games`` paired games), against the fixed reference network and against each ``--vs``
+bot (``--games`` each; default heuristic_balanced). Every variant plays the same deals. A variant
+that changes ``improve.temperature`` retargets the positions: the stored target is
+``softmax(log pi + value / T)`` over the candidates, so ``log pi`` is recovered from it and the
+values up to a constant per position. Fresh against fine-tuned networks (once a script of its
+own): ``--variant fresh:improve.init=fresh --variant fine_tune:improve.init=fine_tune``. Prints one
+JSON object; ``--save DIR`` writes each network as a loadable network checkpoint ``DIR/NAME.pt``.
 """
 
 from __future__ import annotations
@@ -26,15 +28,16 @@ from pathlib import Path
 
 import torch
 
+from deepcfr.checkpoints import load_checkpoint
 from deepcfr.evaluate.arena import play_match
 from deepcfr.improve import ImproveRunConfig, Improver
 from deepcfr.improve.loop import one_sided_p
-from deepcfr.improve.positions import PositionMemory, retargeted
+from deepcfr.improve.positions import PositionMemory, Positions, retargeted
 from deepcfr.players import load_player
-from deepcfr.checkpoints import load_checkpoint, save_checkpoint
+from deepcfr.players.strength import REFERENCE_FILE
 from deepcfr.train.config import config_from_dict, upgrade_saved_config
 
-REFERENCE = Path(__file__).resolve().parent.parent / "reference" / "lost_cities_one_round.pt"
+
 def variant(text: str) -> tuple[str, list[str]]:
     name, _, settings = text.partition(":")
     if not name or not settings:
@@ -55,11 +58,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--variant", type=variant, action="append", required=True, metavar="NAME:KEY=VALUE,...",
                    help="a variant's name and its config overrides (repeatable)")
     p.add_argument("--gate-games", type=int, default=10000, help="paired games against the start network")
-    p.add_argument("--games", type=int, default=2000, help="paired games against the reference and the bot")
-    p.add_argument("--reference", default=str(REFERENCE))
+    p.add_argument("--games", type=int, default=2000, help="paired games against the reference and each bot")
+    p.add_argument("--vs", action="append", default=None, metavar="BOT",
+                   help="a bot each variant plays (repeatable; default heuristic_balanced)")
+    p.add_argument("--reference", default=str(REFERENCE_FILE))
     p.add_argument("--seed", type=int, default=777, help="seed of the deals")
     p.add_argument("--save", type=Path, help="write each variant's network to DIR/NAME.pt")
     args = p.parse_args(argv)
+    bots = args.vs or ["heuristic_balanced"]
     torch.set_num_threads(1)
     payload = load_checkpoint(args.checkpoint, map_location="cpu")
     saved = upgrade_saved_config(payload["config"], ImproveRunConfig)
@@ -68,20 +74,18 @@ def main(argv: list[str] | None = None) -> int:
     memory.load_state_dict(payload["memories"])
     out: dict = {"checkpoint": args.checkpoint, "positions": len(memory), "run_temperature": run_temperature}
     # Every variant's config and targets are made before the first one trains (minutes each).
-    configs, rounds = {}, {}
+    configs, positions = {}, {}
     for name, overrides in args.variant:
         configs[name] = config = config_from_dict(saved, overrides, args.checkpoint, ImproveRunConfig)
         try:
-            rounds[name] = [(r, retargeted(block, run_temperature, config.improve.temperature))
-                            for r, block in memory.rounds]
+            positions[name] = Positions.concat([retargeted(block, run_temperature, config.improve.temperature)
+                                                for _, block in memory.rounds])
         except ValueError as e:
             p.error(f"variant {name}: {e}")
     for name, overrides in args.variant:
         start = time.perf_counter()
-        config = configs[name]
-        with Improver(config) as improver:  # from improve.checkpoint: the run's start network
-            improver.memory.rounds = rounds.pop(name)
-            net, metrics = improver.train_network(int(payload["improve"]["round"]))
+        with Improver(configs[name]) as improver:  # from improve.checkpoint: the run's start network
+            net, metrics = improver.train_network(int(payload["improve"]["round"]), positions.pop(name))
             game = improver.game
             new = improver.network_player(net, name, greedy=True)
             row = {"overrides": overrides, **{k: metrics[k] for k in metrics if k.startswith("train/")}}
@@ -89,16 +93,16 @@ def main(argv: list[str] | None = None) -> int:
                                                  args.gate_games, seed=args.seed))
             row["vs_reference"] = figures(play_match(game, new, load_player(f"{args.reference}@greedy", game),
                                                      args.games, seed=args.seed + 1))
-            row["vs_heuristic_balanced"] = figures(play_match(game, new, load_player("heuristic_balanced", game),
-                                                              args.games, seed=args.seed + 2))
+            for k, bot in enumerate(bots):
+                row[f"vs_{bot}"] = figures(play_match(game, new, load_player(bot, game), args.games,
+                                                      seed=args.seed + 2 + k))
             if args.save is not None:
-                improver.current = net
-                save_checkpoint(args.save / f"{name}.pt", {**improver.payload(), "memories": PositionMemory(1).state_dict()})
+                improver.save_network(net, args.save / f"{name}.pt")
             row["seconds"] = time.perf_counter() - start
         out[name] = row
         print(f"{name}: vs start {row['vs_start']['mean_score_diff']:+.2f} +- {row['vs_start']['score_diff_ci95']:.2f}, "
-              f"vs reference {row['vs_reference']['mean_score_diff']:+.2f}, vs heuristic_balanced "
-              f"{100 * row['vs_heuristic_balanced']['win_rate']:.1f}%", file=sys.stderr)
+              f"vs reference {row['vs_reference']['mean_score_diff']:+.2f}, "
+              + ", ".join(f"vs {bot} {100 * row[f'vs_{bot}']['win_rate']:.1f}%" for bot in bots), file=sys.stderr)
     print(json.dumps(out))
     return 0
 

@@ -33,7 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "src"))
 
-from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, HERE, export_champion, file_sha256  # noqa: E402
+from deepcfr.players.champion import (CARD_FILE, CHAMPION_FILE, HERE, champion_card_of, export_champion,  # noqa: E402
+                                      write_champion_card)
 
 # grow.yaml's settings for the shipped campaign's first five rounds (today's: colder targets,
 # trained longer, a 10,000-game gate; docs/results.md, sessions 12 and 13)
@@ -125,41 +126,6 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
-def _settings_text(settings: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in settings.items()) or "the search defaults"
-
-
-def card_markdown(card: dict) -> str:
-    lines = [f"# The champion: {card['summary']}", "",
-             f"File `{card['file']}` (sha256 `{card['sha256']}`), {card['game']} ({card['rules_variant']} rules), "
-             f"a {card['network']['hidden_size']}x{card['network']['num_layers']} network "
-             f"({card['network']['input_size']} inputs, {card['network']['output_size']} actions), "
-             f"distilled by {card['improve_rounds']} round(s) of expert iteration.", "",
-             "Play it as `champion@greedy` (the network alone, its most probable move) or `search:champion` (the "
-             f"search over it, with its card's settings: {_settings_text(card['search_settings'])}); plain "
-             "`champion` samples from it, which is weaker.", "",
-             "## How it was made", "", f"Commit `{card['commit']}`, {card['date']}, on {card['machine']}:", "", "```bash"]
-    lines += [" ".join(c) for c in card["commands"]] + ["```", "", card["recipe_note"], "",
-                                                        "## What it measures", "",
-                                                        f"Paired deals (each deal in both seat orders), seed {card['eval_seed']}, "
-                                                        "95% CIs over deal pairs.", "",
-                                                        ]
-    corrected = any("corrected_score_diff" in f for kind in card["figures"].values() for f in kind.values())
-    lines += ["| player | opponent | games | wins | score diff |" + (" corrected (luck removed) | variance ratio |"
-                                                                      if corrected else ""),
-              "|---|---|---|---|---|" + ("---|---|" if corrected else "")]
-    for kind, label in (("network", "`champion@greedy`"), ("search", "`search:champion`")):
-        for bot, f in card["figures"][kind].items():
-            line = (f"| {label} | `{bot}` | {f['games']} | {100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | "
-                    f"{f['mean_score_diff']:+.1f} +- {f['score_diff_ci95']:.1f} |")
-            if corrected:
-                line += (f" {f['corrected_score_diff']:+.1f} +- {f['corrected_ci95']:.1f} | {f['variance_ratio']:.2f} |"
-                         if "corrected_score_diff" in f else " | |")
-            lines.append(line)
-    lines += ["", "A network replaces this one only by beating it head to head (both greedy, 10,000 paired games).", ""]
-    return "\n".join(lines)
-
-
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variant", default="classic")
@@ -219,22 +185,19 @@ def main() -> int:
     print(f"evaluating {file} ({args.network_games} games for the network, {args.search_games} for the search)", flush=True)
     figures = evaluate(file, args.variant, args.network_games, args.search_games, args.seed)
     net, search = figures["network"]["heuristic_balanced"], figures["search"]["heuristic_balanced"]
-    card = {
-        "summary": f"the network alone {100 * net['win_rate']:.1f}% ({net['mean_score_diff']:+.1f}), the search over it "
-                   f"{100 * search['win_rate']:.1f}% ({search['mean_score_diff']:+.1f}) against heuristic_balanced",
-        "file": f"src/deepcfr/players/champion/{file.name}", "sha256": file_sha256(file),
-        "game": agent.game.name, "rules": agent.game.config_dict(), "rules_variant": args.variant,
-        "network": network_meta(agent.config, agent.game), "improve_rounds": rounds,
-        "run_seed": int(agent.config.run.seed), "eval_seed": args.seed,
-        "teacher": teachers, "commands": commands, "search_settings": SEARCH_SETTINGS,
-        "recipe_note": previous.get("recipe_note", "With a bot teacher on both seats the round never consults a start "
-                                    "network and the student starts fresh, so no Deep CFR checkpoint is needed."),
-        "commit": commit(),
-        "date": dt.date.today().isoformat(), "machine": args.machine, "figures": figures,
-    }
-    (out / CARD_FILE.name).write_text(json.dumps(card, indent=2) + "\n")
-    (out / "CARD.md").write_text(card_markdown(card))
-    print(f"wrote {out / CARD_FILE.name} and {out / 'CARD.md'}: {card['summary']}", flush=True)
+    card = champion_card_of(
+        file,
+        summary=f"the network alone {100 * net['win_rate']:.1f}% ({net['mean_score_diff']:+.1f}), the search over it "
+                f"{100 * search['win_rate']:.1f}% ({search['mean_score_diff']:+.1f}) against heuristic_balanced",
+        game=agent.game.name, rules=agent.game.config_dict(), rules_variant=args.variant,
+        network=network_meta(agent.config, agent.game), improve_rounds=rounds,
+        run_seed=int(agent.config.run.seed), eval_seed=args.seed,
+        teacher=teachers, commands=commands, search_settings=SEARCH_SETTINGS,
+        recipe_note=previous.get("recipe_note", "With a bot teacher on both seats the round never consults a start "
+                                 "network and the student starts fresh, so no Deep CFR checkpoint is needed."),
+        commit=commit(), date=dt.date.today().isoformat(), machine=args.machine, figures=figures)
+    written = write_champion_card(card, out)
+    print(f"wrote {' and '.join(str(p) for p in written)}: {card['summary']}", flush=True)
     return 0
 
 

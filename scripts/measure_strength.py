@@ -16,22 +16,19 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 import torch
 
 from deepcfr.games.bots import bot_names
 from deepcfr.players import load_player
 from deepcfr.players.champion import resolve_value_function
-from deepcfr.players.strength import markdown, strength_matches, strength_rows
-
-REFERENCE = Path(__file__).resolve().parent.parent / "reference" / "lost_cities_one_round.pt"
+from deepcfr.players.strength import REFERENCE_FILE, markdown, strength_matches, strength_rows
 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("checkpoint", help="the network measured (a checkpoint path or spec base)")
-    p.add_argument("--reference", default=str(REFERENCE), help="the fixed reference network (default: the one-round "
+    p.add_argument("--reference", default=str(REFERENCE_FILE), help="the fixed reference network (default: the one-round "
                    "bot recipe's network, reference/lost_cities_one_round.pt)")
     p.add_argument("--games", type=int, default=2000, help="games per network match (even)")
     p.add_argument("--search-games", type=int, default=400, help="games per search match (even; 0: none)")

@@ -9,7 +9,6 @@ import torch
 
 def tiny_checkpoint(path: Path, variant: str = "mini", hidden: int = 8, ply_cap: int = 400) -> Path:
     """An untrained Lost Cities checkpoint (random-ish networks are enough to play and search)."""
-    from deepcfr.checkpoints import make_meta, save_checkpoint
     from deepcfr.train.config import TrainConfig
     from deepcfr.train.trainer import Trainer
 
@@ -19,10 +18,8 @@ def tiny_checkpoint(path: Path, variant: str = "mini", hidden: int = 8, ply_cap:
         "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
         "network": {"hidden_size": hidden},
     })
-    trainer = Trainer(config)
-    save_checkpoint(path, {**trainer.state_dict(), "meta": make_meta(config, 0, trainer.game)})
-    trainer.close()
-    return path
+    with Trainer(config) as trainer:
+        return trainer.write_checkpoint(path)
 
 
 def winning_endgame_obs(game) -> tuple[torch.Tensor, int]:

@@ -4,7 +4,7 @@
 ``_danger`` and of ``layout.decode`` as they were before the speed-up (commit dc998a2); it is the
 oracle. States come from random and heuristic playouts (both decision phases, through to the end
 of the deck), observed by the mover and by the other seat, plus finished games and arbitrary masks.
-scripts/bench_bots.py times the two side by side.
+(Their speeds were compared by scripts/bench_bots.py, retired since: a script does not import tests.)
 """
 
 from __future__ import annotations

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 import sys
@@ -32,6 +33,24 @@ def test_the_shipped_file_is_the_one_its_card_describes():
     for kind in ("network", "search"):
         assert {"heuristic_balanced", "heuristic_careful", "random"} <= set(card["figures"][kind])
     assert (CARD_FILE.parent / "CARD.md").read_text().count(card["sha256"]) == 1
+
+
+def test_the_card_is_written_from_the_file_it_describes_and_reads_back(tmp_path):
+    """The card's hash is the hash of the file it names, taken when it is written (a hash of
+    another file, the improvement checkpoint say, fails here); CARD.md is rendered from card.json."""
+    from deepcfr.checkpoints import export_network
+    from deepcfr.players.champion import CARD_MARKDOWN_FILE, card_markdown, champion_card_of, write_champion_card
+
+    assert card_markdown(champion_card()) == CARD_MARKDOWN_FILE.read_text()  # the shipped card, unchanged
+    improved = ROOT / "tests" / "fixtures" / "checkpoints" / "improve_run.pt"
+    file = export_network(improved, tmp_path / "lost_cities.pt")
+    shipped = champion_card()
+    card = champion_card_of(file, "a summary", **{k: v for k, v in shipped.items() if k not in ("summary", "file", "sha256")})
+    assert card["sha256"] == hashlib.sha256(file.read_bytes()).hexdigest() != file_sha256(improved)
+    assert card["file"] == "src/deepcfr/players/champion/lost_cities.pt" and list(card) == list(shipped)
+    json_file, markdown_file = write_champion_card(card, tmp_path)
+    assert json.loads(json_file.read_text()) == card and markdown_file.read_text() == card_markdown(card)
+    assert markdown_file.read_text().count(card["sha256"]) == 1
 
 
 def test_the_default_recipe_is_the_one_that_made_the_shipped_file():

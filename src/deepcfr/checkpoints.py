@@ -235,18 +235,20 @@ def load_checkpoint(
     return payload
 
 
+def network_payload(improve_run: Mapping[str, Any]) -> dict:
+    """The ``network`` checkpoint of an improvement run's payload: its config, game and distilled
+    strategy network (no start-run advantage networks, positions or past networks)."""
+    return {"config": improve_run["config"], "game": improve_run["game"], "meta": {**improve_run["meta"], "kind": NETWORK},
+            "iteration": int(improve_run.get("iteration", 0)), "strategy_net": improve_run["strategy_net"],
+            "improve_rounds": int(improve_run["improve"]["round"])}
+
+
 def export_network(checkpoint: str | Path, out: str | Path) -> Path:
-    """Write the ``network`` checkpoint ``out`` from an improvement run's checkpoint: its config,
-    game and distilled strategy network (no start-run advantage networks, positions or past
-    networks)."""
-    payload = load_checkpoint(checkpoint, map_location="cpu", kinds=(IMPROVE_RUN,))
-    meta = {**payload["meta"], "kind": NETWORK}
-    return save_checkpoint(out, {"config": payload["config"], "game": payload["game"], "meta": meta,
-                                 "iteration": int(payload.get("iteration", 0)), "strategy_net": payload["strategy_net"],
-                                 "improve_rounds": int(payload["improve"]["round"])})
+    """Write the ``network`` checkpoint ``out`` of an improvement run's checkpoint (``network_payload``)."""
+    return save_checkpoint(out, network_payload(load_checkpoint(checkpoint, map_location="cpu", kinds=(IMPROVE_RUN,))))
 
 
 __all__ = ["CheckpointError", "FORMAT_NAME", "FORMAT_VERSION", "KINDS", "DEEPCFR_RUN", "IMPROVE_RUN", "NETWORK",
            "VALUE_FUNCTION", "KIND_NAMES", "network_meta", "expected_meta", "make_meta", "game_identity", "game_meta", "check_meta",
            "save_checkpoint", "load_checkpoint", "checkpoint_kind", "cpu_state", "optimizer_state",
-           "link_or_copy_checkpoint", "export_network"]
+           "link_or_copy_checkpoint", "network_payload", "export_network"]

@@ -44,7 +44,8 @@ from ..players import CHAMPION, LEARNER, NetworkPlayer, load_player, parse_playe
 from ..players.champion import champion_file, resolve_value_function
 from ..seeding import derived_seed
 from ..train.agent import load_agent
-from ..checkpoints import IMPROVE_RUN, cpu_state, game_identity, load_checkpoint, make_meta
+from ..checkpoints import (IMPROVE_RUN, cpu_state, game_identity, load_checkpoint, make_meta, network_payload,
+                           save_checkpoint)
 from .config import ImproveRunConfig
 from .distil import evaluate_fit, fit_policy, held_out_split
 from .labelling import LabelChunk, teaches_over_learner, total_search_stats
@@ -250,9 +251,13 @@ class Improver:
             metrics["selfplay/score_diff_vs_pool"] = float(torch.cat(diffs).mean())
         return (Positions.concat(blocks) if blocks else None), metrics
 
-    def train_network(self, round_index: int) -> tuple[torch.nn.Module, dict]:
-        """A network trained on the kept positions (fresh or fine-tuned per ``improve.init``)."""
+    def train_network(self, round_index: int, positions: Positions | None = None) -> tuple[torch.nn.Module, dict]:
+        """A network trained on ``positions`` (None: the kept ones), fresh or fine-tuned per
+        ``improve.init``, seeded by ``round_index``: distillation of given positions too
+        (scripts/distil_variants.py compares settings on one run's)."""
         cfg, game, device = self.cfg, self.game, self.device
+        if positions is None and len(self.memory):
+            positions = self.memory.all()
         if cfg.init == "fresh":
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(derived_seed(self.seed, "init", round_index))
@@ -260,10 +265,10 @@ class Improver:
         else:
             net = copy.deepcopy(self.current)
         net = net.to(device).train()
-        metrics: dict[str, Any] = {"train/positions": len(self.memory)}
+        metrics: dict[str, Any] = {"train/positions": 0 if positions is None else len(positions)}
         start = time.perf_counter()
-        if len(self.memory) and cfg.train_steps:
-            data = self.memory.all()
+        if metrics["train/positions"] and cfg.train_steps:
+            data = positions
             valid = data.candidates >= 0
             target = data.target.float()
             entropy = -(target * target.clamp(min=1e-12).log()).masked_fill(~valid, 0).sum(1).mean()
@@ -405,6 +410,10 @@ class Improver:
             "improve": {"round": self.round, "past": self.past},
             "meta": make_meta(self.config, self.round, self.game, IMPROVE_RUN),
         }
+
+    def save_network(self, net: torch.nn.Module, path) -> None:
+        """``net`` written to ``path`` as an exported network of this run (kind network, as the champion)."""
+        save_checkpoint(path, network_payload({**self.payload(), "strategy_net": cpu_state(net)}))
 
     def _record(self, r: int, metrics: dict) -> None:
         if self.run is None:

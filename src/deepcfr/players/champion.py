@@ -1,7 +1,8 @@
 """The shipped champion: the strongest Lost Cities network measured, a small file inside the
 package with its model card beside it (``champion/CARD.md`` for people, ``champion/card.json``
 for code: the commands that made it, the commit, the file's hash, the rules, the network shape
-and its measured figures). ``champion`` is a player spec like a checkpoint path
+and its measured figures), written (``champion_card_of``, ``write_champion_card``: what
+scripts/make_champion.py measured) and read here. ``champion`` is a player spec like a checkpoint path
 (``champion@greedy``, ``search:champion``); a network replaces it only by beating it head to head."""
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent / "champion"
 CHAMPION_FILE = HERE / "lost_cities.pt"
 CARD_FILE = HERE / "card.json"
+CARD_MARKDOWN_FILE = HERE / "CARD.md"
 # the value function of the full state the arena's luck corrections use (deepcfr fit-value; what
 # it was trained on is in its own meta, ``trained_on``)
 VALUE_FILE = HERE / "lost_cities_value.pt"
@@ -30,6 +32,58 @@ def champion_file() -> Path:
 def champion_card() -> dict:
     """The champion's model card (card.json)."""
     return json.loads(CARD_FILE.read_text())
+
+
+def champion_card_of(file: str | Path, summary: str, **fields) -> dict:
+    """The model card of the champion file ``file``: its ``summary``, the file's place in the package
+    and the sha256 of that same file, then ``fields`` (game, rules, network, commands, figures...)."""
+    file = Path(file)
+    return {"summary": summary, "file": f"src/deepcfr/players/champion/{file.name}", "sha256": file_sha256(file),
+            **fields}
+
+
+def write_champion_card(card: dict, out: str | Path = HERE) -> tuple[Path, Path]:
+    """Write ``card`` as ``out``/card.json (for code) and ``out``/CARD.md (for people)."""
+    out = Path(out)
+    written = out / CARD_FILE.name, out / CARD_MARKDOWN_FILE.name
+    written[0].write_text(json.dumps(card, indent=2) + "\n")
+    written[1].write_text(card_markdown(card))
+    return written
+
+
+def _settings_text(settings: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in settings.items()) or "the search defaults"
+
+
+def card_markdown(card: dict) -> str:
+    lines = [f"# The champion: {card['summary']}", "",
+             f"File `{card['file']}` (sha256 `{card['sha256']}`), {card['game']} ({card['rules_variant']} rules), "
+             f"a {card['network']['hidden_size']}x{card['network']['num_layers']} network "
+             f"({card['network']['input_size']} inputs, {card['network']['output_size']} actions), "
+             f"distilled by {card['improve_rounds']} round(s) of expert iteration.", "",
+             "Play it as `champion@greedy` (the network alone, its most probable move) or `search:champion` (the "
+             f"search over it, with its card's settings: {_settings_text(card['search_settings'])}); plain "
+             "`champion` samples from it, which is weaker.", "",
+             "## How it was made", "", f"Commit `{card['commit']}`, {card['date']}, on {card['machine']}:", "", "```bash"]
+    lines += [" ".join(c) for c in card["commands"]] + ["```", "", card["recipe_note"], "",
+                                                        "## What it measures", "",
+                                                        f"Paired deals (each deal in both seat orders), seed {card['eval_seed']}, "
+                                                        "95% CIs over deal pairs.", "",
+                                                        ]
+    corrected = any("corrected_score_diff" in f for kind in card["figures"].values() for f in kind.values())
+    lines += ["| player | opponent | games | wins | score diff |" + (" corrected (luck removed) | variance ratio |"
+                                                                      if corrected else ""),
+              "|---|---|---|---|---|" + ("---|---|" if corrected else "")]
+    for kind, label in (("network", "`champion@greedy`"), ("search", "`search:champion`")):
+        for bot, f in card["figures"][kind].items():
+            line = (f"| {label} | `{bot}` | {f['games']} | {100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | "
+                    f"{f['mean_score_diff']:+.1f} +- {f['score_diff_ci95']:.1f} |")
+            if corrected:
+                line += (f" {f['corrected_score_diff']:+.1f} +- {f['corrected_ci95']:.1f} | {f['variance_ratio']:.2f} |"
+                         if "corrected_score_diff" in f else " | |")
+            lines.append(line)
+    lines += ["", "A network replaces this one only by beating it head to head (both greedy, 10,000 paired games).", ""]
+    return "\n".join(lines)
 
 
 def champion_search_settings() -> dict:
@@ -58,7 +112,8 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["champion_file", "champion_card", "champion_search_settings", "champion_game", "file_sha256", "CHAMPION_FILE", "CARD_FILE"]
+__all__ = ["champion_file", "champion_card", "champion_card_of", "write_champion_card", "card_markdown",
+           "champion_search_settings", "champion_game", "file_sha256", "CHAMPION_FILE", "CARD_FILE", "CARD_MARKDOWN_FILE"]
 
 
 def export_champion(checkpoint: str | Path, out: str | Path) -> str:

@@ -11,10 +11,15 @@ and scripts/measure_strength.py call them.
 from __future__ import annotations
 
 import time
+from pathlib import Path
 from typing import Callable
 
 from ..evaluate.arena import play_match
 from .build import load_player
+
+# The fixed reference network every growing-teacher round is measured against head to head
+# (reference/README.md): a file of the source checkout, not installed with the package.
+REFERENCE_FILE = Path(__file__).resolve().parents[3] / "reference" / "lost_cities_one_round.pt"
 
 
 def match_row(game, a: str, b: str, games: int, seed: int, value_fn=None, target_ci: float | None = None,
@@ -85,4 +90,4 @@ def markdown(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["match_row", "strength_matches", "strength_rows", "markdown"]
+__all__ = ["match_row", "strength_matches", "strength_rows", "markdown", "REFERENCE_FILE"]

@@ -47,6 +47,7 @@ from deepcfr.cfr.traversal import TraversalStats
 from deepcfr.evaluate.exploitability import supports_exploitability
 from deepcfr.games.base import Policy
 from deepcfr.games.registry import game_params, make_game_from_config
+from deepcfr.checkpoints import make_meta, save_checkpoint
 from deepcfr.devices import resolve_device
 from deepcfr.host_memory import keep_freed_memory
 from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_sizes
@@ -558,6 +559,11 @@ class Trainer:
         if self.run is None:
             return None
         return self.run.save_checkpoint(self.state_dict(), self.iteration, self.game)
+
+    def write_checkpoint(self, path: str | Path) -> Path:
+        """This trainer's state as the checkpoint file ``path``, outside a run directory (an
+        untrained network for a bench or a test, say)."""
+        return save_checkpoint(path, {**self.state_dict(), "meta": make_meta(self.config, self.iteration, self.game)})
 
     # ------------------------------------------------------------------ state
     def state_dict(self) -> dict[str, Any]:
