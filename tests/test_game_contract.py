@@ -260,6 +260,30 @@ def test_determinize_draws_the_hidden_cards_uniformly(game):
     assert chi2 < 25.0  # at most 5 degrees of freedom: p < 0.001
 
 
+def test_history_deals_where_declared(game):
+    """Deals proposed from an observation and the public history replay, through that history,
+    to the same observation; their log weights are finite."""
+    if not has_capability(game, "history_deals"):
+        pytest.skip(f"{game.name} declares no history_deals")
+    states, actions = playout(game, seed=13, n=16)
+    d = 3
+    for k in range(1, len(actions), max(1, len(actions) // 5)):
+        live = torch.nonzero(~game.is_terminal(states[k])).squeeze(1)
+        if not live.numel():
+            continue
+        history = torch.full((live.numel(), game.max_game_length), -1, dtype=torch.long)
+        history[:, :k] = torch.stack(actions[:k], dim=1)[live]  # every row was live at each earlier step
+        for observer in (0, 1):
+            obs = game.observe(index_state(states[k], live), observer)
+            deals, log_weights = game.history_deals(obs, history, d, torch.Generator().manual_seed(k))
+            assert deals.shape[0] == live.numel() * d and log_weights.shape == (live.numel() * d,)
+            assert bool(torch.isfinite(log_weights).all())
+            replayed = game.init_from_deal(deals)
+            for t in range(k):
+                game.step(replayed, history[:, t].repeat_interleave(d), check=True)
+            assert torch.equal(game.observe(replayed, observer), obs.repeat_interleave(d, dim=0))
+
+
 def test_action_history_where_declared(game):
     """The history read from an observation replays, from the game's deal, to the same observations."""
     if not has_capability(game, "action_history"):

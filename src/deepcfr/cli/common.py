@@ -149,12 +149,15 @@ def search_figures(player, prefix: str) -> dict:
     return out
 
 
-def add_value_option(parser) -> None:
+def add_value_option(parser, target_ci: bool = True) -> None:
+    """``--value-fn`` (and, where the command plays batches until a CI is reached, ``--target-ci``)."""
     from ..players.champion import VALUE_CHOICES
 
     parser.add_argument("--value-fn", default="auto", metavar="auto|none|PATH",
                         help="the value function that corrects each game for its luck (a variance-reduced "
                              f"estimate beside the plain one): {VALUE_CHOICES}")
+    if not target_ci:
+        return
     parser.add_argument("--target-ci", type=float, default=None, metavar="POINTS",
                         help="play batches of new deals until the 95%% CI half-width of the score difference "
                              "(the corrected one where there is a value function) is at most POINTS; --games is "

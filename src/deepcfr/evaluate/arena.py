@@ -26,7 +26,7 @@ from typing import Any, Callable, Union
 import torch
 
 from ..games.base import capability, clone_state, concat_states, has_capability, sample_from_probs
-from .variance import LuckCorrection, ValueFn, cross_fitted, seat_scores
+from .variance import LuckCorrection, ValueFn, cross_fitted, match_luck, seat_scores
 
 Side = Union[Any, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
 
@@ -113,7 +113,7 @@ def sampling_probabilities(side: Side, obs: torch.Tensor, mask: torch.Tensor) ->
     return known(obs, mask) if known is not None else None
 
 
-def _decide(side: Side, obs: torch.Tensor, mask: torch.Tensor,
+def decide_side(side: Side, obs: torch.Tensor, mask: torch.Tensor,
             generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The side's actions and, where it samples from known probabilities, those probabilities."""
     probs = sampling_probabilities(side, obs, mask)
@@ -217,21 +217,22 @@ def play_match(
     return result
 
 
+def paired_start(game, games: int, seed: int, device: torch.device):
+    """The start of ``games`` paired games (even): ``games / 2`` deals from ``seed``, rows ``i`` and
+    ``games / 2 + i`` sharing one; (state, the seat [games] of side A: 0 then 1)."""
+    pairs = games // 2
+    first = game.init(pairs, generator=torch.Generator(device="cpu").manual_seed(seed), device=device)
+    state = concat_states([first, clone_state(first)])
+    return state, torch.cat([torch.zeros(pairs, dtype=torch.long), torch.ones(pairs, dtype=torch.long)]).to(device)
+
+
 def _play_paired(game, policy_a: Side, policy_b: Side, games: int, seed: int, device: torch.device,
                  on_step, value_fn: ValueFn | None, chance_samples: int | None) -> _PairedGames:
     pairs = games // 2
-    deal_gen = torch.Generator(device="cpu").manual_seed(seed)
+    state, seat_a = paired_start(game, games, seed, device)
     action_gen = torch.Generator(device=device).manual_seed(seed + 1)
-
-    first = game.init(pairs, generator=deal_gen, device=device)
-    state = concat_states([first, clone_state(first)])  # rows i and pairs + i share a deal
-    seat_a = torch.cat([torch.zeros(pairs, dtype=torch.long), torch.ones(pairs, dtype=torch.long)]).to(device)
-
     decisions = torch.zeros(games, dtype=torch.long, device=device)
-    luck = None
-    if value_fn is not None:
-        luck = LuckCorrection(game, value_fn, games, device, chance_samples,
-                              torch.Generator(device=device).manual_seed(seed + 2))
+    luck = match_luck(game, value_fn, games, device, chance_samples, seed)
     step_probs = torch.zeros(games, game.num_actions, device=device)
     step_known = torch.zeros(games, dtype=torch.bool, device=device)
     move_diagnostics = capability(game, "move_diagnostics") if has_capability(game, "move_diagnostics") else None
@@ -244,7 +245,7 @@ def _play_paired(game, policy_a: Side, policy_b: Side, games: int, seed: int, de
         for side, rows in ((policy_a, a_moves), (policy_b, live & ~a_moves)):
             idx = rows.nonzero().squeeze(1)
             if idx.numel():
-                chosen, probs = _decide(side, obs[idx], mask[idx], action_gen)
+                chosen, probs = decide_side(side, obs[idx], mask[idx], action_gen)
                 actions[idx] = chosen.to(device)
                 if probs is not None and luck is not None:
                     step_probs[idx] = probs.to(device=device, dtype=step_probs.dtype)
@@ -290,7 +291,7 @@ def _result(batches: list[_PairedGames]) -> MatchResult:
     corrected = {}
     if batches[0].pair_corrections is not None:
         pair_fixed, weights = cross_fitted(pair_diff, torch.cat([b.pair_corrections for b in batches]))
-        corrected = dict(corrected_score_diff=pair_fixed.mean().item(), corrected_ci95=_ci95(pair_fixed),
+        corrected = dict(corrected_score_diff=pair_fixed.mean().item(), corrected_ci95=ci95_of_pairs(pair_fixed),
                          variance_ratio=(pair_diff.var() / pair_fixed.var().clamp(min=1e-300)).item()
                          if pair_diff.numel() > 1 else float("nan"),
                          correction_seconds=sum(b.correction_seconds for b in batches),
@@ -303,18 +304,18 @@ def _result(batches: list[_PairedGames]) -> MatchResult:
         losses=games - wins - draws,
         win_rate=(wins + 0.5 * draws) / games,
         mean_score_diff=pair_diff.mean().item(),
-        score_diff_ci95=_ci95(pair_diff),
+        score_diff_ci95=ci95_of_pairs(pair_diff),
         mean_score_a=sum(b.score_a for b in batches) / games,
         mean_score_b=sum(b.score_b for b in batches) / games,
         mean_game_length=sum(b.decisions for b in batches) / games,
         cut_off_games=sum(b.cut_off for b in batches),
-        win_rate_ci95=_ci95(torch.cat([b.pair_points for b in batches])),
+        win_rate_ci95=ci95_of_pairs(torch.cat([b.pair_points for b in batches])),
         diagnostics=diagnostics,
         **corrected,
     )
 
 
-def _ci95(pair_means: torch.Tensor) -> float:
+def ci95_of_pairs(pair_means: torch.Tensor) -> float:
     """Half-width of the 95% CI of the mean of per-deal-pair means."""
     pairs = pair_means.shape[0]
     return 1.96 * pair_means.std(unbiased=True).item() / math.sqrt(pairs) if pairs > 1 else float("nan")

@@ -71,6 +71,17 @@ def score_difference(game, state) -> torch.Tensor:
     return scores[:, 0] - scores[:, 1]
 
 
+def match_luck(game, value_fn: ValueFn | None, games: int, device: torch.device, chance_samples: int | None,
+               seed: int) -> "LuckCorrection | None":
+    """The luck corrections of a lockstep match of ``games`` games (None without a value
+    function), drawing its chance samples from its own stream (``seed + 2``: the deals use
+    ``seed``, the players' moves ``seed + 1``)."""
+    if value_fn is None:
+        return None
+    return LuckCorrection(game, value_fn, games, device, chance_samples,
+                          torch.Generator(device=device).manual_seed(seed + 2))
+
+
 class LuckCorrection:
     """The running corrections of ``games`` games played in lockstep (seat-0 frame, per game):
     call ``before_step`` with each step's state and actions (and the probabilities of the rows

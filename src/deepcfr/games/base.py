@@ -88,6 +88,10 @@ CAPABILITIES: dict[str, str] = {
                        "drawn without replacement)",
     "chance_deals": "chance_deals() -> (deals, probabilities) of every deal: the game tree can be enumerated "
                     "(exact exploitability, external sampling)",
+    "history_deals": "history_deals(obs, history, d, generator) -> (deals [n * d, deal_len], log_weights [n * d] "
+                     "float64): deals (what init_from_deal takes; row i * d + j is sample j of obs[i]) whose replay "
+                     "through the public action history [n, L] (-1 after the last) gives back obs, with importance "
+                     "weights under which they are draws from the deal prior given everything the observer knows",
     "deals_of": "deals_of(state) -> [n, deal_len] the deals the games started from (what init_from_deal takes)",
     "action_history": "action_history(obs) -> [n, max_game_length] long: the game's actions so far in order, -1 after the last, read from an observation that holds them all",
     "describe": "describe() -> the game and its rules in words",

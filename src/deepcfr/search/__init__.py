@@ -2,6 +2,7 @@
 random numbers (rollout.py), settings in a ``search`` section (config.py)."""
 
 from .config import SearchConfig, SearchConfigError, search_config
-from .rollout import RolloutSearch, SearchDecision, SearchStats
+from .rollout import RolloutSearch, SearchDecision, SearchStats, paired_choice
 
-__all__ = ["RolloutSearch", "SearchConfig", "SearchConfigError", "SearchDecision", "SearchStats", "search_config"]
+__all__ = ["RolloutSearch", "SearchConfig", "SearchConfigError", "SearchDecision", "SearchStats", "paired_choice",
+           "search_config"]

@@ -36,6 +36,19 @@ from .config import SearchConfig
 _LOG_FLOOR = 1e-6  # log pi of a candidate with (almost) no base probability
 
 
+def paired_choice(mean: torch.Tensor, diff: torch.Tensor, diff_se: torch.Tensor, valid: torch.Tensor,
+                  log_prior: torch.Tensor, prior_weight: float, min_z: float) -> tuple[torch.Tensor, torch.Tensor]:
+    """The search's rule over ``[n, k]`` candidates (column 0: the base's own move): the best
+    ``mean + prior_weight * log_prior`` among the base move and the moves whose mean paired
+    difference to it, ``diff``, is above ``min_z`` standard errors ``diff_se``. (score [n, k],
+    -inf where not allowed; the column picked [n])."""
+    score = mean.float() + prior_weight * log_prior
+    allowed = valid.clone()
+    allowed[:, 1:] &= diff[:, 1:] > min_z * diff_se[:, 1:]
+    score = score.masked_fill(~allowed, -torch.inf)
+    return score, score.argmax(dim=1)
+
+
 @dataclass
 class SearchDecision:
     """What the search found for a batch of n decisions (k candidates each; unused candidate
@@ -224,11 +237,7 @@ class RolloutSearch:
         diff_se = (diff_var / D).sqrt()
 
         log_prior = prior.clamp(min=_LOG_FLOOR).log() if probs is not None else torch.zeros(n, k, device=self.device)
-        score = mean.float() + cfg.prior_weight * log_prior
-        allowed = valid.clone()
-        allowed[:, 1:] &= diff[:, 1:] > cfg.min_z * diff_se[:, 1:]
-        score = score.masked_fill(~allowed, -torch.inf)
-        pick = score.argmax(dim=1)
+        score, pick = paired_choice(mean, diff, diff_se, valid, log_prior, cfg.prior_weight, cfg.min_z)
         pick = torch.where(single, 0, pick)
         chosen = candidates.gather(1, pick[:, None]).squeeze(1)
 

@@ -633,6 +633,14 @@ class LostCitiesGame:
 
         return determinize(self, obs, d, generator)
 
+    def history_deals(self, obs: torch.Tensor, history: torch.Tensor, d: int,
+                      generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(``[n * d, D]`` deals consistent with ``obs`` and the public action ``history``, their
+        ``[n * d]`` log importance weights with respect to the deal prior): see deals.py."""
+        from .deals import history_deals
+
+        return history_deals(self, obs, history, d, generator)
+
     def observe(self, state: LostCitiesState, player: int | torch.Tensor) -> torch.Tensor:
         """[n, obs_size] uint8 rows of layout.py for the observer ``player`` (int or [n]; a -1 in a
         tensor, ``current_player`` of a finished game, is read as seat 0)."""

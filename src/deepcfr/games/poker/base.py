@@ -79,6 +79,16 @@ class PokerGame:
         obs = obs.repeat_interleave(d, dim=0)
         return self.replay(self.init_from_deal(self.hidden_deals(obs, generator)), self.action_history(obs))
 
+    def history_deals(self, obs: torch.Tensor, history: torch.Tensor, d: int,
+                      generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+        """(``[n * d, deal_size]`` deals consistent with ``obs``, their log weights: 0; capability
+        "history_deals"): the observation holds the whole history, and no public action rules out
+        a hidden card, so they are ``hidden_deals``'s, drawn from the prior."""
+        if history.shape[0] != obs.shape[0]:
+            raise ValueError(f"history must have one row per observation ({obs.shape[0]}), got {history.shape[0]}")
+        deals = self.hidden_deals(obs.repeat_interleave(d, dim=0), generator)
+        return deals, torch.zeros(deals.shape[0], dtype=torch.float64, device=deals.device)
+
     def replay(self, state, history: torch.Tensor):
         """``state`` advanced in place by each row's actions ``history [n, L]`` (-1 = no more
         actions for that row): one batched step per column, over the rows still replaying."""

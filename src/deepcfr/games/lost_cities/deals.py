@@ -1,0 +1,245 @@
+"""Deals consistent with what one player has seen and the public action history, drawn uniformly:
+the proposal of the exploiter's belief (exploit/belief.py replays each deal through the history
+and weighs it by the target's likelihood of its moves).
+
+``history_deals(game, obs, history, d, generator)`` (the game's ``history_deals`` capability)
+returns ``[n * d, D]`` deals (``init_from_deal`` order; row ``i * d + j`` is sample ``j`` of
+``obs[i]``) whose replay through ``history[i]`` gives back ``obs[i]``.
+
+What the history fixes (one pass over it, all games at once): each card that left a hand (played
+or discarded: the action names its kind) and when; each card taken from a pile (the pile's top,
+so its kind is known) and by whom; when each player drew from the deck. What it leaves open: which
+unseen cards the opponent holds now and, for each player, which of its cards came from its first
+hand and which from which of its deck draws. A card that left a hand at time ``e`` came from the
+first hand or from one of that player's deck draws before ``e``; a card still held, from any.
+
+Sampling: the opponent's unknown cards uniformly from the unseen ones (as ``determinize``); then,
+per player, its cards in order of leaving, each to a uniformly chosen free slot (first hand or a
+deck draw) that came before it. The slots open to a card form a prefix in time that contains
+those of every earlier-leaving card, so the number of choices at each step does not depend on
+the earlier choices: every consistent assignment is equally likely, i.e. the deals are draws from
+the uniform deal prior conditioned on everything the history and the observation fix. (The
+observer's own timing is drawn too; it is known to the real observer but changes nothing the
+opponent saw.) The cards left over are the deck's rest, in random order.
+
+Copies (a colour's wagers): the deals are drawn with each copy as its own card, but a deal is a
+sequence of kinds (the copies are indistinguishable in every observation), and one sequence of
+kinds is reached by as many labellings as there are ways to match the opponent's copies of a kind
+to the slots holding that kind (each copy after its slot), divided by the orders of its unknown
+copies. So each deal comes with an importance weight, the inverse of that count: the weighted
+deals are the prior's (``history_deals`` returns the log weights; without copies they are 0). The
+observer's own copies get no weight: they change nothing the opponent saw. A card taken from a
+pile and later a card of the same kind played: the taken copy is the one that leaves.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from .determinize import opponent_hand_size
+from .layout import LOC_HAND, LOC_OPP_KNOWN, LOC_UNKNOWN
+
+_LATER = 1 << 40  # exit time of a card still in a hand
+_NEVER = 1 << 50  # exit time of an empty card column / entry time of an empty slot
+
+
+def history_deals(game, obs: torch.Tensor, history: torch.Tensor, d: int,
+                  generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(``[n * d, D]`` int64 deals, ``[n * d]`` float64 log importance weights; module docstring)
+    for the observations ``obs [n, obs_size]`` (any observer) and public histories
+    ``history [n, L]`` (actions in order, -1 after the last)."""
+    r = game.rules
+    D, H, K, R1, C = r.deck_size, r.hand_size, r.num_kinds, r.n_ranks + 1, r.n_colors
+    device = obs.device
+    n = obs.shape[0]
+    if history.dim() != 2 or history.shape[0] != n:
+        raise ValueError(f"history must have shape [{n}, L], got {tuple(history.shape)}")
+    history = history.to(device=device, dtype=torch.long)
+    observer = game.obs_player(obs)
+    loc = obs[:, :D].long()
+    kind_of = game.tables(device).card_kind_index.long()  # [D] kind index of each card id
+
+    public = _public_pass(game, history)
+    mover, exit_kind, draw_rank = public["mover"], public["exit_kind"], public["draw_rank"]
+    held_from_piles = public["held_from_piles"]  # [n, 2, K]
+    total_draws = public["draws"]  # [n]
+
+    # The history and the observation must agree on what the opponent holds from the piles.
+    rows = torch.arange(n, device=device)
+    known = torch.zeros(n, K, dtype=torch.long, device=device).scatter_add_(
+        1, kind_of.expand(n, D), (loc == LOC_OPP_KNOWN).long())
+    if not torch.equal(known, held_from_piles[rows, 1 - observer]):
+        bad = int((known != held_from_piles[rows, 1 - observer]).any(dim=1).nonzero()[0])
+        raise ValueError(f"row {bad}: the action history does not give the cards the observation knows in the "
+                         "opponent's hand (the history is not this observation's)")
+
+    N = n * d
+    rep = lambda x: x.repeat_interleave(d, dim=0)  # noqa: E731 - per-sample copies of per-game rows
+    loc_n, observer_n = rep(loc), rep(observer)
+
+    # The opponent's unknown cards: a random order of the unseen cards, its share first.
+    unknown = loc_n == LOC_UNKNOWN
+    opp_free = opponent_hand_size(game, rep(obs)) - (loc_n == LOC_OPP_KNOWN).sum(dim=1)
+    keys = torch.rand(N, D, generator=generator, device=device)
+    keys = torch.where(unknown, keys, 2.0)
+    order = keys.argsort(dim=1)
+    rank = torch.empty_like(order).scatter_(1, order, torch.arange(D, device=device).expand(N, D))
+    to_opp = unknown & (rank < opp_free[:, None])
+
+    # Each player's cards still held that came from its first hand or a deck draw, by kind.
+    own_hand = torch.zeros(N, K, dtype=torch.long, device=device).scatter_add_(
+        1, kind_of.expand(N, D), (loc_n == LOC_HAND).long()) - rep(held_from_piles)[torch.arange(N), observer_n]
+    opp_hand = torch.zeros(N, K, dtype=torch.long, device=device).scatter_add_(1, kind_of.expand(N, D),
+                                                                               to_opp.long())
+    if bool((own_hand < 0).any()):
+        raise ValueError("the action history gives the observer more cards from the piles than its hand holds "
+                         "(the history is not this observation's)")
+
+    deal_kind = torch.full((N, D), -1, dtype=torch.long, device=device)
+    L = history.shape[1]
+    t = torch.arange(L, device=device)
+    log_weights = torch.zeros(N, dtype=torch.float64, device=device)
+    wager_kinds = torch.arange(C, device=device) * R1 if r.n_wagers > 1 else None
+    for seat in (0, 1):
+        held = torch.where((observer_n == seat)[:, None], own_hand, opp_hand)  # [N, K]
+        slot_kind, slot_pos, log_matchings = _assign_slots(
+            rep(torch.where((mover == seat) & (exit_kind >= 0), t, _NEVER)), rep(exit_kind.clamp(min=0)),
+            held, rep(torch.where((mover == seat) & (draw_rank >= 0), t, _NEVER)), rep(draw_rank), H, seat,
+            wager_kinds, generator)
+        deal_kind.scatter_(1, slot_pos, slot_kind)
+        if wager_kinds is not None:  # the opponent's copies: 1 / (matchings / orders of its unknown copies)
+            theirs = observer_n != seat
+            unknown_copies = torch.lgamma(opp_hand[:, wager_kinds].double() + 1).sum(dim=1)
+            log_weights += torch.where(theirs, unknown_copies - log_matchings, 0.0)
+
+    # The deck's rest: the unseen cards not in the opponent's hand, in their random order.
+    rest = unknown & ~to_opp
+    rest_pos = 2 * H + rep(total_draws)[:, None] + (rank - opp_free[:, None])
+    spare = deal_kind.shape[1]  # writes of the other cards land in an extra column, dropped below
+    target_col = torch.where(rest, rest_pos, spare)
+    deal_kind = torch.cat([deal_kind, torch.zeros(N, 1, dtype=torch.long, device=device)], dim=1)
+    deal_kind.scatter_(1, target_col, kind_of.expand(N, D))
+    deal_kind = deal_kind[:, :D]
+    if bool((deal_kind < 0).any()):
+        raise ValueError("the action history and the observation do not account for every card of the deck "
+                         "(the history is not this observation's)")
+    return _ids_from_kinds(game, deal_kind), log_weights
+
+
+def _public_pass(game, history: torch.Tensor) -> dict[str, torch.Tensor]:
+    """What the history fixes, per game and time: the mover, the kind of a card leaving the mover's
+    hand that came from its first hand or a deck draw (else -1), the rank of a deck draw among the
+    game's deck draws (else -1); at the end, the cards each player holds from the piles, by kind."""
+    r = game.rules
+    K, R1, C, P = r.num_kinds, r.n_ranks + 1, r.n_colors, r.cards_per_color
+    n, L = history.shape
+    device = history.device
+    rows = torch.arange(n, device=device)
+    mover = torch.zeros(n, L, dtype=torch.long, device=device)
+    exit_kind = torch.full((n, L), -1, dtype=torch.long, device=device)
+    draw_rank = torch.full((n, L), -1, dtype=torch.long, device=device)
+    piles = torch.zeros(n, C, P + 1, dtype=torch.long, device=device)  # kinds on each pile, bottom first
+    heights = torch.zeros(n, C, dtype=torch.long, device=device)
+    from_piles = torch.zeros(n, 2, K, dtype=torch.long, device=device)
+    draws = torch.zeros(n, dtype=torch.long, device=device)
+    seat = torch.zeros(n, dtype=torch.long, device=device)
+    deck_action = r.draw_deck_action
+    used = int((history >= 0).sum(dim=1).max()) if n else 0
+    for t in range(used):
+        a = history[:, t]
+        live = a >= 0
+        mover[:, t] = seat
+        card = live & (a < deck_action)
+        kind = a.clamp(min=0) % K
+        taken = card & (from_piles[rows, seat, kind] > 0)  # the pile-taken copy leaves first
+        from_piles[rows, seat, kind] -= taken.long()
+        exit_kind[:, t] = torch.where(card & ~taken, kind, -1)
+        discard = card & (a >= K)
+        colour = kind // R1
+        piles[rows, colour, heights[rows, colour]] = torch.where(discard, kind, piles[rows, colour, heights[rows, colour]])
+        heights[rows, colour] += discard.long()
+        deck = live & (a == deck_action)
+        draw_rank[:, t] = torch.where(deck, draws, -1)
+        draws += deck.long()
+        pile = live & (a > deck_action)
+        c = (a - deck_action - 1).clamp(0, C - 1)
+        heights[rows, c] -= pile.long()
+        top = piles[rows, c, heights[rows, c].clamp(min=0)]
+        from_piles[rows, seat, top] += pile.long()
+        seat = torch.where(live & (a >= deck_action), 1 - seat, seat)
+    if bool((heights < 0).any()):
+        raise ValueError("the action history draws from an empty pile")
+    return {"mover": mover, "exit_kind": exit_kind, "draw_rank": draw_rank, "held_from_piles": from_piles,
+            "draws": draws}
+
+
+def _assign_slots(exit_time, exit_kind, held, entry_time, draw_rank, H: int, seat: int, copied_kinds, generator):
+    """One player's cards from its first hand and deck draws, each put in a uniformly chosen free
+    slot opened before the card left (module docstring). ``exit_time``/``exit_kind [N, L]``: the
+    cards that left (time, kind; time _NEVER where none); ``held [N, K]``: counts by kind of the
+    cards still held; ``entry_time``/``draw_rank [N, L]``: the deck draws (time, rank; _NEVER where
+    none). Returns (kind [N, S], deal position [N, S]) of every slot, and [N] float64 the log of the
+    number of ways the cards of each of ``copied_kinds`` (None: no kind has copies) could be matched
+    to the slots holding that kind, each after its slot."""
+    N, L = exit_time.shape
+    K = held.shape[1]
+    device = exit_time.device
+    # Slots in time order: the first hand (opened at -1), then the deck draws.
+    entry_sorted, by_entry = entry_time.sort(dim=1)
+    S = H + int((entry_sorted < _NEVER).sum(dim=1).max())
+    entries = torch.cat([torch.full((N, H), -1, dtype=torch.long, device=device), entry_sorted[:, :S - H]], dim=1)
+    hand_pos = seat * H + torch.arange(H, device=device).expand(N, H)
+    draw_pos = 2 * H + draw_rank.gather(1, by_entry[:, :S - H])
+    positions = torch.cat([hand_pos, draw_pos], dim=1)
+    opened = entries < _NEVER
+    # Cards in order of leaving: those that left, then those still held.
+    held_kinds = torch.arange(K, device=device).repeat_interleave(held.max().clamp(min=1).item() if K else 1)
+    per_copy = torch.arange(held_kinds.numel(), device=device) - torch.searchsorted(held_kinds, held_kinds)
+    has_copy = per_copy[None, :] < held[:, held_kinds]  # [N, K * max copies]
+    times = torch.cat([exit_time, torch.where(has_copy, _LATER, _NEVER)], dim=1)
+    kinds = torch.cat([exit_kind, held_kinds.expand(N, -1)], dim=1)
+    times, order = times.sort(dim=1)
+    kinds = kinds.gather(1, order)
+    cards = int((times < _NEVER).sum(dim=1).max())
+    if bool(((times < _NEVER).sum(dim=1) != opened.sum(dim=1)).any()):
+        raise ValueError(f"seat {seat}: the history and the observation give a different number of cards than "
+                         "its first hand and deck draws (the history is not this observation's)")
+    free = opened.clone()
+    slot_kind = torch.full((N, S), -1, dtype=torch.long, device=device)
+    rows = torch.arange(N, device=device)
+    for i in range(cards):
+        real = times[:, i] < _NEVER
+        choices = free & (entries < times[:, i:i + 1])
+        if bool((real & ~choices.any(dim=1)).any()):
+            raise ValueError(f"seat {seat}: a card left the hand before any slot could have brought it "
+                             "(the history is not this observation's)")
+        pick = torch.where(choices, torch.rand(N, S, generator=generator, device=device), -1.0).argmax(dim=1)
+        slot_kind[rows, pick] = torch.where(real, kinds[:, i], slot_kind[rows, pick])
+        free[rows, pick] &= ~real
+    log_matchings = torch.zeros(N, dtype=torch.float64, device=device)
+    for kind in ([] if copied_kinds is None else copied_kinds.tolist()):
+        card = (kinds[:, :cards] == kind) & (times[:, :cards] < _NEVER)  # [N, M], in order of leaving
+        slot = slot_kind == kind  # [N, S]
+        before = ((entries[:, None, :] < times[:, :cards, None]) & slot[:, None, :]).sum(dim=2)
+        choices = before - (card.long().cumsum(dim=1) - 1)  # the earlier-leaving copies took some
+        log_matchings += torch.where(card, choices.clamp(min=1).double().log(), 0.0).sum(dim=1)
+    # Slot columns a row does not have (fewer deck draws) rewrite its first slot's position.
+    positions = torch.where(opened, positions, positions[:, :1])
+    slot_kind = torch.where(opened, slot_kind, slot_kind[:, :1])
+    return slot_kind, positions, log_matchings
+
+
+def _ids_from_kinds(game, deal_kind: torch.Tensor) -> torch.Tensor:
+    """Card ids for a deal given by kinds: the copies of a kind (wagers) in position order."""
+    r = game.rules
+    D = r.deck_size
+    device = deal_kind.device
+    kind_of = game.tables(device).card_kind_index.long()  # [D], ascending (ids run colour-major)
+    order = (deal_kind * D + torch.arange(D, device=device)).argsort(dim=1)
+    ids = torch.arange(D, device=device).expand_as(deal_kind)  # the sorted kinds are kind_of itself
+    if not torch.equal(deal_kind.gather(1, order), kind_of.expand_as(deal_kind)):
+        raise ValueError("a proposed deal's cards are not the deck's (the history is not this observation's)")
+    return torch.empty_like(deal_kind).scatter_(1, order, ids)
+
+
+__all__ = ["history_deals"]
