@@ -345,3 +345,47 @@ def test_a_bot_teacher_needs_no_start_network_and_gives_what_a_checkpoint_start_
     assert main(["improve", "--run-dir", str(tmp_path / "bad"), *[f"--set={x}" for x in own], "--set",
                  "improve.teacher=search:learner"]) == 2
     assert "needs a start network" in capsys.readouterr().err
+
+
+# What a round keeps ----------------------------------------------------------------------------
+def test_a_self_play_rounds_targets_are_the_improved_target_at_the_configured_temperature(mini_checkpoint, monkeypatch):
+    """Each stored target is improved_target of the teacher's decision (its candidates, values
+    and the network's prior) at improve.temperature, not at another temperature."""
+    from deepcfr.players import SearchPlayer
+
+    decisions, act = [], SearchPlayer.act
+
+    def recording_act(self, obs, mask, generator=None):
+        actions = act(self, obs, mask, generator)
+        decisions.append(self.last_decision)
+        return actions
+
+    monkeypatch.setattr(SearchPlayer, "act", recording_act)
+    config = improve_config(str(mini_checkpoint), overrides=[*TINY, "improve.temperature=2.0"])
+    positions, _ = Improver(config).self_play(1)
+    expected = []
+    for d in decisions:
+        assert d.prior is not None  # a teacher over the network: the prior is the network's
+        keep = (d.candidates >= 0).sum(dim=1) > 1
+        expected.append(improved_target(d.candidates, d.mean, d.prior, 2.0)[keep])
+    expected = torch.cat(expected)
+    assert len(positions) == len(expected) > 0
+    assert torch.allclose(positions.target.float(), expected.to(torch.float16).float(), atol=1e-3)
+    assert not torch.allclose(expected, torch.cat([improved_target(d.candidates, d.mean, d.prior, 5.0)[
+        (d.candidates >= 0).sum(dim=1) > 1] for d in decisions]), atol=1e-2)  # the temperature matters here
+
+
+def test_a_run_without_a_start_network_keeps_keep_rounds_rounds_of_positions():
+    """A bot teacher and no start network: the Improver's memory holds the last improve.keep_rounds
+    rounds, as a run from a checkpoint does."""
+    config = improve_config(None, overrides=[
+        "game.variant=mini", "game.rules.ply_cap=400", "network.hidden_size=8", "run.threads=1",
+        "improve.teacher=search[determinizations=2,candidates=2]:heuristic_balanced", "improve.games_per_round=2",
+        "improve.batch_games=2", "improve.train_steps=1", "improve.batch_size=8", "improve.gate_games=0",
+        "improve.eval_games=0", "improve.value_fn=none", "improve.keep_rounds=2"])
+    improver = Improver(config)
+    assert improver.current is None
+    for _ in range(3):
+        improver.run_round()
+    assert improver.memory.keep_rounds == 2 and [r for r, _ in improver.memory.rounds] == [2, 3]
+    assert len(improver.memory) == sum(len(p) for _, p in improver.memory.rounds) > 0
