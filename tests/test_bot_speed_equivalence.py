@@ -350,3 +350,18 @@ def test_non_contiguous_observations():
     assert not wide.is_contiguous()
     expected = expected_for("classic", "heuristic_careful")[0][:500]
     assert torch.equal(fast_bot(game, "heuristic_careful").act(wide, mask[:500]), expected)
+
+
+def test_the_bots_choose_the_same_under_a_callers_bfloat16_autocast():
+    """The bots' exact integer matmuls stay exact where a caller runs its networks under bfloat16
+    autocast (the exploiter's rollouts do): a bitmask of 9 kinds rounded to bfloat16 indexed past
+    its table."""
+    game = make_game("lost_cities")
+    obs, mask = states_for("classic")
+    live = mask.any(dim=1)
+    obs, mask = obs[live], mask[live]
+    for style in STYLE_NAMES:
+        bot = make_bot(game, style)
+        plain = bot.act(obs, mask)
+        with torch.autocast(device_type="cpu", dtype=torch.bfloat16):
+            assert torch.equal(make_bot(game, style).act(obs, mask), plain), style

@@ -191,7 +191,8 @@ class HeuristicBot:
             masks = torch.arange(2**n_bits, device=dev)
             present = ((masks[:, None] >> torch.arange(n_bits, device=dev)) & 1).to(f32)
             weights = torch.stack([value[first_kind - 1 : first_kind - 1 + n_bits], torch.ones(n_bits, device=dev)], 1)
-            return present @ weights  # [2^n_bits, 2] exact integers
+            with torch.autocast(device_type=dev.type, enabled=False):  # exact in float32 only
+                return present @ weights  # [2^n_bits, 2] exact integers
 
         # Danger of each kind (wager first) to an opponent expedition that is open, by (wagers on
         # it) * (R + 1) + (its top): [(W + 1) * (R + 1), R + 1].
@@ -243,7 +244,8 @@ class HeuristicBot:
         # --- what the observer knows, per colour (sums of small integers: exact) ------------
         loc = obs[:m, :D].reshape(m, 1, C, P)  # location codes (layout.py)
         where_is = loc == t["codes"]  # [m, 4, C, P]: unknown, in my hand, on my / their expedition
-        stats = where_is.to(f32) @ t["card_weights"]  # [m, 4, C, (cards, wagers, bitmask)]
+        with torch.autocast(device_type=dev.type, enabled=False):  # exact in float32 only, whatever the caller autocasts
+            stats = where_is.to(f32) @ t["card_weights"]  # [m, 4, C, (cards, wagers, bitmask)]
         exp_cards, exp_wagers = stats[:, 2:, :, 0], stats[:, 2:, :, 1]  # [m, 2, C]
         tops = torch.frexp(stats[:, 2:, :, 2]).exponent  # [m, 2, C] highest number (int32), 0 if none
         my_top, opp_top = tops[:, 0], tops[:, 1]
