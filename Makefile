@@ -21,8 +21,9 @@ train: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
 
-# Rebuild the shipped champion network and its model card (one bot round, five growing rounds in two runs:
-# about 3 hours on 2 cores; see src/deepcfr/players/champion/CARD.md)
+# Rebuild the shipped champion network and its model card (one bot round, then seven growing rounds in
+# four runs, scripts/make_champion.py's SHIPPED_STAGES: about 4 hours on 2 cores; see
+# src/deepcfr/players/champion/CARD.md)
 champion: $(BIN)/.installed
 	$(BIN)/python scripts/make_champion.py
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from .common import (add_json_flag, add_search_options, add_value_option, emit, players_and_game, search_figures,
+from .common import (DEFAULT_GAME, add_json_flag, add_search_options, add_value_option, emit, game_help, players_and_game, search_figures,
                      search_settings, step_progress, value_function)
 
 
@@ -18,8 +18,7 @@ def register(subparsers) -> None:
         "bot name, a checkpoint (PATH = its average policy, PATH@current, PATH@greedy) or search:SPEC "
         "(rollout search over either; settings from --search-* or inline).",
     )
-    p.add_argument("--game", default=None, help="game name (kuhn, leduc, lost_cities; default: the checkpoint's, "
-                   "else lost_cities)")
+    p.add_argument("--game", default=None, help=game_help(f"the checkpoint's, else {DEFAULT_GAME}"))
     p.add_argument("--a", required=True, help="player A (e.g. heuristic_careful, runs/x/checkpoints/latest.pt, "
                    "search:runs/x/checkpoints/latest.pt)")
     p.add_argument("--b", required=True, help="player B (same forms)")

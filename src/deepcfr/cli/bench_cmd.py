@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .common import DEFAULT_GAME, add_json_flag, add_search_options, emit, search_settings, variant_params
+from .common import DEFAULT_GAME, add_json_flag, add_search_options, emit, game_help, search_settings, variant_params
 
 
 def register(subparsers) -> None:
@@ -15,7 +15,7 @@ def register(subparsers) -> None:
         help="random-play decisions per second of a batched game engine",
         description="Run random play on a batch of games for a fixed time and report decisions per second.",
     )
-    e.add_argument("--game", default=DEFAULT_GAME, help=f"game name (kuhn, leduc, liars_dice, lost_cities; default {DEFAULT_GAME})")
+    e.add_argument("--game", default=DEFAULT_GAME, help=game_help(DEFAULT_GAME))
     e.add_argument("--batch", type=int, default=4096, help="games advanced in lockstep")
     e.add_argument("--seconds", type=float, default=5.0, help="measuring time")
     e.add_argument("--threads", type=int, default=1, help="torch intra-op threads")

@@ -70,6 +70,14 @@ def search_settings(args) -> dict:
 DEFAULT_GAME = "lost_cities"  # the flagship: what --game means when it is not given
 
 
+def game_help(default: str, what: str = "game") -> str:
+    """The help of a ``--game`` option: ``what``, every game the registry knows (so a new game
+    shows in every command) and the ``default``."""
+    from ..games.registry import game_names
+
+    return f"{what} ({', '.join(game_names())}; default {default})"
+
+
 def variant_params(game_name: str, variant: str | None) -> dict:
     """``make_game`` keyword arguments for ``--variant`` (none without one). A game without named
     rule variants (the ``variants`` capability) or an unknown variant is a ValueError naming the

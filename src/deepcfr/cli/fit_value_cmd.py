@@ -6,7 +6,7 @@ from __future__ import annotations
 import sys
 import time
 
-from .common import add_json_flag, emit, make_named_game
+from .common import DEFAULT_GAME, add_json_flag, emit, game_help, make_named_game
 
 
 def register(subparsers) -> None:
@@ -18,7 +18,7 @@ def register(subparsers) -> None:
         "and save it (a checkpoint of kind value_function; its meta says what it was trained on). "
         "`--value-fn PATH` of arena and eval uses it.",
     )
-    p.add_argument("--game", default=None, help="game name (default lost_cities)")
+    p.add_argument("--game", default=None, help=game_help(DEFAULT_GAME))
     p.add_argument("--variant", default=None, help="Lost Cities rule variant (classic, mini)")
     p.add_argument("--matchup", nargs=2, action="append", metavar=("A", "B"), default=None,
                    help="a pair of player specs whose games are training positions (repeat it; default: the "

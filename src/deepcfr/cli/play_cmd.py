@@ -5,7 +5,7 @@ from __future__ import annotations
 import secrets
 import sys
 
-from .common import add_search_options, make_named_game, players_and_game, search_settings
+from .common import DEFAULT_GAME, add_search_options, game_help, make_named_game, players_and_game, search_settings
 
 
 def register(subparsers) -> None:
@@ -22,7 +22,7 @@ def register(subparsers) -> None:
                    "champion@greedy, runs/x/checkpoints/latest.pt, search:heuristic_balanced)")
     p.add_argument("--checkpoint", default=None,
                    help="a checkpoint to play against: the same as --vs PATH (with --policy / --greedy / --search)")
-    p.add_argument("--game", default=None, help="game for a bot opponent: lost_cities (default), kuhn, leduc or liars_dice")
+    p.add_argument("--game", default=None, help=game_help(DEFAULT_GAME, "game for a bot opponent"))
     p.add_argument("--variant", default=None, help="rule variant for a bot opponent, of a game that has them (Lost Cities: classic, mini)")
     p.add_argument("--seat", type=int, choices=(0, 1), default=0, help="your seat (0 moves first)")
     p.add_argument("--seed", type=int, default=None, help="deal seed (default: a random one, printed)")

@@ -1,15 +1,19 @@
 """Players: one way to name a player (a spec string), one way to build it, everywhere.
 
-- ``spec``: the spec forms (``parse_player``, ``PlayerSpec``, ``VALID_FORMS``);
+- the spec forms (``parse_player``, ``PlayerSpec``, ``VALID_FORMS``) live below every layer, in
+  ``deepcfr.player_specs``, and are re-exported here;
 - ``build``: the players they name (``load_player``: bots, checkpoint policies, the champion,
   search over any of them; ``search_player`` over an already built base);
 - ``seated``: a player at a table deciding one move at a time with what a person may see of it;
 - ``cache``: loaded players by spec for a long-lived process (the web server);
-- ``champion``: the shipped champion network and its model card.
+- ``champion``: the shipped champion network, its model card and value function;
+- ``strength``: strength tables (a player against opponents, head to head, searches);
+- ``export``: a player's network as ONNX.
 
 Every entry point takes a spec: ``arena --a/--b``, ``eval --vs``, ``play --vs``, ``serve``,
-``improve`` (teacher, opponents, eval opponents, gate), the config lists ``eval.opponents`` and
-``league.anchor``, and the search's ``rollout_policy``.
+``strength``, ``exploit --target``, ``improve`` (teacher, opponents, eval opponents,
+eval_search; the gate plays the new network against the current one, no spec), the config
+lists ``eval.opponents`` and ``league.anchor``, and the search's ``rollout_policy``.
 """
 
 from .build import (BotPlayer, NetworkPlayer, SearchPlayer, checkpoint_file, describe_game, load_player,
