@@ -38,3 +38,16 @@ def winning_endgame_obs(game) -> tuple[torch.Tensor, int]:
     obs[0, D + 2] = r.n_colors  # nothing discarded this turn
     win = r.action_id("play", "red", 6)
     return obs, win
+
+
+def decision_batch(game, n=48, seed=0, plies=12):
+    """Observations and masks of the players to move after some random plies."""
+    from deepcfr.games.base import sample_from_probs
+
+    gen = torch.Generator().manual_seed(seed)
+    s = game.init(n, gen)
+    for _ in range(plies):
+        s = game.step(s, sample_from_probs(game.legal_mask(s).float(), gen))
+    live = ~game.is_terminal(s)
+    obs = game.observe(s, game.current_player(s).clamp(min=0))[live]
+    return obs, game.legal_mask(s)[live]

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from deepcfr.evaluate.arena import play_match
 from deepcfr.games.registry import make_game
@@ -18,6 +19,7 @@ from deepcfr.train.agent import load_agent
 from deepcfr.checkpoints import network_meta
 
 from script_helpers import load_script
+from search_helpers import decision_batch
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -51,6 +53,25 @@ def test_the_card_is_written_from_the_file_it_describes_and_reads_back(tmp_path)
     json_file, markdown_file = write_champion_card(card, tmp_path)
     assert json.loads(json_file.read_text()) == card and markdown_file.read_text() == card_markdown(card)
     assert markdown_file.read_text().count(card["sha256"]) == 1
+
+
+def test_the_export_ships_the_strategy_network_not_an_advantage_network(tmp_path):
+    """The exported champion plays the improvement run's strategy network: its policy equals the
+    run's strategy_net's on real decisions and differs from every advantage network's."""
+    from deepcfr.players import NetworkPlayer
+    from deepcfr.players.champion import export_champion
+
+    improved = ROOT / "tests" / "fixtures" / "checkpoints" / "improve_run.pt"
+    out = tmp_path / "lost_cities.pt"
+    assert export_champion(improved, out) == file_sha256(out)
+    run = load_agent(str(improved))
+    assert run.advantage_nets  # the start run's networks travel in the improvement checkpoint
+    exported = load_player(str(out))
+    obs, mask = decision_batch(run.game, n=32, seed=3)
+    policy = exported.policy(obs, mask)
+    assert torch.allclose(policy, NetworkPlayer.of_network(run.game, run.strategy_net, "run").policy(obs, mask))
+    for net in run.advantage_nets:
+        assert not torch.allclose(policy, NetworkPlayer.of_network(run.game, net, "advantage").policy(obs, mask), atol=1e-3)
 
 
 def test_the_default_recipe_is_the_one_that_made_the_shipped_file():

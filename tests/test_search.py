@@ -3,29 +3,17 @@
 import pytest
 import torch
 
-from deepcfr.games.base import sample_from_probs
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.engine import LostCitiesGame
 from deepcfr.players import BotPlayer, load_player
 from deepcfr.search import RolloutSearch, SearchConfig, SearchConfigError, search_config
 
-from search_helpers import tiny_checkpoint, winning_endgame_obs
+from search_helpers import decision_batch, tiny_checkpoint, winning_endgame_obs
 
 
 @pytest.fixture(scope="module")
 def mini_checkpoint(tmp_path_factory):
     return tiny_checkpoint(tmp_path_factory.mktemp("search") / "mini.pt")
-
-
-def decision_batch(game, n=48, seed=0, plies=12):
-    """Observations and masks of the players to move after some random plies."""
-    gen = torch.Generator().manual_seed(seed)
-    s = game.init(n, gen)
-    for _ in range(plies):
-        s = game.step(s, sample_from_probs(game.legal_mask(s).float(), gen))
-    live = ~game.is_terminal(s)
-    obs = game.observe(s, game.current_player(s).clamp(min=0))[live]
-    return obs, game.legal_mask(s)[live]
 
 
 def test_candidates_share_determinizations_and_random_streams(mini_checkpoint):
