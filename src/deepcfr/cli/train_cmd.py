@@ -4,6 +4,7 @@ into a run directory, or resume a run with ``--resume RUN_DIR``."""
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import sys
 import time
 from pathlib import Path
@@ -30,6 +31,9 @@ def register(subparsers) -> None:
     p.add_argument("--run-dir", default=None, help="run directory (default: runs/<game>-<timestamp>)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR", help="resume the run in RUN_DIR from its latest checkpoint")
     p.add_argument("--iterations", type=int, default=None, help="total CFR iterations (same as --set run.iterations=N)")
+    p.add_argument("--init", default=None, metavar="SPEC",
+                   help="start from a policy (same as --set init.spec=SPEC): champion, a checkpoint path, PATH@current, "
+                   "a bot (random: the uniform policy); it counts as init.weight iterations in the average strategy")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -158,14 +162,22 @@ def run(args) -> int:
         overrides.append(f"run.iterations={args.iterations}")
     out = sys.stderr if args.json else sys.stdout
 
+    if args.init is not None:
+        if args.resume is not None:
+            raise ConfigError("--init starts a new run from a policy; a resumed run keeps the start its config records")
+        overrides.append(f"init.spec={json.dumps(args.init)}")  # quoted: YAML reads the spec as a string
+    start = None  # the start policy: resolved once, for a run that has not started (a resumed one has)
     if args.resume is not None:
         if args.config is not None or args.run_dir is not None:
             raise ConfigError("--resume RUN_DIR continues that run with its own config; drop --config/--run-dir")
         run_ = Run.open(args.resume, overrides)
+        if run_.config.init.spec is not None and not run_.latest_path.exists():  # stopped before its first checkpoint
+            start = _start(run_.config, out)
     else:
         path = config_path(args.config) if args.config is not None else shipped_config_path(DEFAULT_CONFIG)
         config = load_config(path, overrides)
         run_dir = Path(args.run_dir) if args.run_dir is not None else _default_run_dir(config.game.name)
+        start = _start(config, out) if config.init.spec is not None else None  # before the run directory exists
         run_ = Run(run_dir, config)
         print(f"config: {path}", file=out)
     print(f"run directory: {run_.dir}", file=out, flush=True)
@@ -176,7 +188,7 @@ def run(args) -> int:
     started = time.perf_counter()
     with run_:
         # A resumed Run makes the trainer load checkpoints/latest.pt (and drop later metrics).
-        trainer = Trainer(run_.config, run=run_, load_player=load_player)
+        trainer = Trainer(run_.config, run=run_, load_player=load_player, start=start)
         run_.metrics_listeners.append(TrainingProgress(run_.config, out))
         trainer.train()
         metrics = run_.read_metrics()
@@ -205,6 +217,45 @@ def run(args) -> int:
         if has_capability(game, "determinize") and not has_capability(game, "chance_deals"):
             print("\n".join(what_comes_next(summary["checkpoint"])), file=out, flush=True)
     return 0
+
+
+def _start(config, out):
+    start = start_policy(config.init.spec, config)
+    print(f"starting from {config.init.spec} (counts as {config.init.weight} iterations in the average)", file=out)
+    return start
+
+
+def start_policy(spec: str, config):
+    """The policy ``init.spec`` names, for the run of ``config``, as the Trainer takes it (a
+    ``deepcfr.train.warm_start.StartPolicy``): a checkpoint's policy as its spec plays it (average,
+    current, greedy), the champion's network, a bot's moves (``random``: the uniform policy). A
+    search is refused (it is no network to start from). Errors name the spec."""
+    import torch
+
+    from ..cfr.policies import BotPolicy, UniformPolicy, greedy
+    from ..devices import resolve_device
+    from ..games.registry import make_game_from_config
+    from ..player_specs import parse_player
+    from ..players import load_player
+    from ..train.config import ConfigError
+    from ..train.warm_start import StartPolicy
+
+    where = f"--init / init.spec {spec!r}"
+    try:
+        if parse_player(spec).kind == "search":
+            raise ValueError("a search is not a start policy (start from its base: a checkpoint or champion)")
+        player = load_player(spec, make_game_from_config(config), resolve_device(config.run.device))
+    except ValueError as e:
+        raise ConfigError(f"{where}: {e}") from None
+    if hasattr(player, "bot"):
+        if player.bot.name == "random":
+            return StartPolicy(UniformPolicy(), spec)
+        return StartPolicy(BotPolicy(player.bot, torch.Generator().manual_seed(int(config.run.seed))), spec)
+    if not hasattr(player, "policy"):
+        raise ConfigError(f"{where}: the player has no policy to start from")
+    if player.greedy:
+        return StartPolicy(lambda obs, mask: greedy(player.policy(obs, mask), mask), spec)
+    return StartPolicy(player.policy, spec)
 
 
 def what_comes_next(checkpoint: str) -> list[str]:

@@ -221,6 +221,29 @@ class LeagueConfig(Section):
         return checked_spec(value)
 
 
+class InitConfig(Section):
+    """Deep CFR from a policy (strategy-based warm start; deepcfr.train.warm_start): before
+    iteration 1 the advantage networks are fitted so that regret matching plays the start policy,
+    and the average strategy counts it as ``weight`` iterations."""
+
+    # the start policy, a player spec (champion, a checkpoint path, PATH@current, a bot; random =
+    # the uniform policy); None = a cold start. Resolved by deepcfr train (--init SPEC) when the run
+    # starts, never on resume (the file may be gone by then: the checkpoint holds the start's result)
+    spec: str | None = None
+    weight: int = Field(10, ge=0)  # iterations the start policy counts for in the average strategy
+    games: int = Field(2000, ge=1)  # self-play games of the start policy whose decisions the fit uses
+    explore: float = Field(0.25, ge=0.0, le=1.0)  # uniform share of those games' moves (off-path states)
+    train_steps: int = Field(1000, ge=1)  # steps fitting each advantage network to the start policy
+    margin: float = Field(0.1, ge=0.0)  # target of the legal actions the start policy never plays: -margin
+
+    @field_validator("spec")
+    @classmethod
+    def _spec(cls, value: str | None) -> str | None:
+        if value is not None and not value.strip():
+            raise ValueError("must be a player spec (champion, a checkpoint path, PATH@current, a bot) or null")
+        return value
+
+
 class EvalConfig(Section):
     every: int = Field(5, ge=0)  # iterations between evaluations (0 = never during training)
     games: int = Field(500, ge=2)  # Lost Cities games per opponent (paired deals)
@@ -324,6 +347,7 @@ class TrainConfig(SharedConfig):
     eval: EvalConfig = Field(default_factory=EvalConfig)
     checkpoint: TrainCheckpointConfig = Field(default_factory=TrainCheckpointConfig)
     inference_server: InferenceServerConfig = Field(default_factory=InferenceServerConfig)
+    init: InitConfig = Field(default_factory=InitConfig)
 
     def _game(self):
         """The game, for the checks that ask it for a capability (None if its rules do not build: the

@@ -62,6 +62,7 @@ from .critic import Critic
 from .iteration_metrics import PhaseTimer, iteration_metrics, summary_line, time_metrics
 from .fit import FINAL_LR_FRACTION, FitSchedule, Fitter, advantage_loss, sample_weights, strategy_loss
 from .trainer_state import load_trainer_state, trainer_state
+from .warm_start import StartPolicy, maybe_warm_start
 
 logger = logging.getLogger("deepcfr")
 
@@ -73,12 +74,17 @@ class Trainer:
     receives metrics, logs and checkpoints; without one, metrics are kept in ``self.history``.
     ``load_player`` builds the players ``eval.opponents`` and ``league.anchor`` name (called
     ``(spec, game, device)``: ``deepcfr.players.load_player``, which lives above this layer); without
-    it, a run that plays against any of them is refused with a clear error."""
+    it, a run that plays against any of them is refused with a clear error. ``start`` is the policy
+    ``init.spec`` names (deepcfr.train.warm_start), built above this layer; the run starts from it
+    before iteration 1."""
 
-    def __init__(self, config: TrainConfig, run: Any | None = None, load_player: Callable | None = None):
+    def __init__(self, config: TrainConfig, run: Any | None = None, load_player: Callable | None = None,
+                 start: StartPolicy | None = None):
         self.config = config
         self.run = run
         self._load_player = load_player
+        self._start = start
+        self.warm_start_record: dict[str, Any] | None = None  # what the run started from, once it has
         self.device = resolve_device(config.run.device)
         self.thread_tuner = None
         if config.run.threads == "auto":
@@ -518,7 +524,8 @@ class Trainer:
 
     def train(self) -> dict[str, Any]:
         """Run iterations until ``run.iterations`` or ``run.time_budget_seconds``; then (with a
-        run) checkpoint. A resumed run (``run.resume``) first loads its latest checkpoint.
+        run) checkpoint. A resumed run (``run.resume``) first loads its latest checkpoint; a run
+        that has not started yet first starts from ``init.spec``'s policy, if any.
         Returns the last iteration's metrics."""
         if self.run is not None and getattr(self.run, "resume", False) and not self._resumed:
             payload = self.run.load_latest()
@@ -526,6 +533,7 @@ class Trainer:
                 self.load_state_dict(payload)
                 self._log(f"resumed from iteration {self.iteration}")
             self._resumed = True
+        maybe_warm_start(self, self._start)  # once, at iteration 0
         budget = self.config.run.time_budget_seconds
         start = time.perf_counter()
         last: dict[str, Any] = self.history[-1] if self.history else {}

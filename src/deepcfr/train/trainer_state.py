@@ -46,6 +46,7 @@ def trainer_state(self) -> dict[str, Any]:
         "target_scale": self.target_scale,
         "amp": self.amp.state_dict(),
         "critic": self.critic.state_dict(with_memories) if self.critic is not None else None,
+        "warm_start": self.warm_start_record,
     }
 
 def load_trainer_state(self, state: Mapping[str, Any]) -> None:
@@ -92,6 +93,7 @@ def load_trainer_state(self, state: Mapping[str, Any]) -> None:
     self.amp.load_state_dict(state.get("amp"))
     if self.critic is not None:
         self.critic.load_state_dict(state.get("critic"))
+    self.warm_start_record = state.get("warm_start")
     for net in [*self.advantage_nets, self.strategy_net]:
         net.eval()
 

@@ -1,0 +1,208 @@
+"""Deep CFR from a policy: strategy-based warm start (Brown & Sandholm, AAAI 2016), config ``init``.
+
+A run may start from a policy pi (a checkpoint's, the champion, a bot) instead of from uniform.
+The spec is resolved above this layer (``deepcfr train --init SPEC`` builds the player through
+``deepcfr.players.load_player``); the Trainer receives a :class:`StartPolicy`, a plain policy
+callable, and :func:`warm_start` runs once, before iteration 1 (a resumed run never redoes it:
+the checkpoint holds its result and records it under ``warm_start``).
+
+What it does, and why:
+
+1. **Positions**: ``init.games`` games of pi against itself, in lockstep, each move drawn from
+   ``(1 - init.explore) pi + init.explore uniform``. Every decision is a position of its mover.
+   The exploration reaches states pi itself avoids: in a traversal the traverser explores every
+   action (external sampling) or some (outcome and critic sampling), so the opponent's sigma is
+   asked off pi's path too.
+2. **Advantage networks play pi**: each player's advantage network is fitted (``init.train_steps``
+   steps, with ``advantage``'s batch size, learning rate, schedule and aggregation) to the target
+   ``pi(a)`` on the actions pi plays and ``-init.margin`` on the legal actions it never plays.
+   Regret matching normalises the positive advantages, so these targets make sigma_1 = pi
+   exactly wherever the fit is exact (the positive targets sum to 1, so an error e on one action
+   moves sigma by about e); the negative margin keeps the actions pi never plays out of sigma
+   whatever the fit's small errors. Advantages equal to the counterfactual regrets of pi
+   (Brown & Sandholm's construction) would not do: regret matching on them plays a best-response-
+   like policy, not pi. The fit is in the network's own units (regret targets are stored divided
+   by a scale fixed at iteration 1); iteration 1 then fits the networks to pi's real regrets,
+   starting from these weights, so Deep CFR continues from sigma_1 = pi as tabular CFR continues
+   from any sigma_1.
+3. **The average counts pi as ``init.weight`` iterations**: one traversal phase per player with
+   sigma = the fitted networks (= pi) records the strategy samples an iteration of pi would
+   record, with the same distribution over information states (the reach weighting of the
+   average strategy). They enter the strategy memory ``init.weight`` times, labelled iterations
+   1..W, so under any ``strategy.weighting`` pi weighs in the average exactly as W iterations
+   that all played pi (linear: 1 + 2 + ... + W); the run's own iterations keep their numbers
+   1, 2, ... (so its schedules, league and checkpoints read as usual). The cost is W copies of
+   one iteration's strategy samples in the memory. The strategy network is fitted to that
+   memory at once (``strategy.train_steps``), so the average policy is pi from the start, and on
+   Kuhn/Leduc the exact average (``eval.exact_average``) adds pi with the same total weight.
+   The advantage samples of those traversals are dropped: the advantage memory holds only the
+   run's own regrets.
+
+``init.weight: 0`` starts the current policy from pi and leaves the average to the run's own
+iterations.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from deepcfr.cfr.memory import ReservoirMemory
+from deepcfr.cfr.policies import UniformPolicy
+from deepcfr.cfr.regret_matching import regret_matching
+from deepcfr.cfr.samples import memory_fields
+from deepcfr.cfr.traversal import TraversalStats
+from deepcfr.games.base import Policy, sample_from_probs
+
+from .fit import FitSchedule, advantage_loss
+
+
+@dataclass(frozen=True)
+class StartPolicy:
+    """The policy a run starts from: ``policy(obs, mask) -> probs [n, A]`` (any callable, for the
+    run's game) and the spec it was built from (the config's ``init.spec``, for logs and checks)."""
+
+    policy: Policy
+    spec: str
+
+    @classmethod
+    def uniform(cls, spec: str = "random") -> "StartPolicy":
+        """Uniform over the legal actions (``random``: a cold start, with pi counted in the average)."""
+        return cls(UniformPolicy(), spec)
+
+
+def sample_positions(game, policy: Policy, games: int, explore: float, generator: torch.Generator,
+                     device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+    """(obs, mask) of every decision of ``games`` games of ``policy`` against itself (moves drawn
+    from ``(1 - explore) policy + explore uniform``), one pair per player."""
+    state = game.init(games, generator=generator, device=device)
+    found: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[], []]
+    for _ in range(int(game.max_game_length) + 1):
+        live = ~game.is_terminal(state)
+        if not bool(live.any()):
+            break
+        player = torch.where(live, game.current_player(state), 0)
+        obs, mask = game.observe(state, player), game.legal_mask(state)
+        rows = live.nonzero().squeeze(1)  # the policy is asked about live positions only
+        probs = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+        probs[rows] = policy(obs[rows], mask[rows]).float().to(mask.device) * mask[rows]
+        probs = probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
+        uniform = mask.float() / mask.float().sum(dim=1, keepdim=True).clamp(min=1.0)
+        mixed = (1.0 - explore) * probs + explore * uniform
+        actions = sample_from_probs(torch.where(live[:, None], mixed, uniform), generator)
+        for p in range(2):
+            mine = (live & (player == p)).nonzero().squeeze(1)
+            if mine.numel():
+                found[p].append((obs[mine], mask[mine]))
+        state = game.step(state, actions)
+    return [(torch.cat([o for o, _ in rows]), torch.cat([m for _, m in rows])) for rows in found]
+
+
+def advantage_targets(probs: torch.Tensor, mask: torch.Tensor, margin: float) -> torch.Tensor:
+    """Targets whose regret matching is ``probs``: ``probs`` where positive, ``-margin`` on the
+    legal actions of probability 0, 0 on illegal ones (module docstring, step 2)."""
+    mask = mask.bool()
+    probs = probs.float() * mask
+    probs = probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
+    return torch.where(probs > 0, probs, torch.where(mask, -float(margin), 0.0))
+
+
+def policy_distance(a: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
+    """Total-variation distance per row ``[n]``: half the L1 difference of two policies."""
+    return 0.5 * (a.float() - b.float()).abs().sum(dim=1)
+
+
+def strategy_weight(trainer, weight: int) -> float:
+    """The total weight of iterations 1..``weight`` in the average strategy (``strategy.weighting``)."""
+    if weight <= 0:
+        return 0.0
+    return float(trainer.strategy_weights(torch.arange(1, weight + 1)).double().sum())
+
+
+def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
+    """Start ``trainer`` (a Trainer at iteration 0) from ``start.policy`` (module docstring); returns
+    figures of the start: positions per player, the fits' losses, and the mean and largest
+    total-variation distance between regret matching on the fitted networks and pi on the positions."""
+    cfg = trainer.config.init
+    if trainer.iteration != 0:
+        raise ValueError(f"warm start from {start.spec!r}: the trainer is at iteration {trainer.iteration}; "
+                         "a run starts from a policy once, before iteration 1")
+    t0 = time.perf_counter()
+    game, device, codec = trainer.game, trainer.device, trainer.codec
+    positions = sample_positions(game, start.policy, cfg.games, cfg.explore, trainer.generators["init"], device)
+    schedule = FitSchedule.of(trainer.config.advantage).replace(steps=cfg.train_steps)
+    figures: dict[str, Any] = {}
+    fallback = trainer.config.regret_matching.fallback
+    for p, (obs, mask) in enumerate(positions):
+        with torch.no_grad():
+            probs = start.policy(obs, mask).float().to(mask.device)
+        targets = advantage_targets(probs, mask, cfg.margin)
+        memory = ReservoirMemory(obs.shape[0], memory_fields(game, codec, "target"), device=device)
+        packed, _ = codec.pack_values(targets, mask)
+        memory.add(generator=trainer.generators["memory"], obs=obs, mask=codec.pack_mask(mask), target=packed,
+                   iteration=torch.ones(obs.shape[0], dtype=torch.int32))
+        net = trainer.advantage_nets[p]
+        figures[f"init/advantage_loss_p{p}"] = trainer.fitter.fit(
+            net, trainer._train_forward[f"advantage_{p}"], trainer.advantage_optimizers[p], memory, "target",
+            schedule, lambda it: torch.ones_like(it, dtype=torch.float32), advantage_loss, f"init advantage p{p}")
+        trainer.advantage_trained[p] = True
+        # a fresh optimizer: Adam's second moments from the fit's last, tiny gradients would make
+        # iteration 1's first steps several times too large (the run's cold start has none)
+        trainer.advantage_optimizers[p] = trainer._new_optimizer(net, trainer.config.advantage.lr)
+        with torch.no_grad():
+            played = regret_matching(net(game.encode(obs.to(device))), mask.to(device), fallback)
+        distance = policy_distance(played.cpu(), probs.cpu() * mask.cpu())
+        figures[f"init/positions_p{p}"] = int(obs.shape[0])
+        figures[f"init/policy_distance_p{p}"] = float(distance.mean())
+        figures[f"init/policy_distance_max_p{p}"] = float(distance.max())
+
+    total = strategy_weight(trainer, cfg.weight)
+    if cfg.weight > 0:
+        stats = TraversalStats()
+        for p in range(2):
+            _, strategy = trainer.traverse_player(p, stats)
+            for samples in strategy:
+                for t in range(1, cfg.weight + 1):
+                    trainer.add_strategy_samples({**samples, "iteration": torch.full_like(samples["iteration"], t)})
+        if trainer.config.strategy.train_steps > 0:
+            figures["init/strategy_loss"] = trainer.train_strategy()
+        if trainer.exact_average is not None and trainer.config.traversal.opponent == "current":
+            for p in range(2):
+                trainer.exact_average.accumulate(p, start.policy, total)
+    figures["init/average_weight"] = total
+    figures["init/seconds"] = time.perf_counter() - t0
+    trainer.warm_start_record = {"spec": start.spec, "weight": int(cfg.weight)}
+    distances = ", ".join(f"p{p} mean {figures[f'init/policy_distance_p{p}']:.3g} "
+                          f"max {figures[f'init/policy_distance_max_p{p}']:.3g}" for p in range(2))
+    trainer._log(f"started from {start.spec!r}: advantage networks fitted on "
+                 f"{figures['init/positions_p0']} + {figures['init/positions_p1']} positions (regret matching vs "
+                 f"the start policy, total variation: {distances}); the average counts it as {cfg.weight} "
+                 f"iteration(s) (weight {total:g}); {figures['init/seconds']:.1f}s")
+    return figures
+
+
+def maybe_warm_start(trainer, start: StartPolicy | None) -> dict[str, Any] | None:
+    """:func:`warm_start` when the config names a start policy and the run has not started yet
+    (iteration 0, no warm start recorded); None otherwise. A config that names one without a
+    ``start`` given, or a ``start`` for another spec, is an error naming the spec."""
+    spec = trainer.config.init.spec
+    if spec is None:
+        if start is not None:
+            raise ValueError(f"a start policy ({start.spec!r}) was given but the config's init.spec is not set "
+                             "(the config records what a run started from)")
+        return None
+    if trainer.iteration != 0 or trainer.warm_start_record is not None:
+        return None
+    if start is None:
+        raise ValueError(f"init.spec {spec!r} names a start policy, but the Trainer was given none: pass "
+                         "start=StartPolicy(...) (deepcfr train builds it with deepcfr.players.load_player)")
+    if start.spec != spec:
+        raise ValueError(f"the start policy given is {start.spec!r}, but init.spec is {spec!r}")
+    return warm_start(trainer, start)
+
+
+__all__ = ["StartPolicy", "advantage_targets", "maybe_warm_start", "policy_distance", "sample_positions",
+           "strategy_weight", "warm_start"]
