@@ -20,7 +20,7 @@ import sys
 import torch
 
 from deepcfr.games.bots import bot_names
-from deepcfr.players import load_player
+from deepcfr.players import load_players
 from deepcfr.players.champion import resolve_value_function
 from deepcfr.players.strength import REFERENCE_FILE, markdown, strength_matches, strength_rows
 
@@ -43,7 +43,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     torch.set_num_threads(args.threads)
     net = args.checkpoint
-    game = load_player(f"{net}@greedy").game
+    (_,), game = load_players([f"{net}@greedy"])
     bots = args.bots.split(",") if args.bots else [b for b in bot_names(game)]
     matches = strength_matches(net, bots, args.reference, args.games, args.search, args.search_games,
                                ["heuristic_balanced"])

@@ -16,7 +16,7 @@ import sys
 
 import torch
 
-from deepcfr.players import load_player
+from deepcfr.players import load_players
 from deepcfr.players.champion import resolve_value_function
 from deepcfr.players.strength import match_row
 
@@ -36,7 +36,7 @@ def main(argv: list[str] | None = None) -> int:
     matchups = [tuple(pair) for pair in args.matchup]
     counts = [int(g) for g in args.games.split(",")]
     counts = counts * len(matchups) if len(counts) == 1 else counts
-    game = load_player(matchups[0][0]).game
+    _, game = load_players(matchups[0])  # the game of its checkpoint, else the default
     value = resolve_value_function(args.value_fn, game)
     if value is None:
         raise SystemExit(f"no value function for {game.name} ({args.value_fn})")

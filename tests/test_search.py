@@ -11,6 +11,12 @@ from deepcfr.search import RolloutSearch, SearchConfig, SearchConfigError, searc
 from search_helpers import decision_batch, tiny_checkpoint, winning_endgame_obs
 
 
+def default_rollouts(game):
+    """The rollout bot of the search's default settings (rollout_policy=heuristic_balanced): a
+    RolloutSearch takes the player its setting names (players.search_player builds it)."""
+    return make_bot(game, SearchConfig().rollout_policy)
+
+
 @pytest.fixture(scope="module")
 def mini_checkpoint(tmp_path_factory):
     return tiny_checkpoint(tmp_path_factory.mktemp("search") / "mini.pt")
@@ -39,7 +45,7 @@ def test_a_winning_move_in_a_constructed_endgame_is_found():
     mask = legal_mask_from_obs(game.rules, obs)
     for name in ("random", "discard_only"):
         base = BotPlayer(make_bot(game, name), game)
-        search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=game.num_actions))
+        search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=game.num_actions), rollout_policy=default_rollouts(game))
         assert int(search.decide(obs, mask)[0]) == win
         best = search.last.rows(0, game.action_name)[0]
         assert best["action"] == win and best["mean"] > 0 and best["chosen"]
@@ -74,7 +80,7 @@ def test_search_never_chooses_an_illegal_action_and_a_seed_repeats_its_moves(min
 def test_search_over_a_bot_plays_whole_games_legally():
     game = LostCitiesGame.from_params("mini")
     base = BotPlayer(make_bot(game, "heuristic_balanced"), game)
-    search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=3, min_z=1.0))
+    search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=3, min_z=1.0), rollout_policy=default_rollouts(game))
     gen = torch.Generator().manual_seed(0)
     s = game.init(16, gen)
     while not bool(game.is_terminal(s).all()):
@@ -89,7 +95,7 @@ def test_memory_budget_and_rounds_give_the_same_choice_shape(mini_checkpoint):
     base = load_player(str(mini_checkpoint))
     game = base.game
     obs, mask = decision_batch(game, seed=5)
-    small = RolloutSearch(game, base, SearchConfig(determinizations=6, candidates=2, max_batch=5))
+    small = RolloutSearch(game, base, SearchConfig(determinizations=6, candidates=2, max_batch=5), rollout_policy=default_rollouts(game))
     actions = small.decide(obs, mask)
     assert small.last.determinizations == 6
     assert bool(mask.gather(1, actions[:, None]).all())
@@ -158,6 +164,16 @@ def test_bad_search_settings_name_the_key_and_the_valid_ones():
     assert search_config({"candidates": 2}, {"candidates": 3}).candidates == 3
 
 
+def test_the_rollout_policy_a_setting_names_is_built_where_players_are():
+    """RolloutSearch takes the rollout player itself: a setting naming one without it is refused
+    (players.search_player resolves the spec, the one place that does)."""
+    game = LostCitiesGame.from_params("mini")
+    base = BotPlayer(make_bot(game, "random"), game)
+    with pytest.raises(ValueError, match="rollout_policy='heuristic_balanced' names a player.*search_player"):
+        RolloutSearch(game, base, SearchConfig())
+    assert load_player("search:random", game).search.rollout.base.__class__.__name__ == "BotPlayer"
+
+
 def test_search_refuses_a_game_without_determinization():
     from types import SimpleNamespace
 
@@ -197,7 +213,7 @@ def test_bot_prior_puts_the_rollout_bots_move_among_the_candidates(mini_checkpoi
 def test_search_on_cuda_plays_legal_moves():
     game = LostCitiesGame.from_params("classic")
     base = BotPlayer(make_bot(game, "heuristic_balanced"), game)
-    search = RolloutSearch(game, base, SearchConfig(determinizations=64, candidates=3), device="cuda")
+    search = RolloutSearch(game, base, SearchConfig(determinizations=64, candidates=3), rollout_policy=default_rollouts(game), device="cuda")
     obs, mask = decision_batch(game, n=64, seed=1, plies=30)
     actions = search.decide(obs.cuda(), mask.cuda())
     assert actions.device.type == "cuda" and bool(mask.cuda().gather(1, actions[:, None]).all())
@@ -209,7 +225,7 @@ def test_the_time_limit_stops_after_the_first_round(mini_checkpoint):
     game = base.game
     obs, mask = decision_batch(game, n=6, seed=6)
     # max_batch 2 with 2 candidates: one determinization per round; the limit ends it after one.
-    search = RolloutSearch(game, base, SearchConfig(determinizations=8, candidates=2, max_batch=2, time_limit_s=1e-9))
+    search = RolloutSearch(game, base, SearchConfig(determinizations=8, candidates=2, max_batch=2, time_limit_s=1e-9), rollout_policy=default_rollouts(game))
     actions = search.decide(obs, mask)
     assert search.last.determinizations == 1
     assert bool(mask.gather(1, actions[:, None]).all())
@@ -222,7 +238,7 @@ def test_the_paired_test_keeps_the_base_move_unless_another_is_surely_better(mon
     min_z standard errors of the paired difference does not."""
     game = LostCitiesGame.from_params("mini")
     search = RolloutSearch(game, BotPlayer(make_bot(game, "heuristic_balanced"), game),
-                           SearchConfig(determinizations=16, candidates=3, min_z=1.0))
+                           SearchConfig(determinizations=16, candidates=3, min_z=1.0), rollout_policy=default_rollouts(game))
     obs, mask = decision_batch(game, n=16)
     gen = torch.Generator().manual_seed(0)
 
@@ -253,7 +269,7 @@ def test_values_are_the_deciding_seats_own(seat):
     obs[0, D + 3] = obs[0, D + 4] = seat  # the observer is the seat to move
     mask = legal_mask_from_obs(game.rules, obs)
     base = BotPlayer(make_bot(game, "random"), game)
-    search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=game.num_actions, min_z=0.0))
+    search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=game.num_actions, min_z=0.0), rollout_policy=default_rollouts(game))
     assert int(search.decide(obs, mask)[0]) == win
     rows = {r["action"]: r for r in search.last.rows(0)}
     assert rows[win]["mean"] > 0

@@ -9,6 +9,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from ..games.registry import DEFAULT_GAME  # the flagship: what --game means when it is not given
+
 
 def _clean(v: Any) -> Any:
     if isinstance(v, float) and not math.isfinite(v):
@@ -67,7 +69,6 @@ def search_settings(args) -> dict:
             if getattr(args, f"search_{key}", None) is not None}
 
 
-DEFAULT_GAME = "lost_cities"  # the flagship: what --game means when it is not given
 
 
 def game_help(default: str, what: str = "game") -> str:
@@ -109,25 +110,14 @@ def make_named_game(name: str | None, variant: str | None):
 def players_and_game(specs: list[str], game_name: str | None, variant: str | None, device, settings: dict,
                      fixed_game=None):
     """The players of ``specs`` and the game they play: ``fixed_game``, or ``--game``/``--variant``
-    when given, else the first checkpoint's game, else the default game; every checkpoint must
-    match it. ``settings`` are the command line's search settings (inline ones win)."""
-    from ..players import load_player, parse_player
+    when given, else ``players.load_players``' rule (the first checkpoint's game, else the default
+    game). ``settings`` are the command line's search settings (inline ones win)."""
+    from ..players import load_players
 
-    parsed = [parse_player(s) for s in specs]
     game = fixed_game
     if game is None and (game_name is not None or variant is not None):
         game = make_named_game(game_name, variant)
-    players = [None] * len(parsed)
-    if game is None:
-        for i, spec in enumerate(parsed):
-            if spec.innermost.kind == "checkpoint":
-                players[i] = load_player(spec, None, device, settings)
-                game = players[i].game
-                break
-    if game is None:
-        game = make_named_game(None, None)
-    players = [p if p is not None else load_player(s, game, device, settings) for p, s in zip(players, parsed)]
-    return players, game
+    return load_players(specs, game, device, settings)
 
 
 def step_progress(out, every_seconds: float = 10.0):

@@ -36,10 +36,10 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..games.bots import bot_names
-    from ..players import load_player
+    from ..players import load_players
     from ..players.strength import markdown, strength_matches, strength_rows
 
-    game = load_player(f"{args.net}@greedy").game
+    (_,), game = load_players([f"{args.net}@greedy"])
     bots = bot_names(game)
     opponents = args.vs.split(",") if args.vs else bots
     search_vs = args.search_vs.split(",") if args.search_vs else [b for b in bots if b == "heuristic_balanced"]

@@ -6,6 +6,9 @@ from __future__ import annotations
 from typing import Any, Mapping, Sequence
 
 
+DEFAULT_GAME = "lost_cities"  # the flagship: the game of a player or command that names none
+
+
 def game_names() -> list[str]:
     return ["kuhn", "leduc", "liars_dice", "lost_cities"]
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import numpy as np
 import torch
@@ -32,6 +32,23 @@ SEARCH_COUNTERS = ("decisions", "calls", "rollouts", "rollout_decisions", "cappe
 def teaches_over_learner(teacher: str) -> bool:
     """Whether the search spec ``teacher`` searches over the current network (base ``learner``)."""
     return parse_player(teacher).innermost.kind == "network"
+
+
+def spec_player(cache: dict, text: str, game, device):
+    """The player of spec ``text`` (a bot, a checkpoint, search over either), built once per ``cache``."""
+    key = ("player", text)
+    if key not in cache:
+        cache[key] = load_player(text, game, device)
+    return cache[key]
+
+
+def teacher_player(cache: dict, text: str, game, device, learner: Callable[[], torch.nn.Module]):
+    """The search player of spec ``text``: over the network ``learner()`` gives where it searches
+    over the learner (built anew: the network changes), else ``spec_player``'s. Self-play's
+    teacher and the Improver's evaluation search are assembled here."""
+    if teaches_over_learner(text):
+        return load_player(text, game, device, networks={LEARNER: learner()})
+    return spec_player(cache, text, game, device)
 
 
 @dataclass
@@ -74,22 +91,14 @@ class LabelChunk:
         return names | ({self.opponent_network} if self.opponent_network else set())
 
     # Players ---------------------------------------------------------------------------------
-    def _spec_player(self, runner, text: str):
-        key = ("player", text)
-        if key not in runner.cache:
-            runner.cache[key] = load_player(text, runner.game, runner.device)
-        return runner.cache[key]
-
     def _teacher(self, runner, networks):
-        if teaches_over_learner(self.teacher):
-            return load_player(self.teacher, runner.game, runner.device, networks={LEARNER: networks.network(LEARNER)})
-        return self._spec_player(runner, self.teacher)
+        return teacher_player(runner.cache, self.teacher, runner.game, runner.device, lambda: networks.network(LEARNER))
 
     def _opponent(self, runner, networks):
         if self.opponent_network is not None:
             return NetworkPlayer.of_network(runner.game, networks.network(self.opponent_network), self.opponent_network)
         if self.opponent is not None:
-            return self._spec_player(runner, self.opponent)
+            return spec_player(runner.cache, self.opponent, runner.game, runner.device)
         return None
 
     # The batch -------------------------------------------------------------------------------
@@ -165,4 +174,5 @@ def total_search_stats(results: list[LabelResult]) -> SearchStats:
     return stats
 
 
-__all__ = ["LabelChunk", "LabelResult", "LEARNER", "teaches_over_learner", "total_search_stats"]
+__all__ = ["LabelChunk", "LabelResult", "LEARNER", "spec_player", "teacher_player", "teaches_over_learner",
+           "total_search_stats"]

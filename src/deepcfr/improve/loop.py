@@ -40,7 +40,7 @@ import torch
 
 from ..cfr.networks import build_network
 from ..evaluate.arena import play_match
-from ..players import CHAMPION, LEARNER, NetworkPlayer, load_player, parse_player
+from ..players import CHAMPION, LEARNER, NetworkPlayer, parse_player
 from ..players.champion import champion_file, resolve_value_function
 from ..seeding import derived_seed
 from ..train.agent import load_agent
@@ -48,7 +48,7 @@ from ..checkpoints import (IMPROVE_RUN, cpu_state, game_identity, load_checkpoin
                            save_checkpoint)
 from .config import ImproveRunConfig
 from .distil import evaluate_fit, fit_policy, held_out_split
-from .labelling import LabelChunk, teaches_over_learner, total_search_stats
+from .labelling import LabelChunk, spec_player, teacher_player, teaches_over_learner, total_search_stats
 from .positions import PositionMemory, Positions
 
 
@@ -168,15 +168,12 @@ class Improver:
         return NetworkPlayer.of_network(self.game, net, name, greedy)
 
     def _spec_player(self, spec: str):
-        if spec not in self._players:
-            self._players[spec] = load_player(spec, self.game, self.device)
-        return self._players[spec]
+        return spec_player(self._players, spec, self.game, self.device)
 
     def search_agent(self, text: str):
-        """The search player of spec ``text``; the base ``learner`` is the current network."""
-        if teaches_over_learner(text):
-            return load_player(text, self.game, self.device, networks={LEARNER: self.current})
-        return self._spec_player(text)
+        """The search player of spec ``text``; the base ``learner`` is the current network
+        (assembled as self-play's teacher is: ``labelling.teacher_player``)."""
+        return teacher_player(self._players, text, self.game, self.device, lambda: self.current)
 
     # A round ---------------------------------------------------------------------------------
     def executor(self):

@@ -3,7 +3,8 @@
 - the spec forms (``parse_player``, ``PlayerSpec``, ``VALID_FORMS``) live below every layer, in
   ``deepcfr.player_specs``, and are re-exported here;
 - ``build``: the players they name (``load_player``: bots, checkpoint policies, the champion,
-  search over any of them; ``search_player`` over an already built base);
+  search over any of them; ``search_player`` over an already built base; ``load_players``:
+  several players and the game they play, the one rule for which game a spec plays);
 - ``seated``: a player at a table deciding one move at a time with what a person may see of it;
 - ``cache``: loaded players by spec for a long-lived process (the web server);
 - ``champion``: the shipped champion network, its model card and value function;
@@ -17,13 +18,13 @@ lists ``eval.opponents`` and ``league.anchor``, and the search's ``rollout_polic
 """
 
 from .build import (BotPlayer, NetworkPlayer, SearchPlayer, checkpoint_file, describe_game, load_player,
-                    same_game, search_player)
+                    load_players, same_game, search_player)
 from .cache import PlayerCache
 from .seated import Decision, Seated, top_probabilities
 from ..player_specs import (CHAMPION, LEARNER, MAX_SPEC_LENGTH, VALID_FORMS, PlayerSpec, PlayerSpecError, parse_player,
                    parse_setting_value, quote, split_specs)
 
-__all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "search_player", "same_game",
+__all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "load_players", "search_player", "same_game",
            "describe_game", "checkpoint_file", "PlayerCache", "Decision", "Seated", "top_probabilities",
            "PlayerSpec", "PlayerSpecError", "parse_player", "parse_setting_value", "split_specs", "quote",
            "VALID_FORMS", "CHAMPION", "LEARNER", "MAX_SPEC_LENGTH"]

@@ -150,6 +150,28 @@ def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device 
     return search_player(base, str(spec), device, shipped, search_settings, spec.settings)
 
 
+def load_players(specs: "list[str | PlayerSpec]", game=None, device: str | torch.device = "cpu",
+                 search_settings: dict | None = None) -> tuple[list, object]:
+    """The players of ``specs`` and the game they play, the one rule for it: ``game`` when given,
+    else the game of the first spec that names a checkpoint (itself, or the base of a search),
+    else the flagship's default rules (``games.registry.DEFAULT_GAME``); every checkpoint must
+    match it (``load_player`` raises ValueError naming both)."""
+    parsed = [parse_player(s) if isinstance(s, str) else s for s in specs]
+    players = [None] * len(parsed)
+    if game is None:
+        for i, spec in enumerate(parsed):
+            if spec.innermost.kind == "checkpoint":
+                players[i] = load_player(spec, None, device, search_settings)
+                game = players[i].game
+                break
+    if game is None:
+        from ..games.registry import DEFAULT_GAME, make_game
+
+        game = make_game(DEFAULT_GAME)
+    players = [p if p is not None else load_player(s, game, device, search_settings) for p, s in zip(players, parsed)]
+    return players, game
+
+
 def _checkpoint_player(spec: PlayerSpec, game, device) -> NetworkPlayer:
     from ..train.agent import load_agent
     from ..checkpoints import CheckpointError
@@ -186,5 +208,5 @@ def search_player(base, name: str, device: str | torch.device = "cpu", *settings
     return SearchPlayer(base, search, name)
 
 
-__all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "search_player", "same_game",
+__all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "load_players", "search_player", "same_game",
            "describe_game", "checkpoint_file"]

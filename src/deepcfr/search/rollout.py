@@ -135,7 +135,8 @@ class _Rollout:
 class RolloutSearch:
     """Determinized rollout search over ``base`` (see the module docstring) for a game with a
     ``determinize`` capability (games.base; Lost Cities). ``rollout_policy`` is the object that plays
-    the rollouts (a bot; None: ``config.rollout_policy``, a bot name or "base")."""
+    the rollouts, built from ``config.rollout_policy`` by the caller (None: the base, where that
+    setting is "base")."""
 
     def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
                  device: str | torch.device = "cpu"):
@@ -145,12 +146,9 @@ class RolloutSearch:
         self.config = config or SearchConfig()
         self.device = torch.device(device)
         if rollout_policy is None and self.config.rollout_policy != "base":
-            from ..games.bots import make_bot
-
-            try:
-                rollout_policy = make_bot(game, self.config.rollout_policy)
-            except ValueError as e:
-                raise ValueError(f"search.rollout_policy: {e} (or 'base')") from None
+            # a spec is resolved in one place, where players are built (players.search_player)
+            raise ValueError(f"search.rollout_policy={self.config.rollout_policy!r} names a player: pass the "
+                             "player built from it as rollout_policy (deepcfr.players.search_player does)")
         if self.device.type == "cpu":
             keep_freed_memory()  # a rollout step's features alone are tens of MB, allocated every step
         dtype = self.config.rollout_dtype
