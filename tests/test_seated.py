@@ -66,3 +66,46 @@ def test_top_probabilities_keep_the_chosen_move_and_json_gets_no_nan():
     assert rows[-1] == {"action": 1, "label": "1", "p": 0.001, "chosen": True}
     assert all(r["p"] > 0 for r in rows)
     assert _finite({"a": float("nan"), "b": float("inf"), "c": 1.5, "d": "x"}) == {"a": None, "b": None, "c": 1.5, "d": "x"}
+
+
+def _positions(game, n=6, seed=0):
+    """``n`` positions a few random moves into different games: obs [n, K], mask [n, A]."""
+    gen = torch.Generator().manual_seed(seed)
+    obs, masks = [], []
+    for i in range(n):
+        state = game.init(1, torch.Generator().manual_seed(seed + i))
+        for _ in range(i * 3):
+            mask = game.legal_mask(state)
+            state = game.step(state, torch.multinomial(mask.float(), 1, generator=gen)[:, 0])
+        obs.append(game.observe(state, game.current_player(state)))
+        masks.append(game.legal_mask(state))
+    return torch.cat(obs), torch.cat(masks)
+
+
+def test_a_batch_of_decisions_equals_the_decisions_row_by_row():
+    seat = Seated(load_player("champion@greedy"))
+    obs, mask = _positions(seat.game)
+    batch = seat.decide_batch(obs, mask)
+    assert len(batch) == len(obs)
+    assert len({d.action for d in batch}) > 1  # different positions, not one row repeated
+    for i, together in enumerate(batch):
+        alone = seat.decide(obs[i:i + 1], mask[i:i + 1])
+        assert together.action == alone.action and bool(mask[i, together.action])
+        assert torch.allclose(together.probs, alone.probs, atol=1e-6)
+        assert float(together.probs[~mask[i]].abs().sum()) == 0.0
+
+
+def test_a_batch_with_one_illegal_choice_is_refused_by_name():
+    game = make_game("lost_cities", variant="mini")
+    obs, mask = _positions(game, n=3)
+
+    class CheatsOnce:
+        name = "cheater"
+
+        def act(self, obs, mask, generator=None):
+            actions = mask.float().argmax(dim=1)
+            actions[1] = (~mask[1]).float().argmax()  # the second table's move is illegal
+            return actions
+
+    with pytest.raises(RuntimeError, match="player cheater chose the illegal action"):
+        Seated(CheatsOnce()).decide_batch(obs, mask)

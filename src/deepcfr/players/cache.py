@@ -21,9 +21,20 @@ def checkpoint_nodes(spec: PlayerSpec) -> list[PlayerSpec]:
     return [inner] if inner.kind == "checkpoint" else []
 
 
+class _Build:
+    """A player being built: its waiters get its player or its error."""
+
+    def __init__(self):
+        self.done = threading.Event()
+        self.seated: Seated | None = None
+        self.error: BaseException | None = None
+
+
 class PlayerCache:
     """Loaded players by spec; thread-safe. ``confine(spec) -> spec`` checks (and may resolve) the
-    spec's checkpoint paths before anything is loaded: a server refuses files it does not serve."""
+    spec's checkpoint paths before anything is loaded: a server refuses files it does not serve.
+    A spec is built once however many games start with it at once (they wait for its one build);
+    players of other specs are built meanwhile, and a cached player is had without waiting."""
 
     def __init__(self, device: str = "cpu", confine: Callable[[PlayerSpec], PlayerSpec] | None = None,
                  capacity: int = MAX_CACHED_PLAYERS):
@@ -31,7 +42,42 @@ class PlayerCache:
         self.confine = confine or (lambda spec: spec)
         self.capacity = capacity
         self._players: OrderedDict[tuple, Seated] = OrderedDict()
-        self._lock = threading.Lock()
+        self._lock = threading.Lock()  # the dicts; never held while a player is built
+        self._building: dict[tuple, _Build] = {}
+        self.builds = 0  # players built (loads), for tests and the load figures
+
+    def _get_or_build(self, key: tuple, build: Callable[[], Seated]) -> Seated:
+        """The cached player of ``key``, or the one built by ``build`` (once: a concurrent request
+        for ``key`` waits for that build and gets its player or its error)."""
+        with self._lock:
+            seated = self._players.get(key)
+            if seated is not None:
+                self._players.move_to_end(key)
+                return seated
+            pending = self._building.get(key)
+            mine = pending is None
+            if mine:
+                pending = self._building[key] = _Build()
+        if not mine:
+            pending.done.wait()
+            if pending.error is not None:
+                raise pending.error
+            return pending.seated
+        try:
+            pending.seated = build()
+        except BaseException as e:
+            pending.error = e
+            raise
+        finally:
+            with self._lock:
+                if pending.seated is not None:
+                    self.builds += 1
+                    self._players[key] = pending.seated
+                    while len(self._players) > self.capacity:
+                        self._players.popitem(last=False)
+                del self._building[key]
+            pending.done.set()
+        return pending.seated
 
     def __len__(self) -> int:
         return len(self._players)
@@ -44,17 +90,14 @@ class PlayerCache:
         # A checkpoint's player is loaded once, for its own game, then checked against the table's.
         rules = None if files or game is None else (game.name, tuple(sorted(game.config_dict().items())))
         key = (str(spec), tuple(f.stat().st_mtime_ns if f.is_file() else 0 for f in files), rules)
-        with self._lock:
-            if key not in self._players:
-                try:
-                    player = load_player(spec, None if files else game, device=self.device)
-                except (ValueError, OSError, RuntimeError, KeyError) as e:
-                    raise ValueError(f"cannot load player {quote(text)}: {e}") from None
-                self._players[key] = Seated(player)
-                while len(self._players) > self.capacity:
-                    self._players.popitem(last=False)
-            self._players.move_to_end(key)
-            seated = self._players[key]
+
+        def build() -> Seated:
+            try:
+                return Seated(load_player(spec, None if files else game, device=self.device))
+            except (ValueError, OSError, RuntimeError, KeyError) as e:
+                raise ValueError(f"cannot load player {quote(text)}: {e}") from None
+
+        seated = self._get_or_build(key, build)
         if game is not None and seated.game is not None and not same_game(seated.game, game):
             raise ValueError(f"player {quote(text)} plays {describe_game(seated.game)}, but this table plays "
                              f"{describe_game(game)}")

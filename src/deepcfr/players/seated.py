@@ -1,5 +1,6 @@
-"""A player at a table (the terminal game, the web page): one decision at a time, on a batch of
-one, with what a person may see of it: the policy's probabilities, or the moves a search weighed."""
+"""A player at a table (the terminal game, the web page): one decision on a batch of one, or the
+decisions of several tables in one call (``decide_batch``), each with what a person may see of it:
+the policy's probabilities, or the moves a search weighed."""
 
 from __future__ import annotations
 
@@ -21,8 +22,9 @@ class Decision:
 
 
 class Seated:
-    """A loaded player at the table. ``decide`` runs under the player's own lock (a search player
-    keeps its last decision's candidate values, which one game must not read from another's move)."""
+    """A loaded player at the table. ``decide`` and ``decide_batch`` run under the player's own lock
+    (a search player keeps its last call's candidate values, which one call must not read from
+    another's)."""
 
     def __init__(self, player, seed: int = 0):
         self.player = player
@@ -43,22 +45,34 @@ class Seated:
 
     def decide(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None,
                action_name: Callable[[int], str] = str) -> Decision:
-        """One decision on a batch of one (``obs [1, K]``, ``mask [1, A]``) by the player's own
-        ``act`` (with ``generator``, else the seat's own); the probabilities of its ``policy`` and
-        a search's candidates come along."""
+        """One decision on a batch of one (``obs [1, K]``, ``mask [1, A]``): ``decide_batch``'s row."""
+        return self.decide_batch(obs, mask, generator, action_name)[0]
+
+    def decide_batch(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None,
+                     action_name: Callable[[int], str] = str) -> list[Decision]:
+        """The decisions of ``n`` tables at once (``obs [n, K]``, ``mask [n, A]``): one call of the
+        player's own ``act`` (with ``generator``, else the seat's own) and one of its ``policy`` for
+        all rows, so a batch costs about what one decision does; each row's probabilities and a
+        search's candidates come along."""
         with self._lock:
-            action = int(self.player.act(obs, mask, generator if generator is not None else self.generator)[0])
+            actions = self.player.act(obs, mask, generator if generator is not None else self.generator).long().cpu()
             last = getattr(self.player, "last_decision", None)
-            values = [_finite(row) for row in last.rows(0, action_name)] if last is not None else None
-        if not bool(mask[0, action]):
-            raise RuntimeError(f"player {self.name} chose the illegal action {action}")
+            values = ([[_finite(row) for row in last.rows(i, action_name)] for i in range(len(actions))]
+                      if last is not None else [None] * len(actions))
+        legal = mask.cpu().bool()
+        chosen_legal = legal.gather(1, actions[:, None]).squeeze(1)
+        if not bool(chosen_legal.all()):
+            bad = int(actions[~chosen_legal][0])
+            raise RuntimeError(f"player {self.name} chose the illegal action {bad}")
         policy = getattr(self.player, "policy", None)
-        probs = None
+        probs = [None] * len(actions)
         if callable(policy):
             with torch.no_grad():
-                probs = policy(obs, mask)[0].float().cpu() * mask[0].cpu()
-            probs = probs / probs.sum() if float(probs.sum()) > 0 else None
-        return Decision(action, probs, values)
+                rows = policy(obs, mask).float().cpu() * legal
+            totals = rows.sum(dim=1, keepdim=True)
+            rows = rows / totals.clamp(min=torch.finfo(rows.dtype).tiny)
+            probs = [row if positive else None for row, positive in zip(rows, (totals[:, 0] > 0).tolist())]
+        return [Decision(int(a), p, v) for a, p, v in zip(actions.tolist(), probs, values)]
 
 
 def _finite(row: dict) -> dict:

@@ -26,6 +26,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from ..evaluate.replay import append_records
 from .library import ReplayLibrary, RunLibrary
 from ..players import MAX_SPEC_LENGTH, VALID_FORMS, PlayerCache, PlayerSpecError, parse_player, same_game
+from .batching import Batchers
 from .docs import docs_page
 from .players import CheckpointPolicy
 from .present import WEB_TABLE_GAME, check_web_table_game
@@ -131,10 +132,12 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     replays_root = Path(settings.replays) if settings.replays is not None else runs_root
     players = PlayerCache(settings.device, confine=CheckpointPolicy(settings.checkpoints, runs_root).confine)
     tables = TableStore(settings.max_games)
+    batchers = Batchers()  # the tables that share a player have their decisions made as one call
     report_cache = tempfile.TemporaryDirectory(prefix="deepcfr-serve-reports-")
     replays = ReplayLibrary(replays_root)
     runs = RunLibrary(runs_root, report_cache.name)
     app.state.tables, app.state.players, app.state.report_cache = tables, players, report_cache
+    app.state.batchers = batchers
 
     # Hardening: the Host header (DNS rebinding), security headers, no Server banner ------------
     allowed = None if settings.allowed_hosts is None else {h.lower().strip("[]") for h in settings.allowed_hosts}
@@ -219,7 +222,8 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
                 if key != "time_limit_s" and value is not None and value > cap:
                     raise ValueError(f"search setting {key}={value} is over this server's cap of {cap}")
             if config.time_limit_s is None or config.time_limit_s > SEARCH_CAPS["time_limit_s"]:
-                config.time_limit_s = SEARCH_CAPS["time_limit_s"]  # no decision of a search runs longer
+                config.time_limit_s = SEARCH_CAPS["time_limit_s"]  # no call of a search (a batch of decisions) runs longer
+        seated = [None if s is None else batchers.of(s) for s in seated]
         names = ["You" if s is None else s.strip() for s in specs]
         table = Table(game, seated, names, secrets.randbelow(MAX_SEED) if seed is None else seed, mode)
         table.start()
@@ -227,7 +231,8 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
     @app.get("/api/info")
     def info():
-        """Players (bots, served checkpoints), rule variants, the served directories."""
+        """Players (bots, served checkpoints), rule variants, the served directories, and what reached each
+        shared player (`batching`: calls and decisions; decisions / calls is the batch size)."""
         from ..games.bots import bot_names
 
         listed = [{"spec": c, "label": Path(c).name} for c in settings.checkpoints]
@@ -241,7 +246,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         return {"bots": bot_names(WEB_TABLE_GAME()), "champions": champions, "checkpoints": listed,
                 "variants": list(WEB_TABLE_GAME.variants),
                 "spec_forms": PAGE_FORMS, "runs": str(runs_root), "replays": str(replays_root),
-                "games_in_memory": len(tables)}
+                "games_in_memory": len(tables), "batching": batchers.stats()}
 
     @app.post("/api/games")
     def new_game(body: PlayRequest):

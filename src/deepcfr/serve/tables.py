@@ -37,7 +37,9 @@ class TableError(Exception):
 
 
 class Table:
-    """One game. ``players[seat]`` is a ``players.Seated`` player, or None for the person at this table."""
+    """One game. ``players[seat]`` decides the computer's moves (``decide``, as ``players.Seated``; the
+    server gives a ``batching.DecisionBatcher`` shared with the other tables of that player), or is
+    None for the person at this table."""
 
     def __init__(self, game, players: Sequence, names: Sequence[str], seed: int, mode: str):
         check_web_table_game(game)
