@@ -255,7 +255,9 @@ def start_policy(spec: str, config):
         raise ConfigError(f"{where}: the player has no policy to start from")
     if player.greedy:
         return StartPolicy(lambda obs, mask: greedy(player.policy(obs, mask), mask), spec)
-    return StartPolicy(player.policy, spec)
+    agent = getattr(player, "agent", None)
+    network = agent.strategy_net if agent is not None and player.kind == "average" else None
+    return StartPolicy(player.policy, spec, network)
 
 
 def what_comes_next(checkpoint: str) -> list[str]:

@@ -12,7 +12,10 @@ What it does, and why:
    ``(1 - init.explore) pi + init.explore uniform``. Every decision is a position of its mover.
    The exploration reaches states pi itself avoids: in a traversal the traverser explores every
    action (external sampling) or some (outcome and critic sampling), so the opponent's sigma is
-   asked off pi's path too.
+   asked off pi's path too. Positions weigh as often as they occur (measured: weighing each
+   distinct information state once was no better on Leduc and worse on Liar's Dice); coverage
+   is what counts: on Leduc from a 0.61 policy, 2000 games reach 719 of the 936 information states
+   and regret matching on the fit plays 0.78, 10000 games reach 887 and it plays 0.62.
 2. **Advantage networks play pi**: each player's advantage network is fitted (``init.train_steps``
    steps, with ``advantage``'s batch size, learning rate, schedule and aggregation) to the target
    ``pi(a)`` on the actions pi plays and ``-init.margin`` on the legal actions it never plays.
@@ -32,9 +35,10 @@ What it does, and why:
    1..W, so under any ``strategy.weighting`` pi weighs in the average exactly as W iterations
    that all played pi (linear: 1 + 2 + ... + W); the run's own iterations keep their numbers
    1, 2, ... (so its schedules, league and checkpoints read as usual). The cost is W copies of
-   one iteration's strategy samples in the memory. The strategy network is fitted to that
-   memory at once (``strategy.train_steps``), so the average policy is pi from the start, and on
-   Kuhn/Leduc the exact average (``eval.exact_average``) adds pi with the same total weight.
+   one iteration's strategy samples in the memory. The strategy network starts as pi: a copy of
+   the start's network where it has one of the run's shape (``StartPolicy.network``: pi exactly),
+   else fitted to that memory at once (``strategy.train_steps``); on Kuhn/Leduc the exact average
+   (``eval.exact_average``) adds pi with the same total weight.
    The advantage samples of those traversals are dropped: the advantage memory holds only the
    run's own regrets.
 
@@ -67,6 +71,9 @@ class StartPolicy:
 
     policy: Policy
     spec: str
+    # the network whose masked softmax ``policy`` is (a checkpoint's average policy, the
+    # champion), or None: where its shape is the run's, the strategy network starts as a copy
+    network: torch.nn.Module | None = None
 
     @classmethod
     def uniform(cls, spec: str = "random") -> "StartPolicy":
@@ -122,6 +129,11 @@ def strategy_weight(trainer, weight: int) -> float:
     return float(trainer.strategy_weights(torch.arange(1, weight + 1)).double().sum())
 
 
+def _same_shape(network: torch.nn.Module | None, strategy_net: torch.nn.Module) -> bool:
+    shape = getattr(network, "shape_dict", None)
+    return shape is not None and shape() == strategy_net.shape_dict()
+
+
 def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
     """Start ``trainer`` (a Trainer at iteration 0) from ``start.policy`` (module docstring); returns
     figures of the start: positions per player, the fits' losses, and the mean and largest
@@ -167,7 +179,11 @@ def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
             for samples in strategy:
                 for t in range(1, cfg.weight + 1):
                     trainer.add_strategy_samples({**samples, "iteration": torch.full_like(samples["iteration"], t)})
-        if trainer.config.strategy.train_steps > 0:
+        if _same_shape(start.network, trainer.strategy_net):
+            trainer.strategy_net.load_state_dict(start.network.state_dict())  # the average is pi exactly
+            trainer.strategy_trained = True
+            figures["init/strategy_copied"] = 1
+        elif trainer.config.strategy.train_steps > 0:
             figures["init/strategy_loss"] = trainer.train_strategy()
         if trainer.exact_average is not None and trainer.config.traversal.opponent == "current":
             for p in range(2):
