@@ -21,6 +21,7 @@
 #   search_eval    the search agent over the train step's network against it, 2000 paired games
 #   teacher        the growing teacher's bench over the shipped champion (positions a second)
 #   luck           champion@greedy against heuristic_balanced, 10,000 games, plain and luck-corrected
+#   exploit        the search exploiter against champion@greedy (base: the champion), 256 games
 #   improve        one short round of lost_cities/grow.yaml (the growing teacher) from the champion
 #   compile        training step with torch.compile off and on (fp32, bf16); last, so that a
 #                  slow compilation costs only its own figures
@@ -246,6 +247,16 @@ LUCK_GAMES=10000
 [ "$DRY" = 1 ] && LUCK_GAMES=4
 step luck 60 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main arena --a champion@greedy --b heuristic_balanced \
   --games "$LUCK_GAMES" --device "$DEVICE" --json
+# The search exploiter's lower bound on the champion's exploitability (issue 36): the champion
+# network as the exploiter's base, the champion@greedy target's own policy in the rollouts, the
+# belief over its hidden cards from its past moves, luck-corrected. The dry run exploits the train
+# step's mini network the same way.
+if [ "$DRY" = 1 ]; then
+  EXPLOIT=(--target "$CK@greedy" --base "$CK@greedy" --games 4 --determinizations 4 --rollouts 2)
+else
+  EXPLOIT=(--target champion@greedy --base champion@greedy --games 256)
+fi
+step exploit 150 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main exploit "${EXPLOIT[@]}" --device "$DEVICE" --json
 step improve 90 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main improve --config lost_cities/grow.yaml \
   --run-dir "$WORK/improve" --rounds 1 --set run.device="$DEVICE" --set run.progress=false \
   --set improve.executor=inline "${GROW[@]}" --json

@@ -203,6 +203,15 @@ def tables(summary: dict) -> str:
                      [[luck.get("games"), luck.get("mean_score_diff"), luck.get("score_diff_ci95"),
                        luck.get("corrected_score_diff"), luck.get("corrected_ci95"), luck.get("variance_ratio"),
                        luck.get("correction_seconds")]])
+    exploit = summary["steps"].get("exploit", {}).get("figures")
+    if exploit:
+        out += ["## Search exploiter", ""]
+        out += table(["target", "base", "games", "exploiter mean", "ci95", "corrected", "ci95", "ESS fraction",
+                      "fallbacks", "decisions", "seconds"],
+                     [[exploit.get("target"), exploit.get("base"), exploit.get("games"), exploit.get("exploiter_mean"),
+                       exploit.get("exploiter_ci95"), exploit.get("exploiter_corrected_score_diff"),
+                       exploit.get("exploiter_corrected_ci95"), exploit.get("ess_mean_fraction"),
+                       exploit.get("belief_fallbacks"), exploit.get("searched_decisions"), exploit.get("seconds")]])
     improve = summary["steps"].get("improve", {}).get("figures")
     if improve:
         out += ["## Expert iteration round", ""]
