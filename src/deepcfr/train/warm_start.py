@@ -191,12 +191,13 @@ def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
     figures["init/average_weight"] = total
     figures["init/seconds"] = time.perf_counter() - t0
     trainer.warm_start_record = {"spec": start.spec, "weight": int(cfg.weight)}
+    copied = ", its network a copy of the start's" if figures.get("init/strategy_copied") else ""
     distances = ", ".join(f"p{p} mean {figures[f'init/policy_distance_p{p}']:.3g} "
                           f"max {figures[f'init/policy_distance_max_p{p}']:.3g}" for p in range(2))
     trainer._log(f"started from {start.spec!r}: advantage networks fitted on "
                  f"{figures['init/positions_p0']} + {figures['init/positions_p1']} positions (regret matching vs "
                  f"the start policy, total variation: {distances}); the average counts it as {cfg.weight} "
-                 f"iteration(s) (weight {total:g}); {figures['init/seconds']:.1f}s")
+                 f"iteration(s) (weight {total:g}){copied}; {figures['init/seconds']:.1f}s")
     return figures
 
 
