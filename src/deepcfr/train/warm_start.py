@@ -84,7 +84,11 @@ class StartPolicy:
 def sample_positions(game, policy: Policy, games: int, explore: float, generator: torch.Generator,
                      device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(obs, mask) of every decision of ``games`` games of ``policy`` against itself (moves drawn
-    from ``(1 - explore) policy + explore uniform``), one pair per player."""
+    from ``(1 - explore) policy + explore uniform``), one pair per player. ``generator`` may be a
+    CPU generator for games on another device (a device generator is seeded from it)."""
+    device = torch.device(device)
+    if generator.device.type != device.type:
+        generator = torch.Generator(device=device).manual_seed(int(torch.randint(0, 2**62, (1,), generator=generator)))
     state = game.init(games, generator=generator, device=device)
     found: list[list[tuple[torch.Tensor, torch.Tensor]]] = [[], []]
     for _ in range(int(game.max_game_length) + 1):
