@@ -533,11 +533,11 @@ class Trainer:
                 self.load_state_dict(payload)
                 self._log(f"resumed from iteration {self.iteration}")
             self._resumed = True
-        maybe_warm_start(self, self._start)  # once, at iteration 0
         budget = self.config.run.time_budget_seconds
         start = time.perf_counter()
         last: dict[str, Any] = self.history[-1] if self.history else {}
         try:
+            maybe_warm_start(self, self._start)  # once, at iteration 0 (its traversals use the executor)
             while self.iteration < self.config.run.iterations:
                 reserve = self._final_strategy_reserve()
                 # the next iteration is expected to take as long as the recent ones
