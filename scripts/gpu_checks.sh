@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Every GPU check of the project in one command of at most 8 minutes on one CUDA machine.
+# Every GPU check of the project in one command of at most 9 minutes on one CUDA machine.
 #
 #   OUT=/tmp/gpu bash scripts/gpu_checks.sh            # on the GPU machine (results under $OUT)
 #   OUT=/tmp/dry bash scripts/gpu_checks.sh --dry-run  # the same steps on the CPU, tiny settings
@@ -18,10 +18,10 @@
 #   search         the search bench (`deepcfr bench search` over the train step's network):
 #                  rollout decisions/s against the forward bound; then with the network in
 #                  the rollouts (search_network_rollouts_float32, _bfloat16)
-#   search_eval    the search agent over the train step's network against it, 2000 paired games
+#   search_eval    the search agent over the train step's network against it, 256 paired games
 #   teacher        the growing teacher's bench over the shipped champion (positions a second)
 #   luck           champion@greedy against heuristic_balanced, 10,000 games, plain and luck-corrected
-#   exploit        the search exploiter against champion@greedy (base: the champion), 256 games
+#   exploit        the search exploiter against champion@greedy (base: the champion), 128 games
 #   improve        one short round of lost_cities/grow.yaml (the growing teacher) from the champion
 #   compile        training step with torch.compile off and on (fp32, bf16); last, so that a
 #                  slow compilation costs only its own figures
@@ -48,7 +48,7 @@ done
 cd "$(dirname "$0")/.."
 OUT="${OUT:-$PWD/gpu_results}"
 PYTHON="${PYTHON:-python3}"
-BUDGET="${GPU_CHECKS_BUDGET:-480}"  # seconds for every step together
+BUDGET="${GPU_CHECKS_BUDGET:-540}"  # seconds for every step together
 mkdir -p "$OUT"
 WORK="$(mktemp -d "${TMPDIR:-/tmp}/gpu_checks.XXXXXX")"  # step outputs and run directories (not under $OUT)
 [ -z "${GPU_CHECKS_KEEP:-}" ] && trap 'rm -rf "$WORK"' EXIT  # GPU_CHECKS_KEEP=1 keeps it (debugging)
@@ -152,7 +152,7 @@ step train 60 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main
   --run-dir "$WORK/run" --iterations 2 --set run.device="$DEVICE" --set run.time_budget_seconds=null \
   --set run.progress=false --set strategy.every=1 --set eval.every=2 \
   --set eval.opponents=[random] --set checkpoint.latest_every=1 "${TRAIN_SIZE[@]}"
-step resume 35 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --resume "$WORK/run" --iterations 3
+step resume 45 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --resume "$WORK/run" --iterations 3
 
 # ---------------------------------------------------------------------------------------------
 if [ "$DRY" = 1 ]; then
@@ -171,7 +171,7 @@ if [ "$DRY" = 1 ]; then
   SERVER_SIZE=(--workers 1 --worker-batch 16 --traversals 16 --train-steps 2 --set network.hidden_size=32
                --set critic.train_steps=2 "${TINY[@]}")
 else
-  SERVER_SIZE=(--workers 8 --worker-batch 512 --traversals 4096 --train-steps 50 --set critic.train_steps=50)
+  SERVER_SIZE=(--workers 4 --worker-batch 512 --traversals 1024 --train-steps 50 --set critic.train_steps=50)
 fi
 step server 60 pydantic,yaml,numpy "$PYTHON" scripts/bench_inference_backend.py --config "$CONFIGS/cpu.yaml" \
   --server-device "$DEVICE" --iterations 2 --set strategy.final_train_steps=0 "${SERVER_SIZE[@]}" --json
@@ -180,8 +180,8 @@ step server 60 pydantic,yaml,numpy "$PYTHON" scripts/bench_inference_backend.py 
 if [ "$DRY" = 1 ]; then
   FORWARD=(--devices cpu --threads 1 --shapes 32x1 --batches 1,64 --repeats 1 --min-sample-seconds 0.005)
 else
-  FORWARD=(--devices cuda --shapes 512x3 --cuda-dtypes float32,bfloat16 --cuda-latency --repeats 3
-           --min-sample-seconds 0.02 --batches 1,4,16,64,256,1024,4096,16384,65536)
+  FORWARD=(--devices cuda --shapes 512x3 --cuda-dtypes float32,bfloat16 --cuda-latency --repeats 1
+           --min-sample-seconds 0.01 --batches 1,64,1024,16384,65536)
 fi
 step forward 40 "" "$PYTHON" scripts/profile_gpu_forward.py "${FORWARD[@]}" --json
 
@@ -212,15 +212,15 @@ for dtype in float32 bfloat16; do
     --search-rollout-policy base --search-rollout-dtype "$dtype"
 done
 # The growing teacher of lost_cities/grow.yaml over the shipped champion, at an improve batch
-# on the GPU (1024 games' decisions at once): searched positions a second
-TEACHER=(--player "search[candidates=3,rollout_policy=base]:champion" --device "$DEVICE" --json --decisions 1024
+# on the GPU (256 decisions at once): searched positions a second
+TEACHER=(--player "search[candidates=3,rollout_policy=base]:champion" --device "$DEVICE" --json --decisions 256
          --repeats 1)
 [ "$DRY" = 1 ] && TEACHER+=(--dry-run)
 step teacher 40 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main bench search "${TEACHER[@]}"
 
 # ---------------------------------------------------------------------------------------------
 # The search agent at the shipped defaults over the train step's network against that network
-# (2000 paired games, every deciding game x candidates x deals in one lockstep batch), then one
+# (256 paired games, every deciding game x candidates x deals in one lockstep batch), then one
 # short expert-iteration round from the same checkpoint (search-labelled self-play, training,
 # gate, evaluation of the network and the search over it).
 # One round of lost_cities/grow.yaml (the growing teacher: the network in its own rollouts) from
@@ -234,7 +234,7 @@ if [ "$DRY" = 1 ]; then
         --set "improve.teacher=search[determinizations=2,candidates=2,rollout_policy=base]:learner"
         --set "improve.eval_opponents=[heuristic_balanced]" --set run.threads=1)
 else
-  SEARCH_GAMES=2000
+  SEARCH_GAMES=256
   GROW=(--checkpoint champion --set improve.games_per_round=128 --set improve.batch_games=128
         --set improve.train_steps=300 --set improve.batch_size=1024 --set improve.gate_games=400
         --set improve.eval_games=400 --set "improve.eval_opponents=[heuristic_balanced,champion@greedy]")
@@ -254,9 +254,9 @@ step luck 60 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main arena --a champio
 if [ "$DRY" = 1 ]; then
   EXPLOIT=(--target "$CK@greedy" --base "$CK@greedy" --games 4 --determinizations 4 --rollouts 2)
 else
-  EXPLOIT=(--target champion@greedy --base champion@greedy --games 256)
+  EXPLOIT=(--target champion@greedy --base champion@greedy --games 128)
 fi
-step exploit 150 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main exploit "${EXPLOIT[@]}" --device "$DEVICE" --json
+step exploit 110 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main exploit "${EXPLOIT[@]}" --device "$DEVICE" --json
 step improve 90 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main improve --config lost_cities/grow.yaml \
   --run-dir "$WORK/improve" --rounds 1 --set run.device="$DEVICE" --set run.progress=false \
   --set improve.executor=inline "${GROW[@]}" --json

@@ -142,3 +142,20 @@ def test_layers_import_only_downward(layer):
 def test_every_row_names_a_part_of_the_package():
     names = set(modules())
     assert [layer for layer in FORBIDDEN if f"deepcfr.{layer}" not in names] == []
+
+
+def test_training_needs_no_web_framework():
+    """``deepcfr train`` ends by printing how to play the run, from the page's presentation
+    helpers; on a machine without FastAPI (the lent GPU machines) that must not import the app
+    (a GPU run failed at its last line so)."""
+    import subprocess
+    import sys
+
+    code = ("import sys\n"
+            "for name in ('fastapi', 'starlette', 'uvicorn'): sys.modules[name] = None  # import raises\n"
+            "from deepcfr.cli.train_cmd import next_steps\n"
+            "from deepcfr.games.registry import make_game\n"
+            "print('\\n'.join(next_steps(make_game('lost_cities'), 'run/latest.pt', 'run')))\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert "deepcfr play --checkpoint run/latest.pt" in proc.stdout
