@@ -82,6 +82,14 @@ def card_markdown(card: dict) -> str:
                 line += (f" {f['corrected_score_diff']:+.1f} +- {f['corrected_ci95']:.1f} | {f['variance_ratio']:.2f} |"
                          if "corrected_score_diff" in f else " | |")
             lines.append(line)
+    exploit = card.get("exploitability")
+    if exploit:  # measured by `deepcfr exploit` on this very file (a new file needs a new measurement)
+        lines += ["", "## How exploitable", "",
+                  f"The search exploiter (`{exploit['command']}`, {exploit['games']} paired games, {exploit['device']}, "
+                  f"{exploit['date']}) scored {exploit['corrected_score_diff']:+.2f} +- {exploit['corrected_ci95']:.2f} "
+                  f"a game against `champion@greedy` (luck-corrected; plain {exploit['mean_score_diff']:+.2f} +- "
+                  f"{exploit['score_diff_ci95']:.2f}): its lower bound on the exploitability is "
+                  f"{exploit['lower_bound']:g} points a game. {exploit['note']}"]
     lines += ["", "A network replaces this one only by beating it head to head (both greedy, 10,000 paired games).", ""]
     return "\n".join(lines)
 
