@@ -31,7 +31,10 @@ What it does, and why:
 3. **The average counts pi as ``init.weight`` iterations**: one traversal phase per player with
    sigma = the fitted networks (= pi) records the strategy samples an iteration of pi would
    record, with the same distribution over information states (the reach weighting of the
-   average strategy). They enter the strategy memory ``init.weight`` times, labelled iterations
+   average strategy), their recorded policy replaced by pi's own probabilities at each position
+   (sigma_1 is pi only as far as the fit is exact: on Lost Cities from the champion the run's
+   average was trained toward the fit's approximation, total variation 0.25, before this was
+   fixed). They enter the strategy memory ``init.weight`` times, labelled iterations
    1..W, so under any ``strategy.weighting`` pi weighs in the average exactly as W iterations
    that all played pi (linear: 1 + 2 + ... + W); the run's own iterations keep their numbers
    1, 2, ... (so its schedules, league and checkpoints read as usual). The cost is W copies of
@@ -144,6 +147,21 @@ def _same_shape(network: torch.nn.Module | None, strategy_net: torch.nn.Module) 
     return shape is not None and shape() == strategy_net.shape_dict()
 
 
+def start_policy_samples(samples: dict[str, torch.Tensor], policy: Policy, chunk: int = 65536) -> dict[str, torch.Tensor]:
+    """Strategy samples of a traversal with their recorded ``policy`` replaced by the start
+    policy's probabilities at the same positions. The traversal plays sigma_1, regret matching on
+    the fitted advantage networks, which is the start policy only as far as the fit is exact (on
+    Lost Cities from the champion: total variation 0.25); the average must count pi itself."""
+    obs, mask = samples["obs"], samples["mask"].bool()
+    probs = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+    with torch.no_grad():
+        for i in range(0, obs.shape[0], chunk):
+            probs[i:i + chunk] = policy(obs[i:i + chunk], mask[i:i + chunk]).float().to(mask.device)
+    probs = probs * mask
+    probs = probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
+    return {**samples, "policy": probs.to(samples["policy"].dtype)}
+
+
 def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
     """Start ``trainer`` (a Trainer at iteration 0) from ``start.policy`` (module docstring); returns
     figures of the start: positions per player, the fits' losses, and the mean and largest
@@ -187,6 +205,7 @@ def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
         for p in range(2):
             _, strategy = trainer.traverse_player(p, stats)
             for samples in strategy:
+                samples = start_policy_samples(samples, start.policy)
                 for t in range(1, cfg.weight + 1):
                     trainer.add_strategy_samples({**samples, "iteration": torch.full_like(samples["iteration"], t)})
         if _same_shape(start.network, trainer.strategy_net):
@@ -232,4 +251,4 @@ def maybe_warm_start(trainer, start: StartPolicy | None) -> dict[str, Any] | Non
 
 
 __all__ = ["StartPolicy", "advantage_targets", "maybe_warm_start", "policy_distance", "sample_positions",
-           "strategy_weight", "warm_start"]
+           "start_policy_samples", "strategy_weight", "warm_start"]
