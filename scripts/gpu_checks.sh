@@ -22,6 +22,7 @@
 #   teacher        the growing teacher's bench over the shipped champion (positions a second)
 #   luck           champion@greedy against heuristic_balanced, 10,000 games, plain and luck-corrected
 #   exploit        the search exploiter against champion@greedy (base: the champion), 128 games
+#   warm_start     Deep CFR from the champion (train --init champion), one iteration, vs champion@greedy
 #   improve        one short round of lost_cities/grow.yaml (the growing teacher) from the champion
 #   compile        training step with torch.compile off and on (fp32, bf16); last, so that a
 #                  slow compilation costs only its own figures
@@ -252,11 +253,23 @@ step luck 60 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main arena --a champio
 # belief over its hidden cards from its past moves, luck-corrected. The dry run exploits the train
 # step's mini network the same way.
 if [ "$DRY" = 1 ]; then
-  EXPLOIT=(--target "$CK@greedy" --base "$CK@greedy" --games 4 --determinizations 4 --rollouts 2)
+  EXPLOIT=(--target "$CK@greedy" --base "$CK@greedy" --games 4 --determinizations 2 --rollouts 1)
 else
   EXPLOIT=(--target champion@greedy --base champion@greedy --games 128)
 fi
 step exploit 110 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main exploit "${EXPLOIT[@]}" --device "$DEVICE" --json
+# Deep CFR from the champion (issue 37): the warm start on the device (the start games, the fit of
+# the advantage networks to the champion, the strategy memory seeded) and one Deep CFR iteration,
+# evaluated head to head against champion@greedy. The dry run starts from the train step's network.
+if [ "$DRY" = 1 ]; then
+  WARM=(--init "$CK" --set init.games=8 --set init.train_steps=3 --set init.weight=2 --set "eval.opponents=[random]"
+        "${TRAIN_SIZE[@]}")
+else
+  WARM=(--init champion --set init.games=4096 --set "eval.opponents=[champion@greedy]" "${TRAIN_SIZE[@]}")
+fi
+step warm_start 90 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --config "$CONFIGS/cpu.yaml" \
+  --run-dir "$WORK/warm" --iterations 1 --set run.device="$DEVICE" --set run.time_budget_seconds=null \
+  --set run.progress=false --set eval.every=1 "${WARM[@]}"
 step improve 90 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main improve --config lost_cities/grow.yaml \
   --run-dir "$WORK/improve" --rounds 1 --set run.device="$DEVICE" --set run.progress=false \
   --set improve.executor=inline "${GROW[@]}" --json

@@ -77,8 +77,9 @@ def cuda_tests(work: Path) -> dict | None:
     return out
 
 
-def training(work: Path) -> dict | None:
-    metrics = work / "run" / "metrics.jsonl"
+def training(run: Path) -> dict | None:
+    """The figures of the training run in ``run`` (the train/resume steps' run, the warm start's)."""
+    metrics = run / "metrics.jsonl"
     if not metrics.exists():
         return None
     rows = [json.loads(line) for line in metrics.read_text().splitlines() if line.strip()]
@@ -90,8 +91,8 @@ def training(work: Path) -> dict | None:
             continue
         evals = {k: v for k, v in row.items() if k.startswith("eval/")}
         iterations[row["iteration"]] = {**{k: row[k] for k in TRAIN_KEYS if k in row}, **evals}
-    log = (work / "run" / "train.log").read_text(errors="replace") if (work / "run" / "train.log").exists() else ""
-    checkpoints = sorted((work / "run" / "checkpoints").glob("*.pt")) if (work / "run" / "checkpoints").exists() else []
+    log = (run / "train.log").read_text(errors="replace") if (run / "train.log").exists() else ""
+    checkpoints = sorted((run / "checkpoints").glob("*.pt")) if (run / "checkpoints").exists() else []
     return {
         "iterations": iterations,
         "final_strategy_fits": final,
@@ -212,6 +213,11 @@ def tables(summary: dict) -> str:
                        exploit.get("exploiter_ci95"), exploit.get("exploiter_corrected_score_diff"),
                        exploit.get("exploiter_corrected_ci95"), exploit.get("ess_mean_fraction"),
                        exploit.get("belief_fallbacks"), exploit.get("searched_decisions"), exploit.get("seconds")]])
+    warm = summary["steps"].get("warm_start", {}).get("figures")
+    if warm:
+        out += ["## Deep CFR from the champion (one iteration after the warm start)", ""]
+        out += table(["iteration", "figure", "value"], [[it, k, v] for it, row in warm["iterations"].items()
+                                                        for k, v in row.items() if isinstance(v, (int, float))])
     improve = summary["steps"].get("improve", {}).get("figures")
     if improve:
         out += ["## Expert iteration round", ""]
@@ -230,7 +236,9 @@ def main(argv: list[str]) -> int:
         if name == "cuda_tests":
             figures = cuda_tests(work)
         elif name in ("train", "resume"):
-            figures = training(work)
+            figures = training(work / "run")
+        elif name == "warm_start":
+            figures = training(work / "warm")
         elif (work / f"{name}.json").exists():
             figures = json.loads((work / f"{name}.json").read_text())
         else:

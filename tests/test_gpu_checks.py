@@ -25,7 +25,7 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     assert summary["ok"] and summary["dry_run"] and not summary["problems"]
     steps = summary["steps"]
     expected = ["env", "cuda_tests", "train", "resume", "amp", "server", "forward", "traversal", "search",
-                "search_network_rollouts_float32", "search_network_rollouts_bfloat16", "teacher", "search_eval", "luck", "exploit", "improve",
+                "search_network_rollouts_float32", "search_network_rollouts_bfloat16", "teacher", "search_eval", "luck", "exploit", "warm_start", "improve",
                 "compile"]
     assert list(steps) == expected
     for name in expected:
@@ -52,6 +52,8 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     assert luck["games"] == 4 and luck["corrected_ci95"] >= 0 and luck["correction_seconds"] > 0
     exploit = steps["exploit"]["figures"]
     assert exploit["games"] == 4 and exploit["searched_decisions"] > 0 and exploit["exploiter_ci95"] >= 0
+    warm = steps["warm_start"]["figures"]
+    assert list(warm["iterations"]) == ["1"] and any(k.startswith("eval/random") for k in warm["iterations"]["1"])
     teacher = steps["teacher"]["figures"]
     assert teacher["positions_per_second"] > 0 and teacher["player"] == "search[candidates=3,rollout_policy=base]:champion"
     improved = steps["improve"]["figures"]
@@ -61,7 +63,7 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     for heading in ("## CUDA tests", "## Lost Cities training run", "## Training step (amp)", "## Forward pass",
                     "## Traversal against the forward bound", "## Inference server",
                     "## Search agent against its network", "## Search with the network in the rollouts",
-                    "## The growing teacher over the champion", "## Luck-corrected match", "## Search exploiter",
+                    "## The growing teacher over the champion", "## Luck-corrected match", "## Search exploiter", "## Deep CFR from the champion (one iteration after the warm start)",
                     "## Expert iteration round"):
         assert heading in tables
     assert not list(tmp_path.glob("gpu_checks.*"))  # its work folder is removed
