@@ -150,3 +150,15 @@ def test_search_over_the_champion_starts_from_the_settings_its_card_measured():
     from deepcfr.search import SearchConfig
 
     assert by_path.rollout_policy == SearchConfig().rollout_policy
+
+
+def test_the_search_is_offered_first_only_where_its_card_shows_it_beating_the_network(monkeypatch):
+    from deepcfr.players import champion
+
+    shipped = champion_card()
+    assert champion.strongest_champion_spec() == "champion@greedy"  # the shipped card: no head-to-head win
+    for diff, ci, expected in ((3.1, 3.8, "champion@greedy"), (5.2, 1.9, "search:champion"), (-2.0, 1.0, "champion@greedy")):
+        card = {**shipped, "figures": {**shipped["figures"],
+                                       "search_vs_network": {"mean_score_diff": diff, "score_diff_ci95": ci}}}
+        monkeypatch.setattr(champion, "champion_card", lambda card=card: card)
+        assert champion.strongest_champion_spec() == expected, (diff, ci)

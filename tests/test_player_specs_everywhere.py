@@ -188,14 +188,17 @@ def test_the_champion_is_a_spec_everywhere(ck, capsys, monkeypatch, tmp_path):
     from deepcfr.serve import ServeSettings, create_app
 
     client = TestClient(create_app(ServeSettings(runs=str(tmp_path))))  # served without --checkpoint
-    assert [c["spec"] for c in client.get("/api/info").json()["champions"]] == ["search:champion", "champion@greedy"]
+    champions = client.get("/api/info").json()["champions"]
+    # the search measured no stronger than the network alone (its card): the network is offered first
+    assert [c["spec"] for c in champions] == ["champion@greedy", "search:champion"]
+    assert "strongest" in champions[0]["label"] and "strongest" not in champions[1]["label"]
     for spec in CHAMPION_SPECS:
         assert main(["arena", "--a", spec, "--b", "random", "--games", "2", "--json"]) == 0, spec
         assert json.loads(capsys.readouterr().out)["a"] == spec
         assert client.post("/api/games", json={"opponent": spec, "seat": 1, "seed": 3}).status_code == 200
     monkeypatch.setattr("sys.stdin", io.StringIO(""))
     assert main(["play", "--seed", "1", "--seat", "1", "--plain", "--search-determinizations", "2"]) == 0
-    assert "search:champion" in capsys.readouterr().out  # the default opponent
+    assert "champion@greedy" in capsys.readouterr().out  # the default opponent
     # the champion plays classic rules: another variant is refused by name
     assert main(["arena", "--a", "champion", "--b", "random", "--variant", "mini", "--games", "2"]) == 2
     assert "champion is for lost_cities (variant classic)" in capsys.readouterr().err

@@ -11,14 +11,14 @@ from .common import DEFAULT_GAME, add_search_options, game_help, make_named_game
 def register(subparsers) -> None:
     p = subparsers.add_parser(
         "play",
-        help="play a game in the terminal against any player (default: the champion's search)",
+        help="play a game in the terminal against any player (default: the strongest champion player)",
         description="Play Lost Cities, Kuhn, Leduc or Liar's Dice against a player named by a spec (--vs SPEC: a bot, "
-        "champion, a checkpoint PATH, PATH@greedy, search:SPEC, ...; default: search:champion, the "
-        "search over the shipped champion network). Type the number of a move; ? shows the agent's "
+        "champion, a checkpoint PATH, PATH@greedy, search:SPEC, ...; default: the strongest champion player its "
+        "card measured: the network alone, champion@greedy, unless the search over it beat it head to head). Type the number of a move; ? shows the agent's "
         "action probabilities, h help, q quits. Ctrl-C or end of input leave cleanly.",
     )
     p.add_argument("--vs", default=None, metavar="SPEC",
-                   help=f"the opponent, a player spec (default: {DEFAULT_OPPONENT}; e.g. heuristic_careful, "
+                   help=f"the opponent, a player spec (default: the strongest champion player, today champion@greedy; e.g. heuristic_careful, "
                    "champion@greedy, runs/x/checkpoints/latest.pt, search:heuristic_balanced)")
     p.add_argument("--checkpoint", default=None,
                    help="a checkpoint to play against: the same as --vs PATH (with --policy / --greedy / --search)")
@@ -37,9 +37,6 @@ def register(subparsers) -> None:
                    "--search-*); ? then shows the moves it weighed with their values and 95%% confidence intervals")
     add_search_options(p)
     p.set_defaults(func=run)
-
-
-DEFAULT_OPPONENT = "search:champion"
 
 
 def opponent_spec(args) -> str:
@@ -62,14 +59,14 @@ def opponent_spec(args) -> str:
 
 
 def default_opponent(game_name: str | None, variant: str | None) -> str:
-    """The search over the shipped champion, where the champion plays the game asked for; elsewhere
-    a ValueError asking for --vs."""
+    """The strongest shipped champion player (``players.champion.strongest_champion_spec``), where
+    the champion plays the game asked for; elsewhere a ValueError asking for --vs."""
     from ..players import describe_game, same_game
-    from ..players.champion import champion_game
+    from ..players.champion import champion_game, strongest_champion_spec
 
     game, champion = make_named_game(game_name, variant), champion_game()
     if champion is not None and same_game(game, champion):
-        return DEFAULT_OPPONENT
+        return strongest_champion_spec()
     plays = f"the champion plays {describe_game(champion)}" if champion is not None else "no champion is shipped"
     raise ValueError(f"{plays}: name an opponent for {describe_game(game)} with --vs SPEC (e.g. --vs random)")
 

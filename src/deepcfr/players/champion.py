@@ -94,6 +94,18 @@ def card_markdown(card: dict) -> str:
     return "\n".join(lines)
 
 
+def strongest_champion_spec() -> str:
+    """The champion player ``deepcfr play`` and the page offer first: the search over it where its
+    card shows the search beating the network alone head to head (``figures.search_vs_network``,
+    the 95% CI above zero), else the network alone, greedy (issue 38: the search over round 8
+    scored +3.1 +- 3.8 head to head and 62.1% against heuristic_balanced beside the network's
+    64.4%, at 0.056 s a searched move)."""
+    head_to_head = champion_card().get("figures", {}).get("search_vs_network") if CARD_FILE.is_file() else None
+    if head_to_head and head_to_head["mean_score_diff"] - head_to_head["score_diff_ci95"] > 0:
+        return "search:champion"
+    return "champion@greedy"
+
+
 def champion_search_settings() -> dict:
     """The search settings measured strongest over the champion (its card's ``search_settings``),
     which ``search:champion`` starts from: over a network stronger than the bots, the network plays
@@ -121,6 +133,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 __all__ = ["champion_file", "champion_card", "champion_card_of", "write_champion_card", "card_markdown",
+           "strongest_champion_spec",
            "champion_search_settings", "champion_game", "file_sha256", "CHAMPION_FILE", "CARD_FILE", "CARD_MARKDOWN_FILE"]
 
 

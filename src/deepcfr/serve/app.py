@@ -238,11 +238,15 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         listed = [{"spec": c, "label": Path(c).name} for c in settings.checkpoints]
         for run in runs.runs():
             listed += [{"spec": c, "label": c} for c in run["checkpoints"]]
-        from ..players.champion import CHAMPION_FILE
+        from ..players.champion import CHAMPION_FILE, strongest_champion_spec
 
-        # the shipped champion first: with search the strongest opponent, the page's default
-        champions = [{"spec": "search:champion", "label": "champion with search (strongest)"},
-                     {"spec": "champion@greedy", "label": "champion network alone"}] if CHAMPION_FILE.is_file() else []
+        # the shipped champion first, its strongest measured player first: the page's default
+        champions = []
+        if CHAMPION_FILE.is_file():
+            labels = {"champion@greedy": "champion network alone", "search:champion": "champion with search"}
+            first = strongest_champion_spec()
+            champions = [{"spec": spec, "label": labels[spec] + (" (strongest measured)" if spec == first else "")}
+                         for spec in sorted(labels, key=lambda s: s != first)]
         return {"bots": bot_names(WEB_TABLE_GAME()), "champions": champions, "checkpoints": listed,
                 "variants": list(WEB_TABLE_GAME.variants),
                 "spec_forms": PAGE_FORMS, "runs": str(runs_root), "replays": str(replays_root),

@@ -860,8 +860,8 @@ async function refresh() {  // the game on the board, as the server has it now (
 async function start() {
   info = await api("GET", "/api/info");
   for (const sel of $$(".player-select")) playerOptions(sel);
-  // the champion with search is the default opponent (where one ships)
-  playerOptions($("#play-opponent"), "search:champion", true);
+  // the strongest champion player measured is the default opponent (where one ships: listed first)
+  playerOptions($("#play-opponent"), (info.champions || []).length ? info.champions[0].spec : undefined, true);
   playerOptions($("#watch-a"), "champion@greedy");
   playerOptions($("#watch-b"), "heuristic_balanced");
   syncSpecFromSelect();
