@@ -249,7 +249,7 @@ def _play_paired(game, policy_a: Side, policy_b: Side, games: int, seed: int, de
                 actions[idx] = chosen.to(device)
                 if probs is not None and luck is not None:
                     step_probs[idx] = probs.to(device=device, dtype=step_probs.dtype)
-                    step_known[idx] = True
+                    step_known.index_fill_(0, idx, True)  # not [idx] = True: a host copy on CUDA
         decisions.add_(live.long())
         if move_diagnostics is not None:
             for name, value in move_diagnostics(obs, actions).items():

@@ -123,7 +123,7 @@ class LuckCorrection:
             source, outcomes, weights = self.chance(state, actions, self.chance_samples, self.generator)
             if source.numel():
                 q.index_add_(0, source, weights * self.values(outcomes))
-                random[source] = True
+                random.index_fill_(0, source, True)
         return q, random
 
     def _after_values(self, state, actions: torch.Tensor) -> torch.Tensor:
@@ -161,7 +161,7 @@ class LuckCorrection:
             taken = pair_action == actions[rows[pair_row]]
             expected_q.index_add_(0, rows[pair_row], p[pair_row, pair_action] * q)
             taken_q.index_add_(0, rows[pair_row[taken]], q[taken])
-            corrected[rows] = True
+            corrected.index_fill_(0, rows, True)
         self._pending = (corrected.nonzero().squeeze(1), taken_q, expected_q, known)
         self.seconds += time.perf_counter() - start
 
