@@ -291,3 +291,141 @@ def test_fit_value_and_arena_commands(tmp_path, capsys):
     assert main(["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchup", "heuristic_balanced",
                  "no_such_bot", "--out", str(tmp_path / "x.pt")]) == 2
     assert "no_such_bot" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------ chance by kind: one evaluation per draw
+@pytest.mark.parametrize("seed", range(3))
+def test_lost_cities_chance_kinds_are_the_deck_by_kind_and_its_top_card(seed):
+    game, state = lost_cities_at_draw(seed=seed, variant="classic")
+    draw = torch.full((state.turn.shape[0],), 2 * game.rules.num_kinds)
+    rows, probs, taken = game.chance_kinds(state, draw)
+    source, outcomes, weights, kinds = game.chance_outcomes(state, draw, with_kinds=True)
+    assert torch.equal(rows, source.unique()) and rows.numel() > 0
+    assert torch.allclose(probs.sum(1), torch.ones(rows.numel(), dtype=torch.float64))
+    actual = game.step(clone_state(state), draw)
+    D = game.rules.deck_size
+    for i, row in enumerate(rows.tolist()):
+        mine = source == row
+        histogram = torch.zeros(game.chance_kind_count, dtype=torch.float64).index_add_(0, kinds[mine], weights[mine])
+        assert torch.allclose(histogram, probs[i])  # each kind's share of the deck
+        # the kind on top is the card the step draws
+        mover = int(state.player[row])
+        old = game.observe(index_state(state, torch.tensor([row])), mover)[0, :D]
+        new = game.observe(index_state(actual, torch.tensor([row])), mover)[0, :D]
+        card = ((new == LOC_HAND) & (old != LOC_HAND)).nonzero().squeeze(1)
+        assert game.tables(torch.device("cpu")).card_kind_index[card].item() == taken[i].item()
+    assert game.chance_kinds(state, torch.zeros_like(draw))[0].numel() == 0  # a play draws nothing
+
+
+def test_leduc_chance_kinds_are_the_public_card():
+    game = make_game("leduc")
+    state = game.init(100, torch.Generator().manual_seed(1))
+    call = torch.ones(100, dtype=torch.long)
+    game.step(state, call)
+    rows, probs, taken = game.chance_kinds(state, call)
+    assert torch.equal(rows, torch.arange(100))
+    assert torch.equal(taken, state.cards[:, 2])
+    held = probs.gather(1, state.cards[:, :2])
+    assert (held == 0).all() and torch.allclose(probs.sum(1), torch.ones(100, dtype=torch.float64))
+
+
+def test_colour_relabelling_moves_kinds_as_it_moves_play_actions():
+    game = make_game("lost_cities")
+    relabel = game.symmetry.sample(5, torch.Generator().manual_seed(0))
+    kinds = torch.arange(game.rules.num_kinds).repeat(5, 1)
+    moved = game.symmetry.kinds(kinds.reshape(-1), relabel.repeat_interleave(game.rules.num_kinds, 0))
+    assert torch.equal(moved.reshape(5, -1), game.symmetry.actions(kinds, relabel))  # play action k is kind k
+
+
+class ExactWithChance:
+    """The exact value of a policy (``exact_value``) and its exact chance values: for each state,
+    the value after each kind of outcome of its one chance action, by stepping to every outcome."""
+
+    def __init__(self, game, policy, error=None):
+        self.game, self.policy, self.error = game, policy, error
+        self.chance_calls = 0
+
+    def __call__(self, state):
+        return exact_value(self.game, self.policy, state)
+
+    def chance_values(self, state):
+        self.chance_calls += 1
+        game, n = self.game, self.game.current_player(state).shape[0]
+        out = torch.zeros(n, game.chance_kind_count, dtype=torch.float64)
+        for action in range(game.num_actions):
+            actions = torch.full((n,), action)
+            source, outcomes, _, kinds = game.chance_outcomes(state, actions, with_kinds=True)
+            if source.numel():
+                out[source, kinds] = exact_value(game, self.policy, outcomes)
+        if self.error is not None:  # a wrong value of each kind (a deterministic function of the state)
+            obs = game.observe(state, 0).long()
+            out = out + ((obs * torch.arange(3, obs.shape[1] + 3)).sum(1, keepdim=True)
+                         * torch.arange(1, game.chance_kind_count + 1) % 5 - 2).double() * self.error
+        return out
+
+
+def test_exact_chance_values_leave_only_the_deal_in_leduc():
+    # the chance values of one evaluation of the state before the reveal, exact: as exact as
+    # stepping to every outcome, so nothing but the deal is left (and they were used)
+    game = make_game("leduc")
+    policy = hashed_policy(1)
+    value = ExactWithChance(game, policy)
+    result = play_match(game, policy, policy, 600, seed=4, value_fn=value)
+    assert value.chance_calls > 0
+    assert result.score_diff_ci95 > 0.1 and result.corrected_ci95 < 1e-6
+    assert abs(result.corrected_score_diff) < 1e-6
+
+
+def test_wrong_chance_values_stay_unbiased_in_leduc():
+    game = make_game("leduc")
+    policy_a, policy_b = hashed_policy(2), uniform_policy
+    value = ExactWithChance(game, seat_policy(Seats(game, (policy_a, policy_b))), error=1.5)
+    truth = match_expectation(game, policy_a, policy_b)
+    result = play_match(game, policy_a, policy_b, 4000, seed=11, value_fn=value)
+    assert value.chance_calls > 0
+    assert abs(result.corrected_score_diff - truth) < 3.5 * result.corrected_ci95 / 1.96
+    assert result.corrected_ci95 != pytest.approx(result.score_diff_ci95)
+
+
+def test_lost_cities_chance_head_corrections_have_mean_zero_untrained():
+    game = make_game("lost_cities", variant="mini")
+    torch.manual_seed(0)
+    net = value_network(game, hidden_size=32, num_layers=1, chance_head=True)
+    with torch.no_grad():
+        net.head.weight.mul_(40.0)
+    value = FullStateValue(game, net)
+    assert value.chance_values is not None
+    result = play_match(game, uniform_policy, make_bot(game, "heuristic_balanced"), 600, seed=2, value_fn=value)
+    bound = 3.5 * (result.score_diff_ci95 + result.corrected_ci95) / 1.96
+    assert abs(result.corrected_score_diff - result.mean_score_diff) < bound
+    assert result.corrected_score_diff != result.mean_score_diff
+
+
+def test_distilled_chance_head_agrees_with_stepping_to_every_card(tmp_path):
+    # a state value teaches the chance head (collect_positions(teacher=...)); the head, from one
+    # forward per draw, gives the corrections of stepping to every card, nearly: the variance
+    # ratios of the two agree, and its held-out centred values follow the teacher's
+    game = make_game("lost_cities", variant="mini")
+    bots = [make_bot(game, name) for name in ("heuristic_balanced", "heuristic_careful", "heuristic_aggressive")]
+    matchups = [(bots[0], bots[1]), (bots[2], bots[0])]
+    positions = collect_positions(game, matchups, games=1200, keep=0.5, seed=1)
+    assert positions.chance_targets is None and (positions.chance_kinds >= 0).any()
+    net, _ = fit_value(game, positions, hidden_size=64, num_layers=2, steps=1500, batch_size=256)
+    teacher = FullStateValue(game, net)
+    assert teacher.chance_values is None  # no teacher: no head
+    taught = collect_positions(game, matchups, games=1200, keep=0.5, seed=1, teacher=teacher)
+    drawn = taught.chance_kinds >= 0
+    assert torch.equal(~taught.chance_targets.isnan().all(1), drawn)
+    student, info = fit_value(game, taught, hidden_size=64, num_layers=2, steps=1500, batch_size=256, lr=3e-4,
+                              start=net)
+    assert info["continued"] and info["chance_explained"] > 0.2
+    value = FullStateValue(game, student)
+    path = save_value_function(tmp_path / "v.pt", value)
+    loaded = load_value_function(path, game)
+    assert loaded.chance_values is not None
+    head = play_match(game, bots[1], bots[2], 2000, seed=99, value_fn=loaded)
+    value.chance_values = None  # the same network, stepping to every card
+    stepped = play_match(game, bots[1], bots[2], 2000, seed=99, value_fn=value)
+    assert head.mean_score_diff == stepped.mean_score_diff
+    assert head.variance_ratio > 1.0 + 0.5 * (stepped.variance_ratio - 1.0)
+    assert head.correction_seconds < stepped.correction_seconds

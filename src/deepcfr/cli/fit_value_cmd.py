@@ -33,6 +33,10 @@ def register(subparsers) -> None:
     p.add_argument("--num-layers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
+    p.add_argument("--start", default=None, metavar="FILE",
+                   help="a value function to continue fitting from (same hidden size and layers); on a game that "
+                        "names its chance kinds its state value teaches the new file's chance head (the value after "
+                        "each card a draw could bring, from one forward per draw)")
     p.add_argument("--out", required=True, help="where to write the value function")
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -53,14 +57,17 @@ def default_matchups(game) -> list[tuple[str, str]]:
 def run(args) -> int:
     import torch
 
+    from ..games.base import has_capability
     from ..players import load_player
-    from ..train.value_fn import FullStateValue, collect_positions, fit_value, save_value_function
+    from ..train.value_fn import FullStateValue, collect_positions, fit_value, load_value_function, save_value_function
 
     if args.games < 2 or args.games % 2:
         raise ValueError(f"--games must be a positive even number (paired deals), got {args.games}")
     if not 0 < args.keep <= 1:
         raise ValueError(f"--keep must be in (0, 1], got {args.keep}")
     game = make_named_game(args.game, args.variant)
+    start_value = load_value_function(args.start, game) if args.start else None
+    teacher = start_value if start_value is not None and has_capability(game, "chance_kinds") else None
     names = [tuple(pair) for pair in args.matchup] if args.matchup else default_matchups(game)
     players = {name: load_player(name, game, args.device) for pair in names for name in pair}
     start = time.perf_counter()
@@ -69,7 +76,7 @@ def run(args) -> int:
         print(f"positions: {done}/{total} games ({seconds:.0f}s)", file=sys.stderr, flush=True)
 
     positions = collect_positions(game, [(players[a], players[b]) for a, b in names], args.games, args.seed,
-                                  args.keep, on_batch=collected)
+                                  args.keep, teacher=teacher, on_batch=collected)
     collect_seconds = time.perf_counter() - start
     print(f"fitting on {len(positions)} positions", file=sys.stderr, flush=True)
 
@@ -78,9 +85,9 @@ def run(args) -> int:
               file=sys.stderr, flush=True)
 
     net, info = fit_value(game, positions, args.hidden_size, args.num_layers, args.steps, args.batch_size,
-                          args.lr, seed=args.seed, device=args.device, on_progress=fitted)
+                          args.lr, seed=args.seed, device=args.device, start=start_value.net if start_value is not None else None, on_progress=fitted)
     trained_on = {"matchups": [f"{a} vs {b}" for a, b in names], "games_each": args.games, "keep": args.keep,
-                  "seed": args.seed, "torch_threads": torch.get_num_threads(), **info}
+                  "seed": args.seed, "start": args.start, "torch_threads": torch.get_num_threads(), **info}
     save_value_function(args.out, FullStateValue(game, net, trained_on))
     emit({"out": args.out, "game": game.name, **trained_on, "collect_seconds": collect_seconds,
           "seconds": time.perf_counter() - start}, args.json, title=f"fit-value: {args.out}")

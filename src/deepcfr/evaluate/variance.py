@@ -15,9 +15,16 @@ R becomes ``Y = R - sum of corrections``, one per step where something random ha
 Each correction has mean zero given everything before it, so E[Y] = E[R] whatever ``u``'s error;
 only the variance changes; each kind of correction is weighted by a cross-fitted control-variate
 coefficient (``cross_fitted``), so that a value function too noisy to help is shrunk away. Terminal states are valued by their actual scores, never by ``u``.
-With ``chance_samples``, the average over chance is itself an unbiased estimate from that many
-outcomes drawn without replacement (cheaper; still unbiased, a little noisier). This module knows
-no networks: ``value_fn`` is any callable of a batch of states.
+
+The values after chance come from one of two places. A value function with ``chance_values(state)
+-> [n, kinds]`` (seat 0's frame; for a game with the ``chance_kinds`` capability) gives, from one
+evaluation of the state before chance, the value after each kind of outcome (a card drawn): the
+average is over the game's probabilities of the kinds and the value "after" is that of the kind
+the state will bring, so the chance correction ``Q(s, kind drawn) - sum_k p_k Q(s, k)`` has mean
+zero whatever ``Q``, at one evaluation per draw. Otherwise every outcome is stepped to and valued
+(``chance_outcomes``: about 44 evaluations a Lost Cities deck draw); with ``chance_samples``, that
+average is itself an unbiased estimate from that many outcomes drawn without replacement. This
+module knows no networks: ``value_fn`` is any callable of a batch of states.
 """
 
 from __future__ import annotations
@@ -94,6 +101,11 @@ class LuckCorrection:
         self.chance_samples = chance_samples
         self.generator = generator
         self.chance = capability(game, "chance_outcomes") if has_capability(game, "chance_outcomes") else None
+        # the values after every kind of outcome from one evaluation, where both sides offer it
+        self.kinds = capability(game, "chance_kinds") if (
+            self.chance is not None and getattr(value_fn, "chance_values", None) is not None
+            and has_capability(game, "chance_kinds")) \
+            else None
         self.chance_total = torch.zeros(games, dtype=torch.float64, device=device)
         self.decision_total = torch.zeros(games, dtype=torch.float64, device=device)
         self.seconds = 0.0
@@ -113,67 +125,73 @@ class LuckCorrection:
             out[live] = self.value_fn(index_state(state, live)).to(torch.float64).reshape(-1)
         return out
 
-    def _chance_means(self, state, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """[n] the value after each row's action averaged over chance, and [n] bool whether the
-        action involved chance (the other rows' values are 0: not computed)."""
-        n = actions.shape[0]
-        q = torch.zeros(n, dtype=torch.float64, device=actions.device)
-        random = torch.zeros(n, dtype=torch.bool, device=actions.device)
-        if self.chance is not None and n:
-            source, outcomes, weights = self.chance(state, actions, self.chance_samples, self.generator)
-            if source.numel():
-                q.index_add_(0, source, weights * self.values(outcomes))
-                random.index_fill_(0, source, True)
-        return q, random
+    def _chance(self, state, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Where the rows' actions involve chance: ``rows [m]``, the value after the action averaged
+        over chance ``[m]``, and the value after the outcome the state will actually bring ``[m]``.
+
+        From the value function's ``chance_values`` where it has one and the game has
+        ``chance_kinds`` (one evaluation of the state before chance gives the value after each kind
+        of outcome), else by stepping the state to each outcome and valuing each."""
+        device = actions.device
+        empty = torch.zeros(0, dtype=torch.float64, device=device)
+        if self.chance is None or not actions.shape[0]:
+            return torch.zeros(0, dtype=torch.long, device=device), empty, empty
+        if self.kinds is not None:
+            rows, probs, taken = self.kinds(state, actions)
+            if not rows.numel():
+                return rows, empty, empty
+            values = self.value_fn.chance_values(index_state(state, rows)).to(torch.float64)
+            return rows, (probs * values).sum(1), values.gather(1, taken[:, None]).squeeze(1)
+        source, outcomes, weights = self.chance(state, actions, self.chance_samples, self.generator)
+        if not source.numel():
+            return source, empty, empty
+        mean = torch.zeros(actions.shape[0], dtype=torch.float64, device=device)
+        mean.index_add_(0, source, weights * self.values(outcomes))
+        rows = torch.unique(source)
+        taken = self.values(self.game.step(index_state(state, rows), actions[rows]))
+        return rows, mean[rows], taken
 
     def _after_values(self, state, actions: torch.Tensor) -> torch.Tensor:
         """[n] Q of each row's action: the value after it, averaged over chance where it involves chance."""
-        q, random = self._chance_means(state, actions)
-        fixed = (~random).nonzero().squeeze(1)
+        q = torch.zeros(actions.shape[0], dtype=torch.float64, device=actions.device)
+        rows, mean, _ = self._chance(state, actions)
+        q[rows] = mean
+        fixed = torch.ones(actions.shape[0], dtype=torch.bool, device=actions.device).index_fill_(0, rows, False)
+        fixed = fixed.nonzero().squeeze(1)
         if fixed.numel():
             q[fixed] = self.values(self.game.step(index_state(state, fixed), actions[fixed]))
         return q
 
     def before_step(self, state, actions: torch.Tensor, live: torch.Tensor,
                     probs: torch.Tensor | None = None, known: torch.Tensor | None = None) -> None:
-        """Note what this step's corrections need: ``actions [n]`` to be applied to ``state``,
-        ``live [n]`` the rows still playing; ``probs [n, A]`` the distributions the movers of the
-        ``known [n]`` rows sampled their actions from."""
+        """Note this step's corrections: ``actions [n]`` to be applied to ``state``, ``live [n]``
+        the rows still playing; ``probs [n, A]`` the distributions the movers of the ``known [n]``
+        rows sampled their actions from."""
         start = time.perf_counter()
         n = actions.shape[0]
         device = actions.device
         known = torch.zeros(n, dtype=torch.bool, device=device) if known is None else known & live
-        taken_q = torch.zeros(n, dtype=torch.float64, device=device)  # Q of the move taken
-        expected_q = torch.zeros(n, dtype=torch.float64, device=device)  # sum_a pi(a) Q(a), known movers
-        corrected = torch.zeros(n, dtype=torch.bool, device=device)
-        # Rows of unknown movers: only the luck of chance in the move taken.
-        other = (live & ~known).nonzero().squeeze(1)
-        if other.numel() and self.chance is not None:
-            q, random = self._chance_means(index_state(state, other), actions[other])
-            taken_q[other] = q
-            corrected[other[random]] = True
-        # Rows of known movers: every legal move, weighted by the probabilities sampled from.
+        chance = torch.zeros(n, dtype=torch.float64, device=device)
+        decision = torch.zeros(n, dtype=torch.float64, device=device)
+        # chance (finished rows meet none): the value after the outcome drawn minus its mean over chance
+        rows, mean, taken = self._chance(state, actions)
+        chance[rows] = taken - mean
+        # decisions of known movers: Q(move taken) - sum_a pi(a) Q(a), over every legal move
         rows = known.nonzero().squeeze(1)
         if rows.numel():
             p = probs[rows].to(torch.float64)
             pair_row, pair_action = (p > 0).nonzero(as_tuple=True)
             q = self._after_values(index_state(state, rows[pair_row]), pair_action)
             taken = pair_action == actions[rows[pair_row]]
-            expected_q.index_add_(0, rows[pair_row], p[pair_row, pair_action] * q)
-            taken_q.index_add_(0, rows[pair_row[taken]], q[taken])
-            corrected.index_fill_(0, rows, True)
-        self._pending = (corrected.nonzero().squeeze(1), taken_q, expected_q, known)
+            decision.index_add_(0, rows[pair_row], -p[pair_row, pair_action] * q)
+            decision.index_add_(0, rows[pair_row[taken]], q[taken])
+        self._pending = (chance, decision)
         self.seconds += time.perf_counter() - start
 
     def after_step(self, state) -> None:
-        """Add this step's corrections, ``state`` being the state ``before_step`` saw, stepped."""
-        start = time.perf_counter()
-        rows, taken_q, expected_q, known = self._pending
+        """Add this step's corrections (``state``: the state ``before_step`` saw, stepped; every
+        value was known before the step, since the full state holds what chance will bring)."""
+        chance, decision = self._pending
         self._pending = None
-        if rows.numel():
-            after = self.values(index_state(state, rows))
-            # chance: u(after) - Q(taken); decision (known movers): Q(taken) - sum_a pi(a) Q(a)
-            self.chance_total.index_add_(0, rows, after - taken_q[rows])
-            decision = torch.where(known[rows], taken_q[rows] - expected_q[rows], 0.0)
-            self.decision_total.index_add_(0, rows, decision)
-        self.seconds += time.perf_counter() - start
+        self.chance_total += chance
+        self.decision_total += decision

@@ -85,7 +85,15 @@ CAPABILITIES: dict[str, str] = {
                        "row of outcome j; each row's weights sum to 1; state is left unchanged): the weighted mean "
                        "of a function of the outcomes is its expectation over chance given everything dealt "
                        "but not yet revealed being unknown (exact; with samples, unbiased from that many outcomes "
-                       "drawn without replacement)",
+                       "drawn without replacement); with_kinds=True (games with chance_kinds) adds [M] the kind "
+                       "of each outcome",
+    "chance_kinds": "chance_kinds(state, actions) -> (source [M], probabilities [M, chance_kind_count] float64, "
+                    "taken [M] long): the rows where chance decides what step(state, actions) leads to (as "
+                    "chance_outcomes), the probability of each kind of outcome (a card's identity: outcomes "
+                    "no observer can tell apart share a kind) given everything not yet revealed being unknown, "
+                    "and the kind the state will actually bring; a state has at most one action that involves "
+                    "chance, so a state and a kind name the outcome. The game's chance_kind_count says how many "
+                    "kinds there are, and its symmetry (where it has one) relabels them with kinds(kinds, r)",
     "chance_deals": "chance_deals() -> (deals, probabilities) of every deal: the game tree can be enumerated "
                     "(exact exploitability, external sampling)",
     "history_deals": "history_deals(obs, history, d, generator) -> (deals [n * d, deal_len], log_weights [n * d] "

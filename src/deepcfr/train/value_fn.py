@@ -6,6 +6,12 @@ the mover's observation and the other seat's, encoded and concatenated (mover fi
 network serves both seats; its output is in the mover's frame and turned to seat 0's). For Lost
 Cities that is both hands, the table and the deck as a set.
 
+Where the game names its chance outcomes by kind (capability ``chance_kinds``: a drawn card's
+identity), the network has a chance head too: ``chance_values(state) -> [n, kinds]``, from one
+forward of the state before chance (the mover about to draw), the value after each kind of outcome
+its chance action could bring, so the luck corrections average over a deck with one forward per
+draw instead of one per card. It is fitted on the kind each recorded draw actually brought.
+
 It is fitted (``fit_value``) by regression on the final score differences of recorded games
 (``collect_positions``: every position of matches between the given sides, subsampled), and saved
 as a checkpoint of kind ``value_function`` whose meta names the game, its rules and what it was
@@ -58,6 +64,12 @@ class FullStateValue:
         if getattr(net, "input_size", 2 * game.feature_size) != 2 * game.feature_size:
             raise ValueError(f"value network input {net.input_size} does not match {game.name}'s "
                              f"2 x {game.feature_size} features")
+        outputs = getattr(net, "output_size", 1)
+        if outputs not in (1, 1 + chance_kind_count(game)):
+            raise ValueError(f"value network output {outputs} is neither 1 (a state value) nor 1 + "
+                             f"{chance_kind_count(game)} (and {game.name}'s chance kinds)")
+        # evaluate/variance.py asks for this where it exists: None without a chance head
+        self.chance_values = self._chance_values if outputs > 1 else None
         self.game = game
         self.net = net.eval()
         self.trained_on = trained_on or {}
@@ -67,21 +79,33 @@ class FullStateValue:
     @torch.no_grad()
     def __call__(self, state) -> torch.Tensor:
         views, mover = _views(self.game, state)
-        mover_value = self._forward(views).float().to(mover.device)
+        mover_value = self._forward(views)[:, 0].float().to(mover.device)
         return torch.where(mover == 0, mover_value, -mover_value)
 
-    def _forward(self, views: torch.Tensor) -> torch.Tensor:
-        """[n] the network's value of ``views [n, 2, obs_size]`` (mover first)."""
+    @torch.no_grad()
+    def _chance_values(self, state) -> torch.Tensor:
+        """[n, kinds] seat 0 minus seat 1 after each kind of outcome of the chance action of each
+        state's mover (a deck draw), from one forward of the state before it."""
+        views, mover = _views(self.game, state)
+        mover_values = self._forward(views, share=False)[:, 1:].float().to(mover.device)
+        return torch.where((mover == 0)[:, None], mover_values, -mover_values)
+
+    def _forward(self, views: torch.Tensor, share: bool = True) -> torch.Tensor:
+        """[n, outputs] the network's values of ``views [n, 2, obs_size]`` (mover first); ``share``:
+        look for views that repeat (the states after each move or card share the other seat's),
+        not worth its cost where every row is another position (the states before chance)."""
         device = next(self.net.parameters()).device
         first, rest = self.net.body[0], self.net.body[1:]
         F = self.game.feature_size
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=self.bfloat16):
+            if not share:
+                return self.net(encode_views(self.game, views).to(device))
             hidden = first.bias
             for side in (0, 1):
                 distinct, where = _distinct_rows(views[:, side])
                 part = self.game.encode(distinct).to(device) @ first.weight[:, side * F:(side + 1) * F].T
                 hidden = hidden + part[where.to(device)]
-            return self.net.head(rest(hidden)).squeeze(1)
+            return self.net.head(rest(hidden))
 
 
 def _distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -101,18 +125,30 @@ def _distinct_rows(rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
     return distinct, where
 
 
-def value_network(game, hidden_size: int = 256, num_layers: int = 2) -> DeepCFRMLP:
-    return DeepCFRMLP(2 * game.feature_size, 1, hidden_size, num_layers)
+def chance_kind_count(game) -> int:
+    """How many kinds of chance outcome the game names (0 without the ``chance_kinds`` capability)."""
+    return int(game.chance_kind_count) if has_capability(game, "chance_kinds") else 0
+
+
+def value_network(game, hidden_size: int = 256, num_layers: int = 2, chance_head: bool = False) -> DeepCFRMLP:
+    """The state value (output 0) and, with ``chance_head``, the value after each chance kind."""
+    if chance_head and not chance_kind_count(game):
+        raise ValueError(f"{game.name} names no chance kinds (capability chance_kinds): no chance head")
+    return DeepCFRMLP(2 * game.feature_size, 1 + (chance_kind_count(game) if chance_head else 0), hidden_size,
+                      num_layers)
 
 
 # ------------------------------------------------------------------------------ positions
 @dataclass
 class Positions:
-    """Recorded positions: ``views [M, 2, obs_size]`` (mover first) and ``targets [M]``, the
-    final score difference in the mover's frame."""
+    """Recorded positions: ``views [M, 2, obs_size]`` (mover first), ``targets [M]``, the
+    final score difference in the mover's frame, and ``chance_kinds [M]``, the kind of chance
+    outcome the mover's move brought (-1: its move involved no chance)."""
 
     views: torch.Tensor
     targets: torch.Tensor
+    chance_kinds: torch.Tensor
+    chance_targets: torch.Tensor | None = None  # [M, kinds] a teacher's values after each kind (NaN: none)
 
     def __len__(self) -> int:
         return self.targets.shape[0]
@@ -122,9 +158,11 @@ class _PositionRecorder:
     """A game whose ``step`` notes a random subset of the live positions passing through it (as
     evaluate.replay.RecordingGame notes actions), so a match records them unchanged."""
 
-    def __init__(self, game, keep: float, generator: torch.Generator):
-        self._game, self.keep, self.generator = game, keep, generator
-        self.rows, self.views, self.movers = [], [], []
+    def __init__(self, game, keep: float, generator: torch.Generator, teacher: Callable | None = None):
+        self._game, self.keep, self.generator, self.teacher = game, keep, generator, teacher
+        self.teacher_values = []
+        self.rows, self.views, self.movers, self.kinds = [], [], [], []
+        self.chance = capability(game, "chance_kinds") if has_capability(game, "chance_kinds") else None
         self.last_state = None
 
     def __getattr__(self, name):
@@ -135,69 +173,130 @@ class _PositionRecorder:
         take = live & (torch.rand(live.shape[0], generator=self.generator, device=live.device) < self.keep)
         rows = take.nonzero().squeeze(1)
         if rows.numel():
-            views, mover = _views(self._game, index_state(state, rows))
+            kept = index_state(state, rows)
+            views, mover = _views(self._game, kept)
+            kinds = torch.full((rows.numel(),), -1, dtype=torch.long, device=rows.device)
+            if self.chance is not None:
+                drawn, _, taken = self.chance(kept, actions[rows])
+                kinds[drawn] = taken
+                if self.teacher is not None:
+                    self.teacher_values.append(self._teacher_values(kept, actions[rows], mover).cpu())
+            self.kinds.append(kinds.cpu())
             self.rows.append(rows.cpu())
             self.views.append(views.cpu())
             self.movers.append(mover.cpu())
         self.last_state = self._game.step(state, actions, *args, **kwargs)
         return self.last_state
 
+    def _teacher_values(self, state, actions, mover) -> torch.Tensor:
+        """[n, kinds] the teacher's value after each kind of outcome of each row's chance (the
+        mover's frame; NaN where the row meets no chance or the kind cannot come)."""
+        source, outcomes, _, kinds = self._game.chance_outcomes(state, actions, with_kinds=True)
+        out = torch.full((actions.shape[0], chance_kind_count(self._game)), float("nan"), device=actions.device)
+        if source.numel():
+            values = self.teacher(outcomes).float().to(actions.device)
+            out[source, kinds] = torch.where(mover[source] == 0, values, -values)
+        return out
+
     def positions(self) -> Positions:
         final = score_difference(self._game, self.last_state).cpu()
         rows, mover = torch.cat(self.rows), torch.cat(self.movers)
         targets = torch.where(mover == 0, final[rows], -final[rows]).float()
-        return Positions(torch.cat(self.views), targets)
+        teacher = torch.cat(self.teacher_values) if self.teacher is not None else None
+        return Positions(torch.cat(self.views), targets, torch.cat(self.kinds), teacher)
 
 
 def collect_positions(game, matchups: Sequence[tuple[Any, Any]], games: int, seed: int = 0,
-                      keep: float = 0.5, batch_games: int = 2000,
+                      keep: float = 0.5, batch_games: int = 2000, teacher: Callable | None = None,
                       on_batch: Callable[[int, int, float], None] | None = None) -> Positions:
     """Positions of ``games`` games (paired deals, in batches) of each matchup ``(side_a,
-    side_b)``, each live position kept with probability ``keep``. ``on_batch(done, total,
-    seconds)`` reports progress."""
+    side_b)``, each live position kept with probability ``keep``. With ``teacher`` (a value
+    function of states) the positions before chance carry its value after every outcome, the
+    chance head's targets. ``on_batch(done, total, seconds)`` reports progress."""
     gen = torch.Generator().manual_seed(seed)
     parts, done, total, start = [], 0, games * len(matchups), time.perf_counter()
     for m, (side_a, side_b) in enumerate(matchups):
         for b in range(math.ceil(games / batch_games)):
             n = min(batch_games, games - b * batch_games)
             n += n % 2
-            recorder = _PositionRecorder(game, keep, gen)
+            recorder = _PositionRecorder(game, keep, gen, teacher)
             play_match(recorder, side_a, side_b, n, seed=seed + 1000 * m + 7 * b)
             parts.append(recorder.positions())
             done += n
             if on_batch is not None:
                 on_batch(done, total, time.perf_counter() - start)
-    return Positions(torch.cat([p.views for p in parts]), torch.cat([p.targets for p in parts]))
+    return Positions(torch.cat([p.views for p in parts]), torch.cat([p.targets for p in parts]),
+                     torch.cat([p.chance_kinds for p in parts]),
+                     torch.cat([p.chance_targets for p in parts]) if teacher is not None else None)
 
 
 # ------------------------------------------------------------------------------ fitting
 def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: int = 2, steps: int = 20000,
               batch_size: int = 1024, lr: float = 1e-3, held_out: float = 0.05, seed: int = 0,
-              device: str | torch.device = "cpu",
+              device: str | torch.device = "cpu", start: nn.Module | None = None,
               on_progress: Callable[[int, int, float], None] | None = None) -> tuple[DeepCFRMLP, dict]:
     """A value network fitted to ``positions`` by mean squared error (Adam, cosine decay; each batch
-    relabelled by a random symmetry where the game has one), and its figures: the held-out mean squared error beside the targets' variance (the part of the
-    outcome's variance it explains: ``explained``). ``on_progress(step, steps, train mse)``."""
+    relabelled by a random symmetry where the game has one), and its figures: the held-out mean
+    squared error beside the targets' variance (the part of the outcome's variance it explains:
+    ``explained``; ``chance_explained`` for the chance head, on the held-out draws).
+
+    The state value is fitted on every position. Where the positions carry a teacher's values
+    after each chance outcome (``collect_positions(teacher=...)``), the network has a chance head
+    too, fitted to them on the positions before chance (every kind the draw could bring, weighed
+    alike): the chance values then agree with the state values that follow, as the corrections'
+    telescoping wants, and each position teaches every kind at once, not only the one drawn (fitted
+    to the outcomes of the draws actually made instead, the head removed a tenth of the variance
+    the enumeration did: docs/experiments.md). ``start``: a value network to continue from (a
+    fit in pieces, or a state-value network growing a chance head: each kind starts as the state
+    value). ``on_progress(step, steps, train mse)``."""
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     order = torch.randperm(len(positions), generator=gen)
     n_held = max(1, int(len(positions) * held_out))
     held, train = order[:n_held], order[n_held:]
-    net = value_network(game, hidden_size, num_layers).to(device)
     scale = float(positions.targets[train].std().clamp(min=1e-6))  # targets in units of their spread
+    teacher = positions.chance_targets
+    net = value_network(game, hidden_size, num_layers, chance_head=teacher is not None)
+    if start is not None:
+        _start_from(net, start)
+        with torch.no_grad():  # its output layer gives points: back to units of the spread
+            net.head.weight.div_(scale)
+            net.head.bias.div_(scale)
+    net = net.to(device)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    views, targets = positions.views, positions.targets
+    views, targets, kinds = positions.views, positions.targets, positions.chance_kinds
     symmetry = capability(game, "symmetry") if has_capability(game, "symmetry") else None
+    head = net.output_size > 1
+    if symmetry is not None and head:
+        every_kind = torch.arange(net.output_size - 1)
+
+        def kind_columns(relabel):  # [n, kinds] the source column of each relabelled kind
+            inverse = symmetry.inverse(relabel)
+            return symmetry.kinds(every_kind.expand(relabel.shape[0], -1).reshape(-1),
+                                  inverse.repeat_interleave(every_kind.numel(), 0)).reshape(relabel.shape[0], -1)
     running = None
     for step in range(1, steps + 1):
         idx = train[torch.randint(train.numel(), (batch_size,), generator=gen)]
-        batch = views[idx]
+        batch, kind = views[idx], kinds[idx]
         if symmetry is not None:  # the same relabelling of both views: a position the rules cannot tell apart
             relabel = symmetry.sample(batch_size, gen)
             batch = torch.stack([symmetry.obs(batch[:, 0], relabel), symmetry.obs(batch[:, 1], relabel)], dim=1)
-        x = encode_views(game, batch).to(device)
-        loss = ((net(x).squeeze(1) - targets[idx].to(device) / scale) ** 2).mean()
+            if head:
+                kind = torch.where(kind >= 0, symmetry.kinds(kind.clamp(min=0), relabel), -1)
+        out = net(encode_views(game, batch).to(device))
+        target = targets[idx].to(device) / scale
+        loss = ((out[:, 0] - target) ** 2).mean()
+        if head:  # every kind the draw could bring, toward the teacher's values
+            taught = teacher[idx]
+            if symmetry is not None:
+                taught = taught.gather(1, kind_columns(relabel))
+            taught = taught.to(device) / scale
+            known = ~taught.isnan()
+            # every kind a target: a draw teaches all it could bring (weighed as one position, the
+            # head fitted the centred values 0.44 of the way, not 0.54, in the mini game)
+            loss = loss + ((out[:, 1:] - taught.nan_to_num()) ** 2 * known).sum() / known.any(1).sum().clamp(min=1)
+
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -211,14 +310,47 @@ def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: in
         net.head.bias.mul_(scale)
     net.eval()
     with torch.no_grad():
-        preds = torch.cat([net(encode_views(game, views[chunk]).to(device)).squeeze(1).cpu()
-                           for chunk in held.split(8192)])
-    mse = float(((preds - targets[held]) ** 2).mean())
-    var = float(targets[held].var())
-    return net.cpu(), {"positions": len(positions), "held_out": int(n_held), "held_out_mse": mse,
-                       "target_variance": var, "explained": 1.0 - mse / var if var > 0 else float("nan"),
-                       "steps": steps, "batch_size": batch_size, "lr": lr,
-                       "hidden_size": hidden_size, "num_layers": num_layers}
+        preds = torch.cat([net(encode_views(game, views[chunk]).to(device)).cpu() for chunk in held.split(8192)])
+    info = {"positions": len(positions), "held_out": int(n_held), "steps": steps, "batch_size": batch_size,
+            "lr": lr, "hidden_size": hidden_size, "num_layers": num_layers, "continued": start is not None,
+            **_explained("", preds[:, 0], targets[held])}
+    if head:  # what the corrections use: each kind's value minus the draw's mean, the head's beside the teacher's
+        taught = teacher[held]
+        known = ~taught.isnan()
+        drawn = known.any(1)
+        taught, head_values, known = taught[drawn].nan_to_num(), preds[drawn, 1:] * known[drawn], known[drawn]
+
+        def centred(values):
+            return (values - values.sum(1, keepdim=True) / known.sum(1, keepdim=True)) * known
+
+        spread = float((centred(taught) ** 2).sum() / known.sum())
+        error = float(((centred(head_values) - centred(taught)) ** 2).sum() / known.sum())
+        info.update({"chance_teacher_spread": spread, "chance_held_out_mse": error,
+                     "chance_explained": 1.0 - error / spread if spread > 0 else float("nan")})
+    return net.cpu(), info
+
+
+def _explained(prefix: str, preds: torch.Tensor, targets: torch.Tensor) -> dict:
+    mse = float(((preds - targets) ** 2).mean()) if targets.numel() else float("nan")
+    var = float(targets.var()) if targets.numel() > 1 else float("nan")
+    return {f"{prefix}held_out_mse": mse, f"{prefix}target_variance": var,
+            f"{prefix}explained": 1.0 - mse / var if var > 0 else float("nan")}
+
+
+def _start_from(net: DeepCFRMLP, start: nn.Module) -> None:
+    """Copy ``start``'s weights into ``net`` (the same body); a state-value head grows the chance
+    head with each kind's row a copy of the state value's."""
+    if start.body.state_dict().keys() != net.body.state_dict().keys() or any(
+            a.shape != b.shape for a, b in zip(start.body.state_dict().values(), net.body.state_dict().values())):
+        raise ValueError(f"the start network's shape {start.shape_dict()} does not match {net.shape_dict()}")
+    with torch.no_grad():
+        net.body.load_state_dict(start.body.state_dict())
+        rows = torch.arange(net.output_size) % start.output_size if start.output_size > 1 else \
+            torch.zeros(net.output_size, dtype=torch.long)
+        if start.output_size not in (1, net.output_size):
+            raise ValueError(f"the start network has {start.output_size} outputs, not 1 or {net.output_size}")
+        net.head.weight.copy_(start.head.weight[rows])
+        net.head.bias.copy_(start.head.bias[rows])
 
 
 # ------------------------------------------------------------------------------ files

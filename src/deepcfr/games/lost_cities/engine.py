@@ -336,6 +336,7 @@ class LostCitiesGame:
         self.encoder = LostCitiesEncoder(r)
         self.feature_size = self.encoder.feature_size
         self.symmetry = ColourRelabelling(r)
+        self.chance_kind_count = r.num_kinds  # capability "chance_kinds": a drawn card's kind (wager copies alike)
         self._tables: dict[torch.device, _Tables] = {}
 
     variants = tuple(VARIANTS)  # capability "variants": the named rule sets, classic first
@@ -586,12 +587,13 @@ class LostCitiesGame:
 
     # Information -----------------------------------------------------------------------------
     def chance_outcomes(self, state: LostCitiesState, actions: torch.Tensor, samples: int | None = None,
-                        generator: torch.Generator | None = None):
+                        generator: torch.Generator | None = None, with_kinds: bool = False):
         """The deck draws among ``actions`` (games/base.py CAPABILITIES): for each live row that draws
         from a deck of more than one card, the states after drawing each card of the deck instead
         (the deck's order is what is unknown: any of its cards could have been on top), each of
         weight 1 / cards; with ``samples``, that many of them drawn without replacement (all
-        where the deck holds no more), weight 1 / drawn. Returns (source, outcomes, weights)."""
+        where the deck holds no more), weight 1 / drawn. Returns (source, outcomes, weights), and
+        with ``with_kinds`` the kind of the card each outcome drew (``chance_kinds``)."""
         device = state.arena.device
         L = self.tables(device).layout
         actions = torch.as_tensor(actions, device=device).long()
@@ -624,7 +626,29 @@ class LostCitiesGame:
         arena.scatter_(1, top[:, None], chosen)
         self.step(outcomes, actions[rows[source]])
         weights = (1.0 / counts.double())[source]
+        if with_kinds:
+            return rows[source], outcomes, weights, self.tables(device).card_kind_index[chosen.squeeze(1).long()]
         return rows[source], outcomes, weights
+
+    def chance_kinds(self, state: LostCitiesState, actions: torch.Tensor):
+        """The deck draws among ``actions`` (games/base.py CAPABILITIES), as ``chance_outcomes``
+        finds them, by card kind: each row's share of each kind in its deck, and the kind on top
+        (the card the draw will bring). Returns (source, probabilities [M, num_kinds], taken)."""
+        device = state.arena.device
+        t = self.tables(device)
+        L = t.layout
+        actions = torch.as_tensor(actions, device=device).long()
+        deck = self.deck_size(state)
+        draws = ~state.terminal & (state.phase == 1) & (actions == 2 * self.rules.num_kinds) & (deck > 1)
+        rows = draws.nonzero().squeeze(1)
+        deck = deck[rows]
+        cards = state.arena[rows, L.deck_stack:L.deck_stack + L.deck_cards].long()  # bottom first
+        kinds = t.card_kind_index[cards]
+        in_deck = torch.arange(L.deck_cards, device=device) < deck[:, None]
+        counts = torch.zeros(rows.numel(), self.rules.num_kinds, dtype=torch.float64, device=device)
+        counts.scatter_add_(1, kinds, in_deck.double())
+        taken = kinds.gather(1, (deck - 1)[:, None]).squeeze(1)
+        return rows, counts / deck[:, None].double(), taken
 
     def determinize(self, obs: torch.Tensor, d: int, generator: torch.Generator | None = None) -> LostCitiesState:
         """``n * d`` states consistent with the observations ``obs [n, obs_size]`` (row ``i * d + j``

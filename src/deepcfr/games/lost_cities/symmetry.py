@@ -58,6 +58,12 @@ class ColourRelabelling:
         deck = torch.full((n, 1), 2 * K, dtype=kinds.dtype, device=kinds.device)
         return torch.cat([kinds, K + kinds, deck, 2 * K + 1 + colour_map], dim=1)
 
+    def kinds(self, kinds: torch.Tensor, colour_of: torch.Tensor) -> torch.Tensor:
+        """Relabelled card kind indices ``[n]`` (colour-major, as the play actions; the chance kinds)."""
+        R1 = self.rules.n_ranks + 1
+        kinds = kinds.long()
+        return colour_of.gather(1, (kinds // R1)[:, None]).squeeze(1) * R1 + kinds % R1
+
     def action_columns(self, colour_of: torch.Tensor) -> torch.Tensor:
         """``[n, A]`` source column of each relabelled action: ``values.gather(1, columns)``
         relabels per-action rows (masks, regrets, policies)."""

@@ -77,6 +77,7 @@ class LeducGame(PokerGame):
     deal_size = 3
     action_names = ACTION_NAMES
     history_start = 3  # observation columns [seat, card, public card, 8 action slots]
+    chance_kind_count = NUM_CARDS  # capability "chance_kinds": the public card
 
     # Construction ------------------------------------------------------------------------
     def init_from_deal(self, deals: torch.Tensor) -> LeducState:
@@ -180,11 +181,12 @@ class LeducGame(PokerGame):
 
     # Chance ------------------------------------------------------------------------------
     def chance_outcomes(self, state: LeducState, actions: torch.Tensor, samples: int | None = None,
-                        generator: torch.Generator | None = None):
+                        generator: torch.Generator | None = None, with_kinds: bool = False):
         """The public card's reveal (games/base.py CAPABILITIES): for each row whose action ends
         the first betting round, the states after it with each card the players do not hold as
         the public card (weight 1/4 each; with ``samples``, that many of them drawn without
-        replacement). Returns (source, outcomes, weights)."""
+        replacement). Returns (source, outcomes, weights), and with ``with_kinds`` each outcome's
+        public card (``chance_kinds``)."""
         after = self.step(clone_state(state), actions)
         rows = (after.round > state.round).nonzero().squeeze(1)
         cards = torch.arange(NUM_CARDS, device=state.cards.device)
@@ -199,8 +201,19 @@ class LeducGame(PokerGame):
         outcomes = index_state(after, rows[source])
         outcomes.cards[:, 2] = chosen.reshape(-1)
         weights = torch.full((source.numel(),), 1.0 / take, dtype=torch.float64, device=cards.device)
+        if with_kinds:
+            return rows[source], outcomes, weights, outcomes.cards[:, 2].clone()
         return rows[source], outcomes, weights
 
+    def chance_kinds(self, state: LeducState, actions: torch.Tensor):
+        """The public card's reveal by card (games/base.py CAPABILITIES): for each row whose action
+        ends the first betting round, 1/4 on each card the players do not hold, and the card dealt.
+        Returns (source, probabilities [M, 6], taken)."""
+        after = self.step(clone_state(state), actions)
+        rows = (after.round > state.round).nonzero().squeeze(1)
+        cards = torch.arange(NUM_CARDS, device=state.cards.device)
+        free = (cards != state.cards[rows, 0:1]) & (cards != state.cards[rows, 1:2])
+        return rows, free.double() / (NUM_CARDS - 2), state.cards[rows, 2]
 
 
 class LeducReference(PokerReference):
