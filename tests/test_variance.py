@@ -429,3 +429,25 @@ def test_distilled_chance_head_agrees_with_stepping_to_every_card(tmp_path):
     assert head.mean_score_diff == stepped.mean_score_diff
     assert head.variance_ratio > 1.0 + 0.5 * (stepped.variance_ratio - 1.0)
     assert head.correction_seconds < stepped.correction_seconds
+
+
+def test_fit_value_start_grows_the_chance_head(tmp_path, capsys):
+    import json
+
+    from deepcfr.cli.main import main
+
+    common = ["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchup", "heuristic_balanced",
+              "heuristic_careful", "--games", "100", "--steps", "30", "--batch-size", "64", "--json"]
+    first, second = tmp_path / "v1.pt", tmp_path / "v2.pt"
+    assert main(common + ["--hidden-size", "16", "--out", str(first)]) == 0
+    capsys.readouterr()
+    game = make_game("lost_cities", variant="mini")
+    assert load_value_function(first, game).chance_values is None
+    assert main(common + ["--hidden-size", "16", "--start", str(first), "--out", str(second)]) == 0
+    fitted = json.loads(capsys.readouterr().out)
+    assert fitted["start"] == str(first) and fitted["continued"] and "chance_explained" in fitted
+    grown = load_value_function(second, game)
+    assert grown.chance_values is not None and grown.net.output_size == 1 + game.chance_kind_count
+    # another shape is refused by name
+    assert main(common + ["--hidden-size", "32", "--start", str(first), "--out", str(tmp_path / "x.pt")]) == 2
+    assert "does not match" in capsys.readouterr().err
