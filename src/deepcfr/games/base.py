@@ -100,6 +100,15 @@ CAPABILITIES: dict[str, str] = {
                      "float64): deals (what init_from_deal takes; row i * d + j is sample j of obs[i]) whose replay "
                      "through the public action history [n, L] (-1 after the last) gives back obs, with importance "
                      "weights under which they are draws from the deal prior given everything the observer knows",
+    "carry_deals": "carry_deals(obs, history, fresh, previous, previous_length, generator) -> (deals [n * d, "
+                   "deal_len], carried [n * d] bool): deals for obs and history that keep what the previous deals "
+                   "(consistent with the first previous_length [n] actions) gave the observer's opponent up to "
+                   "then, the rest drawn from the prior given that (the observer's own cards from the fresh "
+                   "history_deals); where they do not fit, the fresh deal, not carried: the particles of a "
+                   "deterministic target's posterior, carried from decision to decision",
+    "swap_deals": "swap_deals(obs, history, deals, generator) -> deals: each deal with two cards swapped that "
+                  "the observer cannot see and the opponent never played, one of them the opponent's, by a move "
+                  "symmetric under the deal prior (the Metropolis move of those particles)",
     "deals_of": "deals_of(state) -> [n, deal_len] the deals the games started from (what init_from_deal takes)",
     "action_history": "action_history(obs) -> [n, max_game_length] long: the game's actions so far in order, -1 after the last, read from an observation that holds them all",
     "describe": "describe() -> the game and its rules in words",

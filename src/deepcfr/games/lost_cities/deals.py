@@ -242,4 +242,115 @@ def _ids_from_kinds(game, deal_kind: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(deal_kind).scatter_(1, order, ids)
 
 
-__all__ = ["history_deals"]
+
+
+
+# Particle moves of the belief (exploit/belief.py) against a deterministic target: a deal that
+# was consistent with an earlier decision is carried to the current one, and a deal is moved by
+# swapping two of the target's possible cards. Both work on kinds, and every sequence of kinds
+# is equally likely under the deal prior (a kind sequence is reached by the same number of
+# labellings, the product of the kinds' copies' orders, whatever the order), so the posterior
+# of a deterministic target is uniform over the consistent kind sequences.
+
+_OWN, _OLD, _FREE = 0, 1, 2  # a deal position's role in carry_deals
+
+
+def carry_deals(game, obs: torch.Tensor, history: torch.Tensor, fresh: torch.Tensor, previous: torch.Tensor,
+                previous_length: torch.Tensor, generator: torch.Generator | None = None
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Deals for ``obs [n, obs_size]`` and ``history [n, L]`` that keep what ``previous [n * d, D]``
+    (deals consistent with the first ``previous_length [n]`` actions of each history) gave the
+    observer's opponent, the target, from its first hand and its deck draws up to then. The
+    observer's own cards come from ``fresh [n * d, D]`` (``history_deals`` of the same rows: any
+    consistent timing of them); the rest, the target's deck draws since and the deck, are the
+    leftover cards in a uniformly random order: the prior given the carried cards. Returns
+    (deals [n * d, D], carried [n * d] bool): where the carried cards and the observer's do not
+    fit in one deck (the target held a card the observer has seen since), the row is ``fresh``'s
+    and not carried. The carried rows are not checked against the target's moves: the belief
+    replays them."""
+    r = game.rules
+    D, H, K = r.deck_size, r.hand_size, r.num_kinds
+    device = obs.device
+    n, N = obs.shape[0], fresh.shape[0]
+    d = N // n if n else 0
+    kind_of = game.tables(device).card_kind_index.long()
+    history = history.to(device=device, dtype=torch.long)
+    public = _public_pass(game, history)
+    observer = game.obs_player(obs).long()
+    mover, draw_rank = public["mover"], public["draw_rank"]
+    L = history.shape[1]
+    rows = torch.arange(n, device=device)
+    role = torch.full((n, D + 1), _FREE, dtype=torch.long, device=device)  # column D: writes to drop
+    seat_hand = torch.arange(H, device=device)
+    role[rows[:, None], observer[:, None] * H + seat_hand] = _OWN
+    role[rows[:, None], (1 - observer)[:, None] * H + seat_hand] = _OLD
+    drawn_role = torch.where(mover == observer[:, None], _OWN,
+                             torch.where(torch.arange(L, device=device) < previous_length.to(device)[:, None], _OLD, _FREE))
+    role.scatter_(1, torch.where(draw_rank >= 0, 2 * H + draw_rank, D), drawn_role)
+    role = role[:, :D].repeat_interleave(d, dim=0)
+    kinds = torch.where(role == _OLD, kind_of[previous.long()], torch.where(role == _OWN, kind_of[fresh.long()], -1))
+    deck_counts = torch.zeros(K, dtype=torch.long, device=device).scatter_add_(0, kind_of, torch.ones_like(kind_of))
+    placed = torch.zeros(N, K + 1, dtype=torch.long, device=device).scatter_add_(
+        1, torch.where(kinds >= 0, kinds, K), torch.ones_like(kinds))[:, :K]
+    leftover = deck_counts - placed
+    carried = (leftover >= 0).all(dim=1)
+    # The leftover cards (the first ``leftover[k]`` ids of each kind k) in random order, into the
+    # free positions in order.
+    copy_index = torch.arange(D, device=device) - torch.searchsorted(kind_of, kind_of)
+    spare = copy_index[None, :] < leftover.clamp(min=0)[:, kind_of]
+    keys = torch.where(spare, torch.rand(N, D, generator=generator, device=device), 2.0)
+    cards = keys.argsort(dim=1)
+    free = role == _FREE
+    positions = torch.where(free, torch.arange(D, device=device), D + torch.arange(D, device=device)).argsort(dim=1)
+    columns = torch.where(torch.arange(D, device=device) < free.sum(dim=1, keepdim=True), positions, D)
+    kinds = torch.cat([kinds, torch.zeros(N, 1, dtype=torch.long, device=device)], dim=1)
+    kinds.scatter_(1, columns, kind_of[cards])
+    kinds = torch.where(carried[:, None], kinds[:, :D], kind_of[fresh.long()])
+    return _ids_from_kinds(game, kinds), carried
+
+
+def swap_deals(game, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor,
+               generator: torch.Generator | None = None) -> torch.Tensor:
+    """``deals [n * d, D]`` (consistent with ``obs [n, obs_size]`` and ``history [n, L]``) each with
+    the cards of two positions swapped, both holding a kind the target (the observer's opponent)
+    never played or discarded from its hand: one of the target's positions (its first hand or a
+    deck draw of its: a card it still holds), uniformly, and another of the target's or of the
+    deck still to be drawn, uniformly (a card the observer cannot see). Those position sets are
+    the same before and after the swap, so the move is symmetric, and a Metropolis step over the
+    uniform kind sequences keeps the swapped deal wherever it is as consistent with the target's
+    moves (the belief replays it). A deal with no such pair is returned unchanged."""
+    r = game.rules
+    D, H = r.deck_size, r.hand_size
+    device = obs.device
+    n, N = obs.shape[0], deals.shape[0]
+    d = N // n if n else 0
+    history = history.to(device=device, dtype=torch.long)
+    public = _public_pass(game, history)
+    target = 1 - game.obs_player(obs).long()
+    rows = torch.arange(n, device=device)
+    theirs = torch.zeros(n, D + 1, dtype=torch.bool, device=device)
+    theirs[rows[:, None], target[:, None] * H + torch.arange(H, device=device)] = True
+    drawn_by_target = (public["mover"] == target[:, None]) & (public["draw_rank"] >= 0)
+    theirs.scatter_(1, torch.where(drawn_by_target, 2 * H + public["draw_rank"], D), drawn_by_target)
+    theirs = theirs[:, :D]
+    undrawn = torch.arange(D, device=device) >= 2 * H + public["draws"][:, None]
+    kind_of = game.tables(device).card_kind_index.long()
+    K = r.num_kinds
+    left = (public["mover"] == target[:, None]) & (public["exit_kind"] >= 0)
+    played = torch.zeros(n, K + 1, dtype=torch.long, device=device).scatter_add_(
+        1, torch.where(left, public["exit_kind"], K), torch.ones_like(public["exit_kind"]))[:, :K]
+    kinds = kind_of[deals.long()]
+    never_played = (played.repeat_interleave(d, dim=0).gather(1, kinds) == 0)  # [N, D]
+    theirs = theirs.repeat_interleave(d, dim=0) & never_played
+    either = (theirs | (undrawn.repeat_interleave(d, dim=0) & never_played))
+    first = torch.where(theirs, torch.rand(N, D, generator=generator, device=device), -1.0).argmax(dim=1)
+    either[torch.arange(N, device=device), first] = False
+    second = torch.where(either, torch.rand(N, D, generator=generator, device=device), -1.0).argmax(dim=1)
+    second = torch.where(either.any(dim=1) & theirs.any(dim=1), second, first)  # nothing to swap: unchanged
+    i = torch.arange(N, device=device)
+    a, b = kinds[i, first].clone(), kinds[i, second].clone()
+    kinds[i, first], kinds[i, second] = b, a
+    return _ids_from_kinds(game, kinds)
+
+
+__all__ = ["carry_deals", "history_deals", "swap_deals"]

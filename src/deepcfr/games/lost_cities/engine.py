@@ -665,6 +665,20 @@ class LostCitiesGame:
 
         return history_deals(self, obs, history, d, generator)
 
+    def carry_deals(self, obs: torch.Tensor, history: torch.Tensor, fresh: torch.Tensor, previous: torch.Tensor,
+                    previous_length: torch.Tensor, generator: torch.Generator | None = None):
+        """The belief's particles carried to a later decision (games/base.py CAPABILITIES): see deals.py."""
+        from .deals import carry_deals
+
+        return carry_deals(self, obs, history, fresh, previous, previous_length, generator)
+
+    def swap_deals(self, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor,
+                   generator: torch.Generator | None = None) -> torch.Tensor:
+        """The belief's particle move (games/base.py CAPABILITIES): see deals.py."""
+        from .deals import swap_deals
+
+        return swap_deals(self, obs, history, deals, generator)
+
     def observe(self, state: LostCitiesState, player: int | torch.Tensor) -> torch.Tensor:
         """[n, obs_size] uint8 rows of layout.py for the observer ``player`` (int or [n]; a -1 in a
         tensor, ``current_player`` of a finished game, is read as seat 0)."""
