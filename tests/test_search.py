@@ -231,6 +231,57 @@ def test_the_time_limit_stops_after_the_first_round(mini_checkpoint):
     assert bool(mask.gather(1, actions[:, None]).all())
 
 
+class _FakeRounds:
+    """Stands in for a search's rollouts and clock: a round of d determinizations takes
+    ``seconds_per_determinization * d`` on the fake clock (and scores every candidate 0)."""
+
+    def __init__(self, search, seconds_per_determinization: float):
+        self.now, self.rounds, self.cost = 0.0, [], seconds_per_determinization
+        search.clock = lambda: self.now
+        search.candidate_values = self.values
+
+    def values(self, obs, candidates, valid, d):
+        self.rounds.append(d)
+        self.now += self.cost * d
+        return torch.zeros(candidates.shape[0], candidates.shape[1], d, dtype=torch.float64)
+
+
+@pytest.mark.parametrize("budget, rounds", [
+    (None, [48]),  # no limit: every determinization in one round (max_batch holds them)
+    (1e-9, [4]),  # the first round always runs, however small the budget
+    (0.1, [4, 4]),  # 4 take 0.04 s; 4 more are predicted to end at 0.08; 8 more at 0.16, past the budget
+    (0.3, [4, 4, 8]),
+    (10.0, [4, 4, 8, 16, 16]),  # rounds double what is done, up to all 48
+])
+def test_a_time_limit_makes_the_search_anytime(budget, rounds):
+    """Under a budget the rounds double while the rounds so far predict the next one ends in time
+    (a fake clock: each determinization costs 0.01 s), and the decision reports how many it used."""
+    game = LostCitiesGame.from_params("mini")
+    base = BotPlayer(make_bot(game, "heuristic_balanced"), game)
+    config = SearchConfig(determinizations=48, candidates=2, min_determinizations=4, time_limit_s=budget)
+    search = RolloutSearch(game, base, config, rollout_policy=default_rollouts(game))
+    fake = _FakeRounds(search, seconds_per_determinization=0.01)
+    obs, mask = decision_batch(game, n=3, seed=2)
+    actions = search.decide(obs, mask)
+    assert fake.rounds == rounds
+    assert search.last.determinizations == sum(rounds)
+    rolled = search.stats.rolled_out
+    assert rolled > 0 and search.stats.to_dict()["determinizations_per_decision"] == sum(rounds)
+    assert bool(mask.gather(1, actions[:, None]).all())
+
+
+def test_max_batch_still_bounds_the_rounds_under_a_time_limit():
+    game = LostCitiesGame.from_params("mini")
+    base = BotPlayer(make_bot(game, "heuristic_balanced"), game)
+    # max_batch 12 over 2 candidates holds 6 determinizations a round: the doubling stops there
+    config = SearchConfig(determinizations=20, candidates=2, min_determinizations=4, max_batch=12, time_limit_s=10.0)
+    search = RolloutSearch(game, base, config, rollout_policy=default_rollouts(game))
+    fake = _FakeRounds(search, seconds_per_determinization=0.01)
+    obs, mask = decision_batch(game, n=1, seed=2)
+    search.decide(obs, mask)
+    assert fake.rounds == [4, 4, 6, 6]
+
+
 @pytest.mark.parametrize("shift, noise, chosen_slot", [(-1.0, 0.0, 0), (-0.01, 0.0, 0), (1.0, 0.0, 1), (0.5, 20.0, 0)])
 def test_the_paired_test_keeps_the_base_move_unless_another_is_surely_better(monkeypatch, shift, noise, chosen_slot):
     """The paired test's sign: a move worse than the base move on every deal never replaces it,

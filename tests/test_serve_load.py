@@ -248,7 +248,77 @@ def test_a_bounded_load_finishes_every_game_with_batched_decisions(tmp_path):
     assert search["decisions"] == result.opponent_moves[CHEAP_SEARCH] > 0
     assert search["calls"] == search["decisions"]  # one game: nothing to batch with
     assert champion["calls"] < champion["decisions"]  # four games: some of their moves were made together
-    kinds = {(r["kind"], r["opponent"]) for r in result.summary()}
+    rows = result.summary()
+    kinds = {(r["kind"], r["opponent"]) for r in rows}
     assert ("reply", "champion@greedy") in kinds and ("start", CHEAP_SEARCH) in kinds
+    # where the slow requests' time went, from the server's Server-Timing header
+    reply = next(r for r in rows if r["kind"] == "reply" and r["opponent"] == CHEAP_SEARCH)
+    assert reply["tail"]["decide"] > 0 and reply["tail"]["app"] >= reply["tail"]["decide"]
     print(f"\nbatch size against champion@greedy: {champion['decisions']}/{champion['calls']} = "
           f"{champion['decisions'] / champion['calls']:.2f}")
+
+
+def _search_table(client, opponent: str):
+    """A mini game against ``opponent`` where it moves first: (the answer, the table)."""
+    view = client.post("/api/games", json={"opponent": opponent, "seat": 1, "variant": "mini", "seed": 5})
+    assert view.status_code == 200, view.text
+    return view, client.app.state.tables.get(view.json()["id"])
+
+
+def test_search_players_run_in_a_process_of_their_own_with_the_served_time_limit(tmp_path):
+    """A served search player is built and run in the search process (not in the server's
+    interpreter, where the tables' threads hold its lock), and gets the served budget unless its
+    spec sets a time limit of its own; its moves come with their candidates' values."""
+    import os
+
+    from fastapi.testclient import TestClient
+
+    from deepcfr.serve.app import SERVED_SEARCH_BUDGET_S, search_process
+    from deepcfr.serve.search_process import ProcessSeated
+
+    client = TestClient(create_app(ServeSettings(runs=str(tmp_path))))
+    view, table = _search_table(client, CHEAP_SEARCH)
+    seated = table.players[0].seated
+    assert isinstance(seated, ProcessSeated)
+    assert seated.process._proc.pid != os.getpid() and seated.process is search_process("cpu")
+    assert seated.player.search.config.time_limit_s == SERVED_SEARCH_BUDGET_S
+    assert len(view.json()["moves"]) >= 1  # the computer moved first, in the search process
+    timing = view.headers["Server-Timing"]
+    assert "decide;dur=" in timing and "players;dur=" in timing and "app;dur=" in timing
+    _, own = _search_table(client, "search[determinizations=4,candidates=2,time_limit_s=2]:heuristic_balanced")
+    assert own.players[0].player.search.config.time_limit_s == 2.0
+    info = client.get("/api/info").json()
+    assert CHEAP_SEARCH in info["players_loaded"]
+    row = next(b for b in info["batching"] if b["player"] == CHEAP_SEARCH)
+    assert row["decisions"] >= 1 and row["determinizations_per_decision"] >= 1
+
+
+def test_a_search_process_that_died_is_started_again_and_rebuilds_its_players(tmp_path):
+    from fastapi.testclient import TestClient
+
+    client = TestClient(create_app(ServeSettings(runs=str(tmp_path))))
+    view, table = _search_table(client, CHEAP_SEARCH)
+    process = table.players[0].seated.process
+    starts = process.starts
+    process._proc.kill()
+    process._proc.join(30)
+    state, replies = view.json(), 0
+    while not replies:  # the person's moves (a card, then a draw) until the computer has replied
+        moved = client.post(f"/api/games/{state['id']}/move",
+                            json={"action": state["legal"][0]["action"], "decision": state["decisions"]})
+        assert moved.status_code == 200, moved.text
+        state = moved.json()
+        replies = sum(m["seat"] == 0 for m in state["last_moves"])
+    assert process.starts == starts + 1 and process._proc.is_alive()
+
+
+def test_the_server_builds_the_players_the_page_offers_before_the_first_game(tmp_path):
+    from deepcfr.players.champion import CHAMPION_FILE
+    from deepcfr.serve.app import offered_champions, warm_players
+
+    if not CHAMPION_FILE.is_file():
+        pytest.skip("the champion is not shipped in this checkout")
+    app = create_app(ServeSettings(runs=str(tmp_path)))
+    assert app.state.players.loaded() == []
+    warm_players(app)
+    assert sorted(app.state.players.loaded()) == sorted(offered_champions()) == ["champion@greedy", "search:champion"]

@@ -53,7 +53,10 @@ def run(args) -> int:
 
     import uvicorn
 
+    import threading
+
     from ..serve import ServeSettings, create_app
+    from ..serve.app import warm_players
 
     for ck in args.checkpoint:
         if not Path(ck).is_file():
@@ -78,6 +81,7 @@ def run(args) -> int:
     if args.host not in LOCAL_HOSTS:
         print(f"deepcfr serve: listening on {args.host}: anyone who can reach this machine can open the page",
               file=sys.stderr, flush=True)
+    threading.Thread(target=warm_players, args=(app,), name="deepcfr-warm-players", daemon=True).start()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
     server.run(sockets=[sock])
     return 0

@@ -37,9 +37,12 @@ class PlayerCache:
     players of other specs are built meanwhile, and a cached player is had without waiting."""
 
     def __init__(self, device: str = "cpu", confine: Callable[[PlayerSpec], PlayerSpec] | None = None,
-                 capacity: int = MAX_CACHED_PLAYERS):
+                 capacity: int = MAX_CACHED_PLAYERS, seat: Callable[[PlayerSpec, object, tuple], Seated] | None = None):
+        """``seat(spec, game, key)`` builds a player where the default (``Seated(load_player(...))``,
+        here) will not do: the server seats its search players in a process of their own."""
         self.device = device
         self.confine = confine or (lambda spec: spec)
+        self.seat = seat or (lambda spec, game, key: Seated(load_player(spec, game, device=self.device)))
         self.capacity = capacity
         self._players: OrderedDict[tuple, Seated] = OrderedDict()
         self._lock = threading.Lock()  # the dicts; never held while a player is built
@@ -82,6 +85,11 @@ class PlayerCache:
     def __len__(self) -> int:
         return len(self._players)
 
+    def loaded(self) -> list[str]:
+        """The specs of the players built and kept."""
+        with self._lock:
+            return sorted({key[0] for key in self._players})
+
     def resolve(self, text: str, game=None) -> Seated:
         """The player ``text`` names, for ``game`` (None: a checkpoint's own game). ValueError
         (PlayerSpecError, a confinement error, a load error) when it cannot be had."""
@@ -93,7 +101,7 @@ class PlayerCache:
 
         def build() -> Seated:
             try:
-                return Seated(load_player(spec, None if files else game, device=self.device))
+                return self.seat(spec, None if files else game, key)
             except (ValueError, OSError, RuntimeError, KeyError) as e:
                 raise ValueError(f"cannot load player {quote(text)}: {e}") from None
 

@@ -41,8 +41,14 @@ class SearchConfig(BaseModel):
     rollout_dtype: str = Field("auto", pattern="^(auto|float32|bfloat16)$", description="float32, bfloat16 "
                                "(autocast) for a network's forward passes in the rollouts, or auto: bfloat16 where "
                                "the device computes it natively (CUDA, a CPU with avx512_bf16 or AMX), else float32")
-    time_limit_s: float | None = Field(None, gt=0, description="seconds per batch of decisions after which no new "
-                                       "round of determinizations starts (at least one runs); none: no limit")
+    # An anytime search: under a time limit a call (a batch of decisions) answers within about its
+    # budget however loaded the machine is, with fewer determinizations when it is slow.
+    time_limit_s: float | None = Field(None, gt=0, description="wall-clock budget of one call (a batch of "
+                                       "decisions): a first round of min_determinizations always runs, and each "
+                                       "later round (as many as all rounds before it) only when the rounds so far "
+                                       "predict it ends within the budget; none: every determinization, no limit")
+    min_determinizations: int = Field(8, ge=1, description="determinizations of the first round under a time "
+                                      "limit, always made (the fewest a decision gets)")
     max_batch: int = Field(32768, ge=1, description="rollouts in flight at once (memory budget); a decision's "
                            "determinizations are split into rounds to fit")
     seed: int = Field(0, description="seed of the determinizations and the sampled rollouts")

@@ -12,7 +12,12 @@ allowed by the paired test (``min_z``: a move other than the base's greedy move 
 Shape: all deciding games x k x (a round of) determinizations are one lockstep batch; every
 rollout step is one engine step and one forward per network over the games still running (the
 finished ones are compacted away). Rounds of determinizations fit the batch into ``max_batch``
-rollouts and let ``time_limit_s`` stop early.
+rollouts. Under ``time_limit_s`` the search is anytime: a first round of
+``min_determinizations`` always runs, then rounds that double what is done while the time of the
+rounds so far predicts the next one ends within the budget (a round costs at most in proportion
+to its size: a rollout step's fixed cost is shared by its rows), so a call answers in about its
+budget on a loaded machine too, with fewer determinizations (``SearchDecision.determinizations``,
+``SearchStats.determinizations``).
 
 A base is duck-typed (this layer knows no players): an object with ``policy(obs, mask) ->
 probs`` (a network: ranking, prior and rollouts from its probabilities), or a bot with
@@ -91,6 +96,8 @@ class SearchStats:
     rollout_decisions: int = 0  # engine decisions made inside rollouts
     capped_rollouts: int = 0  # rollouts ended by the ply cap with cards left in the deck
     overrides: int = 0  # decisions where the search played another move than the base's greedy one
+    determinizations: int = 0  # summed over the decisions rolled out (fewer than configured under a time limit)
+    rolled_out: int = 0  # decisions with more than one candidate (the forced ones have no determinizations)
     seconds: float = 0.0
 
     def reset(self) -> None:
@@ -101,6 +108,7 @@ class SearchStats:
             "searched_decisions": self.decisions, "rollouts": self.rollouts,
             "rollout_decisions": self.rollout_decisions, "capped_rollouts": self.capped_rollouts,
             "override_rate": self.overrides / self.decisions if self.decisions else float("nan"),
+            "determinizations_per_decision": self.determinizations / self.rolled_out if self.rolled_out else float("nan"),
             "search_seconds": self.seconds,
             "rollout_decisions_per_second": self.rollout_decisions / self.seconds if self.seconds else float("nan"),
             "seconds_per_move": self.seconds / self.decisions if self.decisions else float("nan"),
@@ -162,6 +170,7 @@ class RolloutSearch:
         self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
         self.stats = SearchStats()
         self.last: SearchDecision | None = None
+        self.clock = time.perf_counter  # what the time limit reads (a test gives a clock of its own)
 
     # Candidates ------------------------------------------------------------------------------
     def rank(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -189,7 +198,7 @@ class RolloutSearch:
         """The searched actions ``[n]`` for decisions ``obs [n, obs_size]`` (each row the observation
         of the player to move) with legal masks ``mask [n, A]``; ``self.last`` holds the details."""
         cfg = self.config
-        start = time.perf_counter()
+        start = self.clock()
         obs, mask = obs.to(self.device), mask.to(self.device).bool()
         n = obs.shape[0]
         k = min(cfg.candidates, mask.shape[1])
@@ -211,10 +220,11 @@ class RolloutSearch:
         diff_squares = torch.zeros_like(sums)
         done_d = 0
         if todo.numel():
-            per_round = max(1, min(cfg.determinizations, cfg.max_batch // k))
+            per_round = max(1, min(cfg.determinizations, cfg.max_batch // k))  # what max_batch holds
             chunk = max(1, cfg.max_batch // (k * per_round))
+            d = per_round if cfg.time_limit_s is None else min(per_round, cfg.min_determinizations)
             while done_d < cfg.determinizations:
-                d = min(per_round, cfg.determinizations - done_d)
+                d = min(d, cfg.determinizations - done_d)
                 for c0 in range(0, todo.numel(), chunk):
                     rows = todo[c0:c0 + chunk]
                     values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d)  # [m, k, d]
@@ -224,8 +234,11 @@ class RolloutSearch:
                     diff_sums[rows] += (values - base_v).sum(dim=2)
                     diff_squares[rows] += ((values - base_v) ** 2).sum(dim=2)
                 done_d += d
-                if cfg.time_limit_s is not None and time.perf_counter() - start > cfg.time_limit_s:
-                    break
+                if cfg.time_limit_s is not None:
+                    d = min(per_round, done_d)  # the next round: as many as all before it
+                    spent = self.clock() - start
+                    if spent + spent * d / done_d > cfg.time_limit_s:  # predicted past the budget: answer now
+                        break
         D = max(done_d, 1)
         mean = sums / D
         var = (squares / D - mean ** 2).clamp(min=0) * D / max(D - 1, 1)
@@ -240,7 +253,7 @@ class RolloutSearch:
         chosen = candidates.gather(1, pick[:, None]).squeeze(1)
 
         nan = torch.tensor(float("nan"), dtype=torch.float64, device=self.device)
-        seconds = time.perf_counter() - start
+        seconds = self.clock() - start
         rolled = valid & ~single[:, None]  # NaN values: no such candidate, or a forced move (not rolled out)
         self.last = SearchDecision(
             candidates=candidates, mean=torch.where(rolled, mean, nan), ci95=torch.where(rolled, ci95, nan),
@@ -249,6 +262,8 @@ class RolloutSearch:
         )
         self.stats.decisions += n
         self.stats.overrides += int((pick != 0).sum())
+        self.stats.rolled_out += int(todo.numel())
+        self.stats.determinizations += done_d * int(todo.numel())
         self.stats.calls += 1
         self.stats.seconds += seconds
         return chosen

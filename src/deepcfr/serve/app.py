@@ -12,6 +12,8 @@ import logging
 import re
 import secrets
 import tempfile
+import threading
+import time
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -25,10 +27,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..evaluate.replay import append_records
 from .library import ReplayLibrary, RunLibrary
-from ..players import MAX_SPEC_LENGTH, VALID_FORMS, PlayerCache, PlayerSpecError, parse_player, same_game
+from ..players import (MAX_SPEC_LENGTH, VALID_FORMS, PlayerCache, PlayerSpecError, Seated, load_player, parse_player,
+                       same_game)
+from . import timing
 from .batching import Batchers
 from .docs import docs_page
 from .players import CheckpointPolicy
+from .search_process import ProcessSeated, SearchProcess
 from .present import WEB_TABLE_GAME, check_web_table_game
 from .tables import Table, TableError, TableStore
 
@@ -36,7 +41,35 @@ SAVED_GAMES = "web_games.jsonl"  # finished games saved from the page, under the
 MAX_SEED = 2**31 - 1
 MAX_SPEC = MAX_SPEC_LENGTH  # characters of a player spec: the one limit of the parser, the CLI and the page
 # What one request may ask of a search player (a decision's work grows with each of these).
-SEARCH_CAPS = {"determinizations": 256, "candidates": 8, "max_batch": 65536, "time_limit_s": 10.0}
+SEARCH_CAPS = {"determinizations": 256, "min_determinizations": 256, "candidates": 8, "max_batch": 65536,
+               "time_limit_s": 10.0}
+# The wall-clock budget of a served search call (a batch of the tables' decisions) whose spec sets
+# none: the search is anytime (search.config), so a reply, two decisions of the computer each
+# waiting behind at most one other call, stays near a second under load (docs/performance.md,
+# "The served page under load"); a spec's own time_limit_s (up to the cap) is kept.
+SERVED_SEARCH_BUDGET_S = 0.15
+
+
+def limit_search_time(config) -> None:
+    """The served time limit of a search player's settings (``config``, changed in place): the
+    served budget where the spec sets none, the cap where it sets more."""
+    if config.time_limit_s is None:
+        config.time_limit_s = SERVED_SEARCH_BUDGET_S
+    elif config.time_limit_s > SEARCH_CAPS["time_limit_s"]:
+        config.time_limit_s = SEARCH_CAPS["time_limit_s"]  # no call of a search (a batch of decisions) runs longer
+
+
+_search_processes: dict[str, SearchProcess] = {}  # one per server process and device, started on first use
+_search_processes_lock = threading.Lock()
+
+
+def search_process(device: str) -> SearchProcess:
+    """The process that runs this server's search players on ``device`` (serve.search_process)."""
+    with _search_processes_lock:
+        if device not in _search_processes:
+            _search_processes[device] = SearchProcess(device, limit_search_time)
+        return _search_processes[device]
+CHAMPION_LABELS = {"champion@greedy": "champion network alone", "search:champion": "champion with search"}
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",
     "X-Frame-Options": "DENY",
@@ -125,12 +158,42 @@ def check_spec(text: str):
     return spec
 
 
+def offered_champions() -> list[str]:
+    """The champion players the page offers (none where the champion is not shipped), the
+    strongest measured first."""
+    from ..players.champion import CHAMPION_FILE, strongest_champion_spec
+
+    if not CHAMPION_FILE.is_file():
+        return []
+    first = strongest_champion_spec()
+    return sorted(CHAMPION_LABELS, key=lambda spec: spec != first)
+
+
+def warm_players(app: FastAPI) -> None:
+    """Build the players the page offers before anyone asks (``deepcfr serve`` runs it in a thread
+    as it starts): the first game against the search does not wait for its process to start and
+    the champion to load (a game started meanwhile waits for the one build)."""
+    for spec in offered_champions():
+        try:
+            app.state.players.resolve(spec)
+        except Exception as e:  # a game asking for it will get the error; the server starts all the same
+            log.warning("could not build %s before the first game: %s", spec, e)
+
+
 def create_app(settings: ServeSettings | None = None) -> FastAPI:
     settings = settings or ServeSettings()
     app = FastAPI(title="deepcfr serve", docs_url=None, redoc_url=None, openapi_url="/api/openapi.json")
     runs_root = Path(settings.runs)
     replays_root = Path(settings.replays) if settings.replays is not None else runs_root
-    players = PlayerCache(settings.device, confine=CheckpointPolicy(settings.checkpoints, runs_root).confine)
+    searches = search_process(settings.device)
+
+    def seat(spec, game, key):
+        if spec.kind == "search":  # a process of its own: its calls do not wait on the tables' threads
+            return ProcessSeated(searches, spec, game, key)
+        return Seated(load_player(spec, game, device=settings.device))
+
+    players = PlayerCache(settings.device, confine=CheckpointPolicy(settings.checkpoints, runs_root).confine,
+                          seat=seat)
     tables = TableStore(settings.max_games)
     batchers = Batchers()  # the tables that share a player have their decisions made as one call
     report_cache = tempfile.TemporaryDirectory(prefix="deepcfr-serve-reports-")
@@ -144,6 +207,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
     @app.middleware("http")
     async def _harden(request: Request, call_next):
+        started, phases = time.perf_counter(), timing.begin()  # the endpoint's thread adds to phases
         if allowed is not None:
             host = request.headers.get("host", "")
             name = host[1:].partition("]")[0] if host.startswith("[") else host.rpartition(":")[0] if host.count(":") == 1 else host
@@ -154,6 +218,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
                 return response
         response = await call_next(request)
         response.headers.update(SECURITY_HEADERS)
+        response.headers["Server-Timing"] = timing.header(phases, time.perf_counter() - started)
         return response
 
     # Errors ---------------------------------------------------------------------------------
@@ -198,7 +263,8 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             if s is not None:
                 check_spec(s)
         try:
-            games = [g for g in (players.game_of(s) for s in specs if s is not None) if g is not None]
+            with timing.phase("players"):
+                games = [g for g in (players.game_of(s) for s in specs if s is not None) if g is not None]
         except OSError as e:
             raise ValueError(f"cannot use this player: {e.strerror or type(e).__name__}") from None
         if games:
@@ -210,7 +276,8 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         else:
             game = WEB_TABLE_GAME.from_params(variant or WEB_TABLE_GAME.variants[0])
         try:
-            seated = [None if s is None else players.resolve(s, game) for s in specs]
+            with timing.phase("players"):
+                seated = [None if s is None else players.resolve(s, game) for s in specs]
         except OSError as e:
             raise ValueError(f"cannot use this player: {e.strerror or type(e).__name__}") from None
         for s in seated:
@@ -221,8 +288,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
                 value = getattr(config, key, None)
                 if key != "time_limit_s" and value is not None and value > cap:
                     raise ValueError(f"search setting {key}={value} is over this server's cap of {cap}")
-            if config.time_limit_s is None or config.time_limit_s > SEARCH_CAPS["time_limit_s"]:
-                config.time_limit_s = SEARCH_CAPS["time_limit_s"]  # no call of a search (a batch of decisions) runs longer
+            limit_search_time(config)  # where it was built (a search process has applied it already)
         seated = [None if s is None else batchers.of(s) for s in seated]
         names = ["You" if s is None else s.strip() for s in specs]
         table = Table(game, seated, names, secrets.randbelow(MAX_SEED) if seed is None else seed, mode)
@@ -231,26 +297,22 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
 
     @app.get("/api/info")
     def info():
-        """Players (bots, served checkpoints), rule variants, the served directories, and what reached each
-        shared player (`batching`: calls and decisions; decisions / calls is the batch size)."""
+        """Players (bots, served checkpoints), rule variants, the served directories, the players built
+        (`players_loaded`: their specs), and what reached each shared player (`batching`: calls and
+        decisions; decisions / calls is the batch size)."""
         from ..games.bots import bot_names
 
         listed = [{"spec": c, "label": Path(c).name} for c in settings.checkpoints]
         for run in runs.runs():
             listed += [{"spec": c, "label": c} for c in run["checkpoints"]]
-        from ..players.champion import CHAMPION_FILE, strongest_champion_spec
-
         # the shipped champion first, its strongest measured player first: the page's default
-        champions = []
-        if CHAMPION_FILE.is_file():
-            labels = {"champion@greedy": "champion network alone", "search:champion": "champion with search"}
-            first = strongest_champion_spec()
-            champions = [{"spec": spec, "label": labels[spec] + (" (strongest measured)" if spec == first else "")}
-                         for spec in sorted(labels, key=lambda s: s != first)]
+        offered = offered_champions()
+        champions = [{"spec": spec, "label": CHAMPION_LABELS[spec] + (" (strongest measured)" if k == 0 else "")}
+                     for k, spec in enumerate(offered)]
         return {"bots": bot_names(WEB_TABLE_GAME()), "champions": champions, "checkpoints": listed,
                 "variants": list(WEB_TABLE_GAME.variants),
                 "spec_forms": PAGE_FORMS, "runs": str(runs_root), "replays": str(replays_root),
-                "games_in_memory": len(tables), "batching": batchers.stats()}
+                "games_in_memory": len(tables), "players_loaded": players.loaded(), "batching": batchers.stats()}
 
     @app.post("/api/games")
     def new_game(body: PlayRequest):

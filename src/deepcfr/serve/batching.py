@@ -16,13 +16,16 @@ search players do not depend on it).
 
 from __future__ import annotations
 
+import math
 import threading
+import time
 import weakref
 from typing import Callable
 
 import torch
 
 from ..players import Decision, Seated
+from . import timing
 
 
 class _Pending:
@@ -30,11 +33,15 @@ class _Pending:
 
     def __init__(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None):
         self.obs, self.mask, self.generator = obs, mask, generator
+        self.asked = time.perf_counter()
+        self.taken = self.asked  # when a call took it into its batch
         self.done = False
         self.decision: Decision | None = None
         self.error: BaseException | None = None
 
     def outcome(self) -> Decision:
+        timing.add("queue", self.taken - self.asked)  # behind another batch's call
+        timing.add("decide", time.perf_counter() - self.taken)  # in the call that made it
         if self.error is not None:
             raise self.error
         return self.decision
@@ -64,6 +71,9 @@ class DecisionBatcher:
             if mine.done:
                 return mine.outcome()
             batch, self._pending, self._deciding = self._pending, [], True
+            taken = time.perf_counter()
+            for p in batch:
+                p.taken = taken
         try:
             decisions = self.seated.decide_batch(torch.cat([p.obs for p in batch]), torch.cat([p.mask for p in batch]),
                                                  batch[0].generator, action_name)
@@ -100,10 +110,18 @@ class Batchers:
 
     def stats(self) -> list[dict]:
         """What reached each live shared player: ``{player, calls, decisions}`` (decisions / calls:
-        the mean batch)."""
+        the mean batch), and a search's mean ``determinizations_per_decision``."""
         with self._lock:
             batchers = list(self._of.values())
-        return [{"player": b.name, "calls": b.calls, "decisions": b.decisions} for b in batchers]
+        out = []
+        for b in batchers:
+            row = {"player": b.name, "calls": b.calls, "decisions": b.decisions}
+            search = getattr(b.player, "search", None)
+            if search is not None:  # what a time limit left of its determinizations
+                used = search.stats.to_dict()["determinizations_per_decision"]
+                row["determinizations_per_decision"] = used if math.isfinite(used) else None  # none rolled out yet
+            out.append(row)
+        return out
 
 
 __all__ = ["Batchers", "DecisionBatcher"]

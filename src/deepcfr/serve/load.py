@@ -20,6 +20,9 @@ from ipaddress import ip_address
 from typing import Sequence
 from urllib.parse import urlsplit
 
+from .timing import PHASES
+from .timing import parse as parse_server_timing
+
 LOOPBACK_NAMES = {"localhost"}
 
 
@@ -48,15 +51,24 @@ class LoadResult:
     opponent_moves: dict[str, int] = field(default_factory=dict)  # the computer's moves seen, by opponent
     errors: list[str] = field(default_factory=list)
     latencies: dict[tuple[str, str], list[float]] = field(default_factory=dict)
+    # each request's phases as the server reported them (serve.timing: players, queue, decide, app)
+    phases: dict[tuple[str, str], list[dict[str, float]]] = field(default_factory=dict)
     seconds: float = 0.0
 
     def summary(self) -> list[dict]:
-        """One row per (kind, opponent): requests, p50, p95 and max seconds."""
+        """One row per (kind, opponent): requests, p50, p95 and max seconds, and where the time of
+        the requests at or above the p95 went (``tail``: the mean seconds of each server phase,
+        and ``http``: what the client waited beyond the application, the server's request queue
+        and the connection)."""
         rows = []
-        for (kind, opponent), values in sorted(self.latencies.items()):
+        for key, values in sorted(self.latencies.items()):
             v = sorted(values)
-            rows.append({"kind": kind, "opponent": opponent, "requests": len(v), "p50": _quantile(v, 0.5),
-                         "p95": _quantile(v, 0.95), "max": v[-1]})
+            p95 = _quantile(v, 0.95)
+            tail = [(t, ph) for t, ph in zip(values, self.phases.get(key, [{}] * len(values))) if t >= p95]
+            means = {name: sum(ph.get(name, 0.0) for _, ph in tail) / len(tail) for name in (*PHASES, "app")}
+            means["http"] = sum(t - ph.get("app", 0.0) for t, ph in tail) / len(tail)
+            rows.append({"kind": key[0], "opponent": key[1], "requests": len(v), "p50": _quantile(v, 0.5),
+                         "p95": p95, "max": v[-1], "tail": means})
         return rows
 
 
@@ -84,6 +96,7 @@ class _Game:
         try:
             with urllib.request.urlopen(request, timeout=self.request_timeout_s) as answer:
                 view = json.loads(answer.read())
+                phases = parse_server_timing(answer.headers.get("Server-Timing"))
         except urllib.error.HTTPError as e:
             raise RuntimeError(f"{path}: HTTP {e.code} {e.read()[:300]!r}") from None
         elapsed = time.perf_counter() - start
@@ -92,6 +105,7 @@ class _Game:
             kind = "reply" if replies else "move"
         with self.lock:
             self.result.latencies.setdefault((kind, self.opponent), []).append(elapsed)
+            self.result.phases.setdefault((kind, self.opponent), []).append(phases)
             self.result.opponent_moves[self.opponent] = self.result.opponent_moves.get(self.opponent, 0) + replies
         return view
 

@@ -1,0 +1,167 @@
+"""The served search players run in a process of their own.
+
+A search call is thousands of small tensor operations, and each gives the interpreter lock up and
+takes it back. In the server's process the tables' request threads hold that lock between two of
+them, so a call that takes 0.35 s alone took 2.4 s beside one busy thread and up to 33 s beside
+three (docs/performance.md, "The served page under load"); the server also used about one of its
+two cores. In a process of their own the searches keep their own lock and their own core, and
+the network players, whose calls are a few large operations, stay in the server.
+
+``SearchProcess`` is one child process (spawned on first use, again if it died) that builds and
+runs every served search player, one call at a time; ``ProcessSeated`` stands in for a
+``players.Seated`` search player in the server (the batcher, the tables and ``/api/info`` use it
+as they use a Seated). The child applies the server's time limit to what it builds
+(``limit_time``) and sends back a copy of the search settings that resulted.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import threading
+from collections import OrderedDict
+from typing import Callable
+
+import torch
+
+from ..players import Decision, Seated
+
+MAX_PLAYERS = 32  # search players kept in the child (the server's PlayerCache keeps as many)
+
+
+class SearchProcessError(RuntimeError):
+    """The search process ended or could not start; the message says what to look at."""
+
+
+def _child(conn, device: str, limit_time: Callable) -> None:
+    from ..players import load_player
+
+    players: OrderedDict[tuple, Seated] = OrderedDict()
+
+    def seated_of(key: tuple, spec, game) -> Seated:
+        seated = players.get(key)
+        if seated is None:
+            seated = Seated(load_player(spec, game, device=device))
+            limit_time(seated.player.search.config)
+            players[key] = seated
+            while len(players) > MAX_PLAYERS:
+                players.popitem(last=False)
+        players.move_to_end(key)
+        return seated
+
+    while True:
+        try:
+            op, key, spec, game, *args = conn.recv()
+        except (EOFError, KeyboardInterrupt):
+            return
+        try:
+            seated = seated_of(key, spec, game)
+            if op == "build":
+                value = (seated.name, seated.game, seated.player.search.config.model_dump())
+            elif op == "decide":
+                obs, mask = args
+                value = seated.decide_batch(obs, mask, None, seated.game.action_name)
+            elif op == "stats":
+                value = seated.player.search.stats.to_dict()
+            else:
+                raise ValueError(f"unknown request {op!r}")
+            conn.send((True, value))
+        except BaseException as e:  # the server raises it where the call was made
+            try:
+                conn.send((False, e))
+            except Exception:  # an error that does not pickle: its text
+                conn.send((False, RuntimeError(f"{type(e).__name__}: {e}")))
+
+
+class SearchProcess:
+    """One child process for every served search player; thread-safe (calls wait their turn)."""
+
+    def __init__(self, device: str = "cpu", limit_time: Callable = lambda config: None):
+        self.device, self.limit_time = device, limit_time
+        self._lock = threading.Lock()
+        self._proc = None
+        self._conn = None
+        self.starts = 0  # processes started (a test counts them)
+
+    def call(self, op: str, key: tuple, spec, game, *args):
+        with self._lock:
+            if self._proc is None or not self._proc.is_alive():
+                self._start()
+            try:
+                self._conn.send((op, key, spec, game, *args))
+                ok, value = self._conn.recv()
+            except (EOFError, OSError, BrokenPipeError):
+                self._proc = None
+                raise SearchProcessError("the search process ended during a call (the server log has its error); "
+                                         "the next call starts a new one") from None
+        if not ok:
+            raise value
+        return value
+
+    def _start(self) -> None:
+        context = multiprocessing.get_context("spawn")  # a fork would copy the server's threads' locks
+        self._conn, child = context.Pipe()
+        self._proc = context.Process(target=_child, args=(child, self.device, self.limit_time),
+                                     name="deepcfr-search", daemon=True)
+        self._proc.start()
+        child.close()
+        self.starts += 1
+
+    def close(self) -> None:
+        with self._lock:
+            if self._proc is not None:
+                self._conn.close()
+                self._proc.join(10)
+                if self._proc.is_alive():
+                    self._proc.terminate()
+                self._proc = None
+
+
+class _SearchView:
+    """What the server reads of a search player in the child: its settings (a copy) and its stats."""
+
+    def __init__(self, seated: "ProcessSeated", config):
+        self._seated, self.config = seated, config
+
+    @property
+    def stats(self):
+        return _Stats(self._seated.process.call("stats", *self._seated.identity))
+
+
+class _Stats:
+    def __init__(self, figures: dict):
+        self._figures = figures
+
+    def to_dict(self) -> dict:
+        return dict(self._figures)
+
+
+class _PlayerView:
+    def __init__(self, search: _SearchView, name: str, game):
+        self.search, self.name, self.game = search, name, game
+
+
+class ProcessSeated:
+    """A search player built and run in ``process``; used as a ``players.Seated``."""
+
+    def __init__(self, process: SearchProcess, spec, game, key: tuple):
+        """``key``: the server's PlayerCache key of ``spec`` (its checkpoints' versions, the rules),
+        under which the child keeps the player it builds."""
+        from ..search import SearchConfig
+
+        self.process = process
+        self.identity = (key, spec, game)
+        self.name, self.game, config = process.call("build", *self.identity)
+        self.player = _PlayerView(_SearchView(self, SearchConfig(**config)), self.name, self.game)
+
+    def decide_batch(self, obs: torch.Tensor, mask: torch.Tensor, generator=None,
+                     action_name: Callable[[int], str] = str) -> list[Decision]:
+        """The decisions of ``n`` tables in one call of the child's player (the search draws its own
+        random numbers; the names of the candidates' moves are the game's own)."""
+        return self.process.call("decide", *self.identity, obs, mask)
+
+    def decide(self, obs: torch.Tensor, mask: torch.Tensor, generator=None,
+               action_name: Callable[[int], str] = str) -> Decision:
+        return self.decide_batch(obs, mask, generator, action_name)[0]
+
+
+__all__ = ["ProcessSeated", "SearchProcess", "SearchProcessError"]
