@@ -32,16 +32,20 @@ class SearchProcessError(RuntimeError):
     """The search process ended or could not start; the message says what to look at."""
 
 
-def _child(conn, device: str, limit_time: Callable) -> None:
+def _child(conn, device: str, limit_time: Callable | None) -> None:
     from ..players import load_player
 
+    # A served search's batches are small: a second torch thread only adds hand-offs, 20 times
+    # slower on a busy CPU (docs/performance.md, "Search"), and the server has the other core.
+    torch.set_num_threads(1)
     players: OrderedDict[tuple, Seated] = OrderedDict()
 
     def seated_of(key: tuple, spec, game) -> Seated:
         seated = players.get(key)
         if seated is None:
             seated = Seated(load_player(spec, game, device=device))
-            limit_time(seated.player.search.config)
+            if limit_time is not None:
+                limit_time(seated.player.search.config)
             players[key] = seated
             while len(players) > MAX_PLAYERS:
                 players.popitem(last=False)
@@ -75,7 +79,9 @@ def _child(conn, device: str, limit_time: Callable) -> None:
 class SearchProcess:
     """One child process for every served search player; thread-safe (calls wait their turn)."""
 
-    def __init__(self, device: str = "cpu", limit_time: Callable = lambda config: None):
+    def __init__(self, device: str = "cpu", limit_time: Callable | None = None):
+        """``limit_time(config)``: what the child does to each search's settings it builds (a
+        module-level function: the child gets it pickled); None: nothing."""
         self.device, self.limit_time = device, limit_time
         self._lock = threading.Lock()
         self._proc = None
@@ -105,15 +111,6 @@ class SearchProcess:
         self._proc.start()
         child.close()
         self.starts += 1
-
-    def close(self) -> None:
-        with self._lock:
-            if self._proc is not None:
-                self._conn.close()
-                self._proc.join(10)
-                if self._proc.is_alive():
-                    self._proc.terminate()
-                self._proc = None
 
 
 class _SearchView:
