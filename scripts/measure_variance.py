@@ -27,7 +27,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="two player specs (repeat it)")
     p.add_argument("--games", default="2000", help="games per matchup (even), or one count per matchup, comma-separated")
     p.add_argument("--value-fn", default="auto")
-    p.add_argument("--chance-samples", default="all", help="comma-separated: all, or M outcomes per correction")
+    p.add_argument("--chance-samples", default="all",
+                   help="comma-separated: all, or M outcomes per correction (a value function without a chance head)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--json", action="store_true")
@@ -52,7 +53,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(rows))
         return 0
-    print("| A | B | chance outcomes | games | plain | corrected | variance ratio | games for +-1, plain / corrected "
+    print("| A | B | chance values | games | plain | corrected | variance ratio | games for +-1, plain / corrected "
           "| s/game, game / corrections |")
     print("| --- | --- | --- | ---: | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
@@ -66,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _row(game, a, b, games, seed, value, samples) -> dict:
     row = match_row(game, a, b, games, seed, value, chance_samples=samples)
-    row["chance_samples"] = "all" if samples is None else samples
+    row["chance_samples"] = "chance head" if getattr(value, "chance_values", None) is not None else \
+        "every card" if samples is None else f"{samples} of the cards"
     pairs = games // 2
     row["games_for_1_plain"] = 2 * round(pairs * row["score_diff_ci95"] ** 2)
     row["games_for_1_corrected"] = 2 * round(pairs * row["corrected_ci95"] ** 2)

@@ -31,8 +31,8 @@ def register(subparsers) -> None:
     add_search_options(p)
     add_value_option(p)
     p.add_argument("--chance-samples", type=int, default=None, metavar="M",
-                   help="average each luck correction over M chance outcomes drawn without replacement "
-                        "(cheaper, still unbiased; default: all of them)")
+                   help="with a value function without a chance head, average each luck correction over M "
+                        "chance outcomes drawn without replacement (cheaper, still unbiased; default: all of them)")
     add_json_flag(p)
     p.set_defaults(func=run)
 

@@ -67,9 +67,10 @@ class ImproveConfig(Section):
     # variance-reduced estimate; the gate decides on it): auto (the one shipped beside the champion
     # where it was made for this game and rules), none, or a file of `deepcfr fit-value`
     value_fn: str = "auto"
-    # the chance outcomes each of those corrections averages over (drawn without replacement; still
-    # unbiased); null: all of them. 8 keeps ~90% of the variance reduction at an eighth of the cost
-    # (docs/results.md, "Fewer games for the same confidence"): about 0.005 s a game on one core
+    # with a value function that has no chance head (the shipped one has: this is then unused), the
+    # chance outcomes each of those corrections steps to and averages over (drawn without
+    # replacement; still unbiased); null: all of them. 8 keeps ~90% of the variance reduction at
+    # an eighth of the cost (docs/results.md, "Fewer games for the same confidence")
     chance_samples: int | None = Field(8, ge=1)
     eval_games: int = Field(0, ge=0)  # games (even) per evaluation opponent after each round; 0: none
     eval_opponents: list[str] = Field(default_factory=lambda: ["heuristic_balanced", "heuristic_careful"])
