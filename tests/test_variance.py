@@ -409,13 +409,13 @@ def test_distilled_chance_head_agrees_with_stepping_to_every_card(tmp_path):
     bots = [make_bot(game, name) for name in ("heuristic_balanced", "heuristic_careful", "heuristic_aggressive")]
     matchups = [(bots[0], bots[1]), (bots[2], bots[0])]
     positions = collect_positions(game, matchups, games=1200, keep=0.5, seed=1)
-    assert positions.chance_targets is None and (positions.chance_kinds >= 0).any()
+    assert positions.chance_targets is None
     net, _ = fit_value(game, positions, hidden_size=64, num_layers=2, steps=1500, batch_size=256)
     teacher = FullStateValue(game, net)
     assert teacher.chance_values is None  # no teacher: no head
     taught = collect_positions(game, matchups, games=1200, keep=0.5, seed=1, teacher=teacher)
-    drawn = taught.chance_kinds >= 0
-    assert torch.equal(~taught.chance_targets.isnan().all(1), drawn)
+    drawn = ~taught.chance_targets.isnan().all(1)  # the positions before a deck draw carry the teacher's values
+    assert drawn.any() and not drawn.all()
     student, info = fit_value(game, taught, hidden_size=64, num_layers=2, steps=1500, batch_size=256, lr=3e-4,
                               start=net)
     assert info["continued"] and info["chance_explained"] > 0.2

@@ -69,6 +69,8 @@ def search_process(device: str) -> SearchProcess:
         if device not in _search_processes:
             _search_processes[device] = SearchProcess(device, limit_search_time)
         return _search_processes[device]
+
+
 CHAMPION_LABELS = {"champion@greedy": "champion network alone", "search:champion": "champion with search"}
 SECURITY_HEADERS = {
     "X-Content-Type-Options": "nosniff",

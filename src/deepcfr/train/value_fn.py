@@ -10,7 +10,8 @@ Where the game names its chance outcomes by kind (capability ``chance_kinds``: a
 identity), the network has a chance head too: ``chance_values(state) -> [n, kinds]``, from one
 forward of the state before chance (the mover about to draw), the value after each kind of outcome
 its chance action could bring, so the luck corrections average over a deck with one forward per
-draw instead of one per card. It is fitted on the kind each recorded draw actually brought.
+draw instead of one per card. It is taught by a state value (a teacher) over every card each
+recorded draw could have brought (``fit_value``).
 
 It is fitted (``fit_value``) by regression on the final score differences of recorded games
 (``collect_positions``: every position of matches between the given sides, subsampled), and saved
@@ -141,13 +142,11 @@ def value_network(game, hidden_size: int = 256, num_layers: int = 2, chance_head
 # ------------------------------------------------------------------------------ positions
 @dataclass
 class Positions:
-    """Recorded positions: ``views [M, 2, obs_size]`` (mover first), ``targets [M]``, the
-    final score difference in the mover's frame, and ``chance_kinds [M]``, the kind of chance
-    outcome the mover's move brought (-1: its move involved no chance)."""
+    """Recorded positions: ``views [M, 2, obs_size]`` (mover first) and ``targets [M]``, the
+    final score difference in the mover's frame."""
 
     views: torch.Tensor
     targets: torch.Tensor
-    chance_kinds: torch.Tensor
     chance_targets: torch.Tensor | None = None  # [M, kinds] a teacher's values after each kind (NaN: none)
 
     def __len__(self) -> int:
@@ -161,8 +160,7 @@ class _PositionRecorder:
     def __init__(self, game, keep: float, generator: torch.Generator, teacher: Callable | None = None):
         self._game, self.keep, self.generator, self.teacher = game, keep, generator, teacher
         self.teacher_values = []
-        self.rows, self.views, self.movers, self.kinds = [], [], [], []
-        self.chance = capability(game, "chance_kinds") if has_capability(game, "chance_kinds") else None
+        self.rows, self.views, self.movers = [], [], []
         self.last_state = None
 
     def __getattr__(self, name):
@@ -175,13 +173,8 @@ class _PositionRecorder:
         if rows.numel():
             kept = index_state(state, rows)
             views, mover = _views(self._game, kept)
-            kinds = torch.full((rows.numel(),), -1, dtype=torch.long, device=rows.device)
-            if self.chance is not None:
-                drawn, _, taken = self.chance(kept, actions[rows])
-                kinds[drawn] = taken
-                if self.teacher is not None:
-                    self.teacher_values.append(self._teacher_values(kept, actions[rows], mover).cpu())
-            self.kinds.append(kinds.cpu())
+            if self.teacher is not None:
+                self.teacher_values.append(self._teacher_values(kept, actions[rows], mover).cpu())
             self.rows.append(rows.cpu())
             self.views.append(views.cpu())
             self.movers.append(mover.cpu())
@@ -203,7 +196,7 @@ class _PositionRecorder:
         rows, mover = torch.cat(self.rows), torch.cat(self.movers)
         targets = torch.where(mover == 0, final[rows], -final[rows]).float()
         teacher = torch.cat(self.teacher_values) if self.teacher is not None else None
-        return Positions(torch.cat(self.views), targets, torch.cat(self.kinds), teacher)
+        return Positions(torch.cat(self.views), targets, teacher)
 
 
 def collect_positions(game, matchups: Sequence[tuple[Any, Any]], games: int, seed: int = 0,
@@ -226,7 +219,6 @@ def collect_positions(game, matchups: Sequence[tuple[Any, Any]], games: int, see
             if on_batch is not None:
                 on_batch(done, total, time.perf_counter() - start)
     return Positions(torch.cat([p.views for p in parts]), torch.cat([p.targets for p in parts]),
-                     torch.cat([p.chance_kinds for p in parts]),
                      torch.cat([p.chance_targets for p in parts]) if teacher is not None else None)
 
 
@@ -265,7 +257,7 @@ def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: in
     net = net.to(device)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    views, targets, kinds = positions.views, positions.targets, positions.chance_kinds
+    views, targets = positions.views, positions.targets
     symmetry = capability(game, "symmetry") if has_capability(game, "symmetry") else None
     head = net.output_size > 1
     if symmetry is not None and head:
@@ -278,12 +270,10 @@ def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: in
     running = None
     for step in range(1, steps + 1):
         idx = train[torch.randint(train.numel(), (batch_size,), generator=gen)]
-        batch, kind = views[idx], kinds[idx]
+        batch = views[idx]
         if symmetry is not None:  # the same relabelling of both views: a position the rules cannot tell apart
             relabel = symmetry.sample(batch_size, gen)
             batch = torch.stack([symmetry.obs(batch[:, 0], relabel), symmetry.obs(batch[:, 1], relabel)], dim=1)
-            if head:
-                kind = torch.where(kind >= 0, symmetry.kinds(kind.clamp(min=0), relabel), -1)
         out = net(encode_views(game, batch).to(device))
         target = targets[idx].to(device) / scale
         loss = ((out[:, 0] - target) ** 2).mean()
@@ -345,10 +335,10 @@ def _start_from(net: DeepCFRMLP, start: nn.Module) -> None:
         raise ValueError(f"the start network's shape {start.shape_dict()} does not match {net.shape_dict()}")
     with torch.no_grad():
         net.body.load_state_dict(start.body.state_dict())
-        rows = torch.arange(net.output_size) % start.output_size if start.output_size > 1 else \
-            torch.zeros(net.output_size, dtype=torch.long)
         if start.output_size not in (1, net.output_size):
             raise ValueError(f"the start network has {start.output_size} outputs, not 1 or {net.output_size}")
+        rows = torch.arange(net.output_size) if start.output_size == net.output_size else \
+            torch.zeros(net.output_size, dtype=torch.long)
         net.head.weight.copy_(start.head.weight[rows])
         net.head.bias.copy_(start.head.bias[rows])
 
