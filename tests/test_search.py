@@ -325,3 +325,82 @@ def test_values_are_the_deciding_seats_own(seat):
     rows = {r["action"]: r for r in search.last.rows(0)}
     assert rows[win]["mean"] > 0
     assert all(r["mean"] < 0 for a, r in rows.items() if a != win and r["mean"] == r["mean"])
+
+
+def _play_out(game, bot, states) -> torch.Tensor:
+    """[n] seat 0's final score difference of ``states`` played to the end by ``bot`` in both seats
+    (a greedy bot with the state's own deck: no randomness), for an exact leaf value."""
+    from deepcfr.games.base import index_state
+
+    value = torch.zeros(game.current_player(states).shape[0])
+    rows = torch.arange(value.shape[0])
+    for _ in range(game.max_game_length + 2):
+        done = game.is_terminal(states)
+        value[rows[done]] = game.returns(index_state(states, done.nonzero().squeeze(1)))[:, 0]
+        keep = (~done).nonzero().squeeze(1)
+        states, rows = index_state(states, keep), rows[keep]
+        if rows.numel() == 0:
+            return value
+        player = game.current_player(states)
+        states = game.step(states, bot.act(game.observe(states, player), game.legal_mask(states), None).long())
+    raise AssertionError("games did not end")
+
+
+@pytest.mark.parametrize("plies", [0, 3, 1000])
+def test_cut_rollouts_valued_by_the_rest_of_the_game_equal_whole_rollouts(plies):
+    """With a leaf value that is exactly what the rollout policy would score from there, rollouts
+    cut at any ply give the whole rollouts' values (the cut, the seat's sign and the finished rows
+    are all right)."""
+    game = LostCitiesGame.from_params("mini")
+    bot = default_rollouts(game)
+    base = BotPlayer(make_bot(game, "heuristic_careful"), game)
+    obs, mask = decision_batch(game, n=24, seed=5, plies=20)
+    candidates = torch.stack([mask.float().argmax(dim=1), (mask.float() * torch.arange(mask.shape[1])).argmax(dim=1)], 1)
+    valid = torch.ones_like(candidates, dtype=torch.bool)
+    whole = RolloutSearch(game, base, SearchConfig(determinizations=6, seed=3), rollout_policy=bot)
+    cut = RolloutSearch(game, base, SearchConfig(determinizations=6, seed=3, rollout_plies=plies), rollout_policy=bot,
+                        leaf_value=lambda states: _play_out(game, bot, states))
+    expected = whole.candidate_values(obs, candidates, valid, 6)
+    assert torch.allclose(cut.candidate_values(obs, candidates, valid, 6), expected)
+    assert bool((expected != 0).any())
+    if plies < game.max_game_length:
+        assert cut.stats.rollout_decisions < whole.stats.rollout_decisions
+        assert cut.stats.valued_rollouts > 0 and whole.stats.valued_rollouts == 0
+    else:  # every rollout ends before the cut: the leaf value is never asked
+        assert cut.stats.rollout_decisions == whole.stats.rollout_decisions and cut.stats.valued_rollouts == 0
+
+
+def test_cut_rollouts_are_valued_from_the_deciding_seats_side():
+    """A leaf value that says seat 0 is 7 points ahead is +7 to a deciding seat 0 and -7 to seat 1;
+    rollout_plies 0 values the state right after each candidate."""
+    game = LostCitiesGame.from_params("mini")
+    base = BotPlayer(make_bot(game, "random"), game)
+    batches = [decision_batch(game, n=16, seed=2, plies=plies) for plies in (5, 7)]  # seat 0 decides, then seat 1
+    obs, mask = (torch.cat(parts) for parts in zip(*batches))
+    seats = game.obs_player(obs)
+    assert set(seats.tolist()) == {0, 1}
+    search = RolloutSearch(game, base, SearchConfig(determinizations=3, candidates=2, rollout_plies=0, min_z=0.0),
+                           rollout_policy=default_rollouts(game), leaf_value=lambda s: torch.full(s.deck.shape[:1], 7.0))
+    search.decide(obs, mask)
+    rolled = torch.isfinite(search.last.mean[:, 0])
+    assert bool(rolled.any())
+    sign = torch.where(seats == 0, 7.0, -7.0).double()
+    assert torch.equal(search.last.mean[rolled, 0], sign[rolled])
+    assert search.stats.rollout_decisions == 0
+
+
+def test_rollout_plies_needs_a_value_function_for_the_game():
+    from deepcfr.players import search_player
+
+    with pytest.raises(ValueError, match="leaf_value"):
+        game = LostCitiesGame.from_params("mini")
+        RolloutSearch(game, BotPlayer(make_bot(game, "random"), game), SearchConfig(rollout_plies=2),
+                      rollout_policy=default_rollouts(game))
+    mini = load_player("random", LostCitiesGame.from_params("mini"))
+    with pytest.raises(ValueError, match="value_fn='auto' gives none"):
+        search_player(mini, "s", "cpu", {"rollout_plies": 2})
+    classic = load_player("random", LostCitiesGame.from_params("classic"))
+    player = search_player(classic, "s", "cpu", {"rollout_plies": 2})  # the value function shipped beside the champion
+    assert player.search.leaf_value is not None
+    with pytest.raises(SearchConfigError, match="rollout_plies"):
+        search_config({"rollout_plies": -1})

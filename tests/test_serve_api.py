@@ -158,6 +158,10 @@ def test_refused_requests_are_4xx_json_and_change_nothing(tmp_path):
         ({"opponent": "search:"}, 400, "valid player specs"), ({"opponent": "x@y z"}, 400, "valid player specs"),
         ({"opponent": "search[nope=1]:random"}, 400, "valid settings"),
         ({"opponent": "search:../outside.pt"}, 400, "not one this server serves"),
+        # files a search's settings name are confined too (a checkpoint is unpickled when loaded)
+        ({"opponent": "search[rollout_policy=../outside.pt]:random"}, 400, "not one this server serves"),
+        ({"opponent": "search[rollout_policy=/etc/passwd@greedy]:random"}, 400, "not one this server serves"),
+        ({"opponent": "search[rollout_plies=2,value_fn=/etc/passwd]:random"}, 400, "value_fn=auto"),
         ({"opponent": "random", "colour": 1}, 422, "colour"),
     ]
     for body, status, words in bad_games:

@@ -49,6 +49,15 @@ class SearchConfig(BaseModel):
                                        "predict it ends within the budget; none: every determinization, no limit")
     min_determinizations: int = Field(8, ge=1, description="determinizations of the first round under a time "
                                       "limit, always made (the fewest a decision gets)")
+    # Rollouts cut short and valued by the full-state value function (train/value_fn.py): a
+    # determinization is a full state, exactly what that function values, so a few plies and
+    # one forward replace the rest of the game (cheaper rounds, less rollout noise, its bias).
+    rollout_plies: int | None = Field(None, ge=0, description="decisions (both seats) a rollout plays before "
+                                      "the value function values where it stands; none: every rollout to the "
+                                      "end of the game")
+    value_fn: str = Field("auto", description="the value function of rollout_plies: auto (the one shipped "
+                          "beside the champion where it was made for the game and rules) or a file of "
+                          "`deepcfr fit-value`")
     max_batch: int = Field(32768, ge=1, description="rollouts in flight at once (memory budget); a decision's "
                            "determinizations are split into rounds to fit")
     seed: int = Field(0, description="seed of the determinizations and the sampled rollouts")

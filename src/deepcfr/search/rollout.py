@@ -4,7 +4,8 @@ For each decision: the base policy's top-k legal actions are the candidates; D d
 of the decider's observation (the hidden cards dealt uniformly) are shared by every candidate,
 and so are the random numbers of the rollouts (common random numbers: deck luck and rollout luck
 cancel between candidates); each candidate is rolled out to the end of the game by the rollout
-policy playing both seats; the choice is the candidate with the best mean utility plus
+policy playing both seats (or, with ``rollout_plies``, for that many decisions, then valued by a
+value function of the full state: a determinization is one); the choice is the candidate with the best mean utility plus
 ``prior_weight * log pi(a)``, among the moves
 allowed by the paired test (``min_z``: a move other than the base's greedy move must beat it by
 ``min_z`` standard errors of the paired difference).
@@ -95,6 +96,7 @@ class SearchStats:
     rollouts: int = 0
     rollout_decisions: int = 0  # engine decisions made inside rollouts
     capped_rollouts: int = 0  # rollouts ended by the ply cap with cards left in the deck
+    valued_rollouts: int = 0  # rollouts cut at rollout_plies and valued by the value function
     overrides: int = 0  # decisions where the search played another move than the base's greedy one
     determinizations: int = 0  # summed over the decisions rolled out (fewer than configured under a time limit)
     rolled_out: int = 0  # decisions with more than one candidate (the forced ones have no determinizations)
@@ -107,6 +109,7 @@ class SearchStats:
         return {
             "searched_decisions": self.decisions, "rollouts": self.rollouts,
             "rollout_decisions": self.rollout_decisions, "capped_rollouts": self.capped_rollouts,
+            "valued_rollouts": self.valued_rollouts,
             "override_rate": self.overrides / self.decisions if self.decisions else float("nan"),
             "determinizations_per_decision": self.determinizations / self.rolled_out if self.rolled_out else float("nan"),
             "search_seconds": self.seconds,
@@ -144,10 +147,12 @@ class RolloutSearch:
     """Determinized rollout search over ``base`` (see the module docstring) for a game with a
     ``determinize`` capability (games.base; Lost Cities). ``rollout_policy`` is the object that plays
     the rollouts, built from ``config.rollout_policy`` by the caller (None: the base, where that
-    setting is "base")."""
+    setting is "base"); ``leaf_value`` values the rollouts cut at ``config.rollout_plies``
+    (``states -> [n]`` seat 0 minus seat 1, e.g. train.value_fn.FullStateValue), built from
+    ``config.value_fn`` by the caller."""
 
     def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
-                 device: str | torch.device = "cpu"):
+                 device: str | torch.device = "cpu", leaf_value=None):
         self._determinize = capability(game, "determinize")  # MissingCapability (a ValueError) names the game
         self.game = game
         self.base = base
@@ -157,6 +162,11 @@ class RolloutSearch:
             # a spec is resolved in one place, where players are built (players.search_player)
             raise ValueError(f"search.rollout_policy={self.config.rollout_policy!r} names a player: pass the "
                              "player built from it as rollout_policy (deepcfr.players.search_player does)")
+        if self.config.rollout_plies is not None and leaf_value is None:
+            raise ValueError(f"search.rollout_plies={self.config.rollout_plies} values the cut rollouts with a "
+                             "value function: pass the one built from search.value_fn as leaf_value "
+                             "(deepcfr.players.search_player does)")
+        self.leaf_value = leaf_value if self.config.rollout_plies is not None else None
         if self.device.type == "cpu":
             keep_freed_memory()  # a rollout step's features alone are tens of MB, allocated every step
         dtype = self.config.rollout_dtype
@@ -286,8 +296,9 @@ class RolloutSearch:
         return utility.view(m, k, d)
 
     def _rollout(self, states, stream: torch.Tensor, seat: torch.Tensor, n_streams: int) -> torch.Tensor:
-        """Play ``states`` to the end with the rollout policy; utility [M] for ``seat``. Rows
-        sharing a ``stream`` get the same random numbers at each step."""
+        """Play ``states`` to the end with the rollout policy, or for ``rollout_plies`` decisions
+        and then value them with the leaf value; utility [M] for ``seat``. Rows sharing a
+        ``stream`` get the same random numbers at each step."""
         game = self.game
         M = stream.shape[0]
         utility = torch.zeros(M, dtype=torch.float64, device=self.device)
@@ -295,7 +306,8 @@ class RolloutSearch:
         decisions = 0  # one per running row and step
         cut_off = getattr(game, "cut_off", None)  # games without a ply cap (the small games) have none
         capped = torch.zeros((), dtype=torch.long, device=self.device)
-        for _ in range(game.max_game_length + 2):
+        plies = self.config.rollout_plies if self.leaf_value is not None else None
+        for ply in range(game.max_game_length + 2):
             done = game.is_terminal(states)
             if bool(done.any()):  # compact: finished rollouts leave the batch
                 finished = done.nonzero().squeeze(1)
@@ -309,6 +321,11 @@ class RolloutSearch:
                 states, rows = index_state(states, keep), rows[keep]
                 if rows.numel() == 0:
                     break
+            if ply == plies:  # cut: the value function values the rest of the game
+                value = self.leaf_value(states).to(self.device).double()
+                utility[rows] = torch.where(seat[rows] == 0, value, -value)
+                self.stats.valued_rollouts += rows.numel()
+                break
             player = game.current_player(states)
             mask = game.legal_mask(states)
             obs = game.observe(states, player)

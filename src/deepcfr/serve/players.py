@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Sequence
 
 from ..players import PlayerSpec, quote
+from ..player_specs import parse_player
 from .paths import PathError, is_under
 
 __all__ = ["CheckpointPolicy"]
@@ -36,9 +37,19 @@ class CheckpointPolicy:
                         f"({served}){where}")
 
     def confine(self, spec: PlayerSpec) -> PlayerSpec:
-        """``spec`` with every checkpoint path checked and resolved (PathError when not served)."""
+        """``spec`` with every checkpoint path checked and resolved (PathError when not served),
+        those a search's settings name too (its rollout policy; its value function may only be
+        the shipped one)."""
         if spec.kind == "checkpoint" and not spec.is_champion:
             return dataclasses.replace(spec, path=str(self.check(spec.path)))
-        if spec.kind == "search":
-            return dataclasses.replace(spec, base=self.confine(spec.base))
-        return spec
+        if spec.kind != "search":
+            return spec
+        settings = dict(spec.settings)
+        rollout = settings.get("rollout_policy")
+        if isinstance(rollout, str) and rollout != "base":
+            settings["rollout_policy"] = str(self.confine(parse_player(rollout)))
+        value_fn = settings.get("value_fn")
+        if value_fn is not None and value_fn != "auto":
+            raise PathError(f"search setting value_fn={quote(str(value_fn))}: this server values cut rollouts only "
+                            "with the value function shipped beside the champion (value_fn=auto)")
+        return dataclasses.replace(spec, base=self.confine(spec.base), settings=settings)
