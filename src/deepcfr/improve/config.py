@@ -60,6 +60,9 @@ class ImproveConfig(Section):
     # the new network is kept when the one-sided test of its mean paired score difference > 0
     # has p < gate_alpha
     gate_alpha: float = Field(0.05, gt=0, lt=1)
+    # end the run at the first round whose gate rejects its network (the rounds stop improving;
+    # the learned exploiter of `deepcfr exploit --learn` runs until then); false: every round runs
+    stop_when_rejected: bool = False
     # with a value (not null), the gate plays batches of new deals until the 95% CI half-width of
     # its score difference is at most this many points; gate_games is then the most it plays
     gate_target_ci: float | None = Field(None, gt=0)

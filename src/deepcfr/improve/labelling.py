@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from ..evaluate.arena import play_out
+from ..evaluate.variance import seat_scores
 from ..players import LEARNER, NetworkPlayer, load_player, parse_player
 from ..search import SearchStats
 from .positions import Positions, improved_target
@@ -29,8 +30,11 @@ from .positions import Positions, improved_target
 SEARCH_COUNTERS = ("decisions", "calls", "rollouts", "rollout_decisions", "capped_rollouts", "overrides", "seconds")
 
 
-def teaches_over_learner(teacher: str) -> bool:
-    """Whether the search spec ``teacher`` searches over the current network (base ``learner``)."""
+def teaches_over_learner(teacher) -> bool:
+    """Whether ``teacher`` (a search spec, or a built teacher: ``teacher_player``) searches over the
+    current network (base ``learner``)."""
+    if not isinstance(teacher, str):
+        return bool(teacher.over_learner)
     return parse_player(teacher).innermost.kind == "network"
 
 
@@ -42,10 +46,18 @@ def spec_player(cache: dict, text: str, game, device):
     return cache[key]
 
 
-def teacher_player(cache: dict, text: str, game, device, learner: Callable[[], torch.nn.Module]):
+def teacher_player(cache: dict, text, game, device, learner: Callable[[], torch.nn.Module]):
     """The search player of spec ``text``: over the network ``learner()`` gives where it searches
     over the learner (built anew: the network changes), else ``spec_player``'s. Self-play's
-    teacher and the Improver's evaluation search are assembled here."""
+    teacher and the Improver's evaluation search are assembled here.
+
+    ``text`` may instead be a teacher that a layer above builds (the exploit layer's search
+    exploiter, a subclass's ``Improver.teacher_of``): a picklable object with ``over_learner`` and
+    ``build(game, device, learner network or None, spec_player)`` returning a player with what a
+    search player offers here (``act``, ``last_decision``, ``stats``, ``search.generator``, ``base``)."""
+    if not isinstance(text, str):
+        return text.build(game, device, learner() if text.over_learner else None,
+                          lambda spec: spec_player(cache, spec, game, device))
     if teaches_over_learner(text):
         return load_player(text, game, device, networks={LEARNER: learner()})
     return spec_player(cache, text, game, device)
@@ -71,7 +83,7 @@ class LabelChunk:
     index: int  # batch index within the round (results come back in this order)
     round: int
     games: int
-    teacher: str  # search spec
+    teacher: Any  # search spec, or a teacher built by a layer above (teacher_player)
     temperature: float
     teacher_seed: int
     deal_seed: int
@@ -140,7 +152,7 @@ class LabelChunk:
         state = play_out(game, state, decide)
         diffs = None
         if opponent is not None:
-            scores = game.scores(state).double()
+            scores = seat_scores(game, state)  # points, or the poker games' returns
             rows_ = torch.arange(n, device=device)
             diffs = (scores[rows_, learner_seat] - scores[rows_, 1 - learner_seat]).cpu()
         search = {k: getattr(teacher.stats, k) for k in SEARCH_COUNTERS}

@@ -12,7 +12,8 @@ A round (``Improver.run_round``):
      is reported;
   3. gating: the new network against the current one on paired deals, both playing their most
      probable action; it replaces the current network only when the one-sided test on the
-     paired score differences has p < gate_alpha;
+     paired score differences has p < gate_alpha (``improve.stop_when_rejected``: a rejection
+     ends the run);
   4. evaluation of the (kept) network alone, sampled and greedy (``eval/OPP/sampled/...``,
      ``eval/OPP/greedy/...``), and optionally of the teacher over it (``eval/OPP/search/...``),
      against bots.
@@ -124,11 +125,12 @@ class Improver:
         if payload is None and self.cfg.checkpoint is None:
             # No start network: round 1's teacher must not search over one; its network is kept
             # without a gate (there is nothing to beat).
-            if teaches_over_learner(self.cfg.teacher_of(1)):
-                raise ValueError(f"improve.teacher {self.cfg.teacher_of(1)!r} searches over the learner, which needs a "
+            if teaches_over_learner(self.teacher_of(1)):
+                raise ValueError(f"improve.teacher {self.teacher_of(1)!r} searches over the learner, which needs a "
                                  "start network: give --checkpoint CK, or start with a bot teacher "
                                  "(e.g. search[candidates=3]:heuristic_balanced)")
             self.round, self.past, self.memory = 0, [], PositionMemory(self.cfg.keep_rounds)
+            self.stopped = False
         elif payload is None:
             agent = load_agent(self.cfg.checkpoint, device=self.device)
             for section in ("game", "network"):
@@ -138,12 +140,15 @@ class Improver:
                     raise ValueError(f"improve: the {section} section differs from the checkpoint's "
                                      f"({want} here, {have} in {self.cfg.checkpoint})")
             self.round = 0
+            self.stopped = False
             self.past: list[dict] = []  # state dicts of the networks accepted before the current one
             self.memory = PositionMemory(self.cfg.keep_rounds)
         else:
             agent = load_agent(payload, device=self.device)
             state = payload["improve"]
             self.round = int(state["round"])
+            # a round's gate rejected its network and improve.stop_when_rejected ended the run
+            self.stopped = bool(state.get("stopped", False))
             self.past = list(state["past"])
             self.memory = PositionMemory(self.cfg.keep_rounds)
             self.memory.load_state_dict(payload["memories"])
@@ -174,6 +179,11 @@ class Improver:
         """The search player of spec ``text``; the base ``learner`` is the current network
         (assembled as self-play's teacher is: ``labelling.teacher_player``)."""
         return teacher_player(self._players, text, self.game, self.device, lambda: self.current)
+
+    def teacher_of(self, round_index: int):
+        """The teacher of round ``round_index`` (1-based): ``improve.teacher``'s spec for it. A layer
+        above may return a teacher it builds itself instead (``labelling.teacher_player``)."""
+        return self.cfg.teacher_of(round_index)
 
     # A round ---------------------------------------------------------------------------------
     def executor(self):
@@ -211,7 +221,7 @@ class Improver:
                 opponent = entry
             chunks.append(LabelChunk(
                 index=b, round=round_index, games=min(cfg.batch_games, cfg.games_per_round - b * cfg.batch_games),
-                teacher=cfg.teacher_of(round_index), temperature=cfg.temperature,
+                teacher=self.teacher_of(round_index), temperature=cfg.temperature,
                 teacher_seed=derived_seed(self.seed, "teacher", round_index, b),
                 deal_seed=derived_seed(self.seed, "deal", round_index, b),
                 play_seed=derived_seed(self.seed, "play", round_index, b),
@@ -349,6 +359,7 @@ class Improver:
                 self.past.append(cpu_state(self.current))
             self.current = candidate
         self.round = r
+        self.stopped = self.cfg.stop_when_rejected and not accepted
         metrics = {**metrics, **train_metrics, **gate_metrics, "improve/accepted_total": len(self.past),
                    **self.evaluate()}
         total = time.perf_counter() - start
@@ -364,13 +375,14 @@ class Improver:
         return metrics
 
     def improve(self) -> int:
-        """Rounds until ``improve.rounds`` (or ``run.time_budget_seconds`` of this invocation);
-        returns the rounds done."""
+        """Rounds until ``improve.rounds`` (or ``run.time_budget_seconds`` of this invocation, or
+        with ``improve.stop_when_rejected`` the first round whose gate rejects its network, also
+        when resumed); returns the rounds done."""
         budget = self.config.run.time_budget_seconds
         start = time.perf_counter()
         if self.round == 0 and self.current is not None and self.run is not None and not self.run.latest_path.exists():
             self._record(0, self.evaluate())  # where the start network stands
-        while self.round < self.cfg.rounds:
+        while self.round < self.cfg.rounds and not self.stopped:
             if budget is not None and time.perf_counter() - start > budget:
                 self._log("time budget of %.0fs spent after round %d", budget, self.round)
                 break
@@ -404,7 +416,7 @@ class Improver:
             **start,
             "strategy_net": cpu_state(self.current),
             "memories": self.memory.state_dict(),
-            "improve": {"round": self.round, "past": self.past},
+            "improve": {"round": self.round, "past": self.past, "stopped": self.stopped},
             "meta": make_meta(self.config, self.round, self.game, IMPROVE_RUN),
         }
 

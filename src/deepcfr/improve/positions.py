@@ -1,6 +1,6 @@
 """Searched positions and their improved policy targets, kept compactly round by round.
 
-A position is the decider's observation (the game's uint8 row), its legal mask, the search's k
+A position is the decider's observation (the game's row, in its ``obs_dtype``), its legal mask, the search's k
 candidate actions (-1 in unused slots), their mean rollout values and the improved target: a
 distribution over the legal candidates only, ``pi(a) * exp(value(a) / temperature)``
 normalised over them. Storage per position: obs_size bytes + A bools + k * (2 + 2 + 2) bytes
@@ -56,7 +56,7 @@ def retargeted(positions: "Positions", old_temperature: float, new_temperature: 
 class Positions:
     """A block of positions (all tensors share the first dimension)."""
 
-    obs: torch.Tensor  # [n, obs_size] uint8
+    obs: torch.Tensor  # [n, obs_size] the game's obs_dtype (uint8 in Lost Cities; int8 with -1s in the poker games)
     mask: torch.Tensor  # [n, A] bool
     candidates: torch.Tensor  # [n, k] int16, -1 for an unused slot
     values: torch.Tensor  # [n, k] float16 mean rollout values (points), 0 on unused slots
@@ -75,7 +75,7 @@ class Positions:
     @classmethod
     def make(cls, obs, mask, candidates, values, target) -> "Positions":
         valid = candidates >= 0
-        return cls(obs=obs.to("cpu", torch.uint8), mask=mask.to("cpu", torch.bool),
+        return cls(obs=obs.to("cpu"), mask=mask.to("cpu", torch.bool),
                    candidates=candidates.to("cpu", torch.int16),
                    values=torch.where(valid, values, 0).to("cpu", torch.float16),
                    target=target.to("cpu", torch.float16))
