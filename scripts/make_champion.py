@@ -12,8 +12,10 @@
      network does);
   3. the distilled network exported into the package (``deepcfr.players.champion``);
   4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
-     ``search:champion`` plays) against every bot, on paired deals with 95% CIs, written with the
-     commands, seeds, commit and hash into card.json and CARD.md.
+     ``search:champion`` plays) against every bot, and the search against the network alone head
+     to head (what the search adds), on paired deals with 95% CIs, written with the commands,
+     seeds, commit and hash into card.json and CARD.md (with the exploitability figure of the
+     previous card where the file is the same one it was measured on).
 
     python scripts/make_champion.py                     # the shipped recipe (see card.json's commands)
     python scripts/make_champion.py --evaluate-only     # only step 4, for the file already there
@@ -92,16 +94,24 @@ def recipe(variant: str, quick: bool, work: Path,
     return commands, checkpoints
 
 
-def evaluate(champion: Path, variant: str, network_games: int, search_games: int, seed: int) -> dict:
-    """The network alone (greedy) and the search over it (SEARCH_SETTINGS) against every bot."""
+def search_settings(value_fn) -> dict:
+    """SEARCH_SETTINGS where the game has a shipped value function (classic rules), else without
+    the cut rollouts that need one (the mini recipe's test)."""
+    return SEARCH_SETTINGS if value_fn is not None else {k: v for k, v in SEARCH_SETTINGS.items() if k != "rollout_plies"}
+
+
+def evaluate(champion: Path, variant: str, network_games: int, search_games: int, head_to_head_games: int,
+             seed: int) -> dict:
+    """The network alone (greedy) and the search over it (SEARCH_SETTINGS) against every bot, and
+    the search against the network alone (``search_vs_network``)."""
     from deepcfr.cli.common import make_named_game
     from deepcfr.players.champion import resolve_value_function
     from deepcfr.players.strength import match_row
 
     game = make_named_game(None, variant)
     value = resolve_value_function("auto", game)  # the corrected estimate beside the plain one, where shipped
-    figures: dict[str, dict] = {"network": {}, "search": {}}
-    searched = f"search[{','.join(f'{k}={v}' for k, v in SEARCH_SETTINGS.items())}]:{champion}"
+    figures: dict = {"network": {}, "search": {}, "search_settings": search_settings(value)}
+    searched = f"search[{','.join(f'{k}={v}' for k, v in search_settings(value).items())}]:{champion}"
     for kind, spec, games in (("network", f"{champion}@greedy", network_games), ("search", searched, search_games)):
         for i, bot in enumerate(BOTS):
             start = time.perf_counter()
@@ -115,6 +125,13 @@ def evaluate(champion: Path, variant: str, network_games: int, search_games: int
                 figures[kind][bot]["seconds_per_move"] = r.get("seconds_per_searched_move")
             print(f"  {kind} vs {bot} ({i + 1}/{len(BOTS)}): {100 * r['win_rate']:.1f}% +-{100 * r['win_rate_ci95']:.1f}, "
                   f"{r['mean_score_diff']:+.1f} +-{r['score_diff_ci95']:.1f} ({time.perf_counter() - start:.0f}s)", flush=True)
+    if head_to_head_games:
+        r = match_row(game, searched, f"{champion}@greedy", head_to_head_games, seed, value)
+        figures["search_vs_network"] = {k: r[k] for k in ("games", "win_rate", "win_rate_ci95", "mean_score_diff",
+                                                          "score_diff_ci95", "corrected_score_diff", "corrected_ci95",
+                                                          "variance_ratio") if k in r}
+        figures["search_vs_network"]["seconds_per_move"] = r.get("seconds_per_searched_move")
+        print(f"  search vs network: {r['score_diff']:+.2f} +-{r['score_diff_ci']:.2f}", flush=True)
     return figures
 
 
@@ -142,6 +159,8 @@ def main() -> int:
                         f"{','.join(str(n) for n, _ in SHIPPED_STAGES)}, with the settings each ran with; 0: none)")
     p.add_argument("--network-games", type=int, default=2000)
     p.add_argument("--search-games", type=int, default=400)
+    p.add_argument("--head-to-head-games", type=int, default=2000,
+                   help="games of the search against the network alone (0: none)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--machine", default="a shared 2-core AMD EPYC CPU, one torch thread")
     args = p.parse_args()
@@ -183,7 +202,7 @@ def main() -> int:
         teachers = [load_agent(str(made[0]), config_class=ImproveRunConfig).config.improve.teacher_of(1)]
         teachers += agent.config.improve.teachers() if grow_stages else []
     print(f"evaluating {file} ({args.network_games} games for the network, {args.search_games} for the search)", flush=True)
-    figures = evaluate(file, args.variant, args.network_games, args.search_games, args.seed)
+    figures = evaluate(file, args.variant, args.network_games, args.search_games, args.head_to_head_games, args.seed)
     net, search = figures["network"]["heuristic_balanced"], figures["search"]["heuristic_balanced"]
     card = champion_card_of(
         file,
@@ -192,10 +211,12 @@ def main() -> int:
         game=agent.game.name, rules=agent.game.config_dict(), rules_variant=args.variant,
         network=network_meta(agent.config, agent.game), improve_rounds=rounds,
         run_seed=int(agent.config.run.seed), eval_seed=args.seed,
-        teacher=teachers, commands=commands, search_settings=SEARCH_SETTINGS,
+        teacher=teachers, commands=commands, search_settings=figures.pop("search_settings"),
         recipe_note=previous.get("recipe_note", "With a bot teacher on both seats the round never consults a start "
                                  "network and the student starts fresh, so no Deep CFR checkpoint is needed."),
         commit=commit(), date=dt.date.today().isoformat(), machine=args.machine, figures=figures)
+    if previous.get("exploitability") and previous.get("sha256") == card["sha256"]:
+        card["exploitability"] = previous["exploitability"]  # measured on this very file
     written = write_champion_card(card, out)
     print(f"wrote {' and '.join(str(p) for p in written)}: {card['summary']}", flush=True)
     return 0

@@ -100,12 +100,15 @@ def test_the_recipe_runs_on_the_mini_variant(tmp_path):
     out, work = tmp_path / "champion", tmp_path / "work"
     proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_champion.py"), "--variant", "mini", "--quick",
                            "--out", str(out), "--work", str(work), "--network-games", "20", "--search-games", "4",
+                           "--head-to-head-games", "4",
                            "--grow-rounds", "1,1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     card = json.loads((out / "card.json").read_text())
     assert card["sha256"] == file_sha256(out / "lost_cities.pt") and card["rules_variant"] == "mini"
     assert card["figures"]["network"]["heuristic_careful"]["games"] == 20
+    assert card["figures"]["search_vs_network"]["games"] == 4  # what the search adds, head to head
+    assert "`search:champion` | `champion@greedy` | 4 |" in (out / "CARD.md").read_text()
     bootstrap, grow, grow2 = card["commands"][:3]
     assert bootstrap[:2] == ["deepcfr", "improve"] and "--checkpoint" not in bootstrap
     assert grow[grow.index("--checkpoint") + 1] == str(work / "improve" / "checkpoints" / "latest.pt")
@@ -156,9 +159,18 @@ def test_the_search_is_offered_first_only_where_its_card_shows_it_beating_the_ne
     from deepcfr.players import champion
 
     shipped = champion_card()
-    assert champion.strongest_champion_spec() == "champion@greedy"  # the shipped card: no head-to-head win
-    for diff, ci, expected in ((3.1, 3.8, "champion@greedy"), (5.2, 1.9, "search:champion"), (-2.0, 1.0, "champion@greedy")):
-        card = {**shipped, "figures": {**shipped["figures"],
-                                       "search_vs_network": {"mean_score_diff": diff, "score_diff_ci95": ci}}}
+    row = shipped["figures"].get("search_vs_network")
+    assert champion.strongest_champion_spec() == ("search:champion" if row and champion.search_beats_network(row)
+                                                  else "champion@greedy")
+    plain = [({"mean_score_diff": 3.1, "score_diff_ci95": 3.8}, "champion@greedy"),
+             ({"mean_score_diff": 5.2, "score_diff_ci95": 1.9}, "search:champion"),
+             ({"mean_score_diff": -2.0, "score_diff_ci95": 1.0}, "champion@greedy")]
+    # where the row has the luck-corrected estimate, that one decides
+    corrected = [({"mean_score_diff": 3.1, "score_diff_ci95": 3.8, "corrected_score_diff": 5.0, "corrected_ci95": 2.0},
+                  "search:champion"),
+                 ({"mean_score_diff": 5.2, "score_diff_ci95": 1.9, "corrected_score_diff": 1.0, "corrected_ci95": 2.0},
+                  "champion@greedy")]
+    for row, expected in plain + corrected:
+        card = {**shipped, "figures": {**shipped["figures"], "search_vs_network": row}}
         monkeypatch.setattr(champion, "champion_card", lambda card=card: card)
-        assert champion.strongest_champion_spec() == expected, (diff, ci)
+        assert champion.strongest_champion_spec() == expected, row
