@@ -151,13 +151,6 @@ class LuckCorrection:
         taken = self.values(self.game.step(index_state(state, rows), actions[rows]))
         return rows, mean[rows], taken
 
-    def chance_luck(self, state, actions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        """Where the rows' actions involve chance: ``rows [m]`` and the luck of the outcome the
-        state will bring ``[m]`` (seat 0's frame): its value minus the value averaged over chance,
-        mean zero given the state whatever the value function."""
-        rows, mean, taken = self._chance(state, actions)
-        return rows, taken - mean
-
     def _after_values(self, state, actions: torch.Tensor) -> torch.Tensor:
         """[n] Q of each row's action: the value after it, averaged over chance where it involves chance."""
         q = torch.zeros(actions.shape[0], dtype=torch.float64, device=actions.device)
@@ -181,8 +174,8 @@ class LuckCorrection:
         chance = torch.zeros(n, dtype=torch.float64, device=device)
         decision = torch.zeros(n, dtype=torch.float64, device=device)
         # chance (finished rows meet none): the value after the outcome drawn minus its mean over chance
-        rows, luck = self.chance_luck(state, actions)
-        chance[rows] = luck
+        rows, mean, taken = self._chance(state, actions)
+        chance[rows] = taken - mean
         # decisions of known movers: Q(move taken) - sum_a pi(a) Q(a), over every legal move
         rows = known.nonzero().squeeze(1)
         if rows.numel():

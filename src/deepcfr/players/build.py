@@ -205,12 +205,12 @@ def search_player(base, name: str, device: str | torch.device = "cpu", *settings
         except ValueError as e:
             raise ValueError(f"search.rollout_policy: {e} (or 'base')") from None
     leaf_value = None
-    if RolloutSearch.needs_value_function(config):
+    if config.rollout_plies is not None:
         from .champion import VALUE_CHOICES, resolve_value_function
 
         leaf_value = resolve_value_function(config.value_fn, base.game, device)
         if leaf_value is None:
-            raise ValueError(f"search.rollout_plies and search.luck_corrections need a value function and search.value_fn="
+            raise ValueError(f"search.rollout_plies needs a value function and search.value_fn="
                              f"{quote(config.value_fn)} gives none for {describe_game(base.game)}: {VALUE_CHOICES}")
     search = RolloutSearch(base.game, base, config, rollout_policy=rollout, device=device, leaf_value=leaf_value)
     return SearchPlayer(base, search, name)

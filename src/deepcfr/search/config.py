@@ -55,12 +55,7 @@ class SearchConfig(BaseModel):
     rollout_plies: int | None = Field(None, ge=0, description="decisions (both seats) a rollout plays before "
                                       "the value function values where it stands; none: every rollout to the "
                                       "end of the game")
-    # Variance control inside the search (the luck corrections of evaluate/variance.py at each deck
-    # draw of a rollout): the same expected value, less noise in the candidates' differences.
-    luck_corrections: bool = Field(False, description="subtract from each rollout the luck of its deck draws "
-                                   "(value_fn's value after the card drawn minus its mean over the deck; "
-                                   "unbiased)")
-    value_fn: str = Field("auto", description="the value function of rollout_plies and luck_corrections: auto (the one shipped "
+    value_fn: str = Field("auto", description="the value function of rollout_plies: auto (the one shipped "
                           "beside the champion where it was made for the game and rules) or a file of "
                           "`deepcfr fit-value`")
     max_batch: int = Field(32768, ge=1, description="rollouts in flight at once (memory budget); a decision's "

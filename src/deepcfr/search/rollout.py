@@ -5,8 +5,7 @@ of the decider's observation (the hidden cards dealt uniformly) are shared by ev
 and so are the random numbers of the rollouts (common random numbers: deck luck and rollout luck
 cancel between candidates); each candidate is rolled out to the end of the game by the rollout
 policy playing both seats (or, with ``rollout_plies``, for that many decisions, then valued by a
-value function of the full state: a determinization is one; with ``luck_corrections`` the luck of
-each deck draw inside the rollouts, as that function sees it, is subtracted); the choice is the candidate with the best mean utility plus
+value function of the full state: a determinization is one); the choice is the candidate with the best mean utility plus
 ``prior_weight * log pi(a)``, among the moves
 allowed by the paired test (``min_z``: a move other than the base's greedy move must beat it by
 ``min_z`` standard errors of the paired difference).
@@ -36,7 +35,6 @@ from dataclasses import dataclass
 import torch
 
 from ..devices import native_bfloat16
-from ..evaluate.variance import LuckCorrection
 from ..games.base import capability, index_state, sample_from_probs
 from ..host_memory import keep_freed_memory
 from .config import SearchConfig
@@ -149,9 +147,9 @@ class RolloutSearch:
     """Determinized rollout search over ``base`` (see the module docstring) for a game with a
     ``determinize`` capability (games.base; Lost Cities). ``rollout_policy`` is the object that plays
     the rollouts, built from ``config.rollout_policy`` by the caller (None: the base, where that
-    setting is "base"); ``leaf_value`` values the rollouts cut at ``config.rollout_plies`` and
-    the deck draws of ``config.luck_corrections`` (``states -> [n]`` seat 0 minus seat 1, e.g.
-    train.value_fn.FullStateValue), built from ``config.value_fn`` by the caller."""
+    setting is "base"); ``leaf_value`` values the rollouts cut at ``config.rollout_plies``
+    (``states -> [n]`` seat 0 minus seat 1, e.g. train.value_fn.FullStateValue), built from
+    ``config.value_fn`` by the caller."""
 
     def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
                  device: str | torch.device = "cpu", leaf_value=None):
@@ -164,12 +162,11 @@ class RolloutSearch:
             # a spec is resolved in one place, where players are built (players.search_player)
             raise ValueError(f"search.rollout_policy={self.config.rollout_policy!r} names a player: pass the "
                              "player built from it as rollout_policy (deepcfr.players.search_player does)")
-        if self.needs_value_function(self.config) and leaf_value is None:
-            raise ValueError("search.rollout_plies and search.luck_corrections value states with a value function: "
-                             "pass the one built from search.value_fn as leaf_value (deepcfr.players.search_player does)")
+        if self.config.rollout_plies is not None and leaf_value is None:
+            raise ValueError(f"search.rollout_plies={self.config.rollout_plies} values the cut rollouts with a "
+                             "value function: pass the one built from search.value_fn as leaf_value "
+                             "(deepcfr.players.search_player does)")
         self.leaf_value = leaf_value if self.config.rollout_plies is not None else None
-        # the luck of a rollout's draws: LuckCorrection's chance part over the rows of a rollout step
-        self.luck = LuckCorrection(game, leaf_value, 0, self.device) if self.config.luck_corrections else None
         if self.device.type == "cpu":
             keep_freed_memory()  # a rollout step's features alone are tens of MB, allocated every step
         dtype = self.config.rollout_dtype
@@ -184,10 +181,6 @@ class RolloutSearch:
         self.stats = SearchStats()
         self.last: SearchDecision | None = None
         self.clock = time.perf_counter  # what the time limit reads (a test gives a clock of its own)
-
-    @staticmethod
-    def needs_value_function(config: SearchConfig) -> bool:
-        return config.rollout_plies is not None or config.luck_corrections
 
     # Candidates ------------------------------------------------------------------------------
     def rank(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -309,7 +302,6 @@ class RolloutSearch:
         game = self.game
         M = stream.shape[0]
         utility = torch.zeros(M, dtype=torch.float64, device=self.device)
-        luck = torch.zeros(M, dtype=torch.float64, device=self.device)  # seat 0's frame
         rows = torch.arange(M, device=self.device)  # original index of each row still running
         decisions = 0  # one per running row and step
         cut_off = getattr(game, "cut_off", None)  # games without a ply cap (the small games) have none
@@ -338,15 +330,11 @@ class RolloutSearch:
             mask = game.legal_mask(states)
             obs = game.observe(states, player)
             uniform = torch.rand(n_streams, generator=self.generator, device=self.device)[stream[rows]]
-            actions = self.rollout.act(obs, mask, uniform)
-            if self.luck is not None:
-                drew, drawn_luck = self.luck.chance_luck(states, actions)
-                luck.index_add_(0, rows[drew], drawn_luck.to(torch.float64))
-            states = game.step(states, actions)
+            states = game.step(states, self.rollout.act(obs, mask, uniform))
             decisions += rows.numel()
         else:
             raise RuntimeError(f"rollouts still running after {game.max_game_length} decisions")
         self.stats.rollouts += M
         self.stats.capped_rollouts += int(capped)
         self.stats.rollout_decisions += int(decisions)
-        return utility - torch.where(seat == 0, luck, -luck)
+        return utility
