@@ -101,11 +101,16 @@ CAPABILITIES: dict[str, str] = {
                      "through the public action history [n, L] (-1 after the last) gives back obs, with importance "
                      "weights under which they are draws from the deal prior given everything the observer knows",
     "carry_deals": "carry_deals(obs, history, fresh, previous, previous_length, generator) -> (deals [n * d, "
-                   "deal_len], carried [n * d] bool): deals for obs and history that keep what the previous deals "
-                   "(consistent with the first previous_length [n] actions) gave the observer's opponent up to "
-                   "then, the rest drawn from the prior given that (the observer's own cards from the fresh "
-                   "history_deals); where they do not fit, the fresh deal, not carried: the particles of a "
-                   "deterministic target's posterior, carried from decision to decision",
+                   "deal_len], log_weights [n * d] float64): deals for obs and history that keep what the previous "
+                   "deals (consistent with the first previous_length [n] actions) gave the observer's opponent up "
+                   "to then, the rest drawn from the prior given that (the observer's own cards from the fresh "
+                   "history_deals), weighted by the likelihood of what the observer has seen since; where they do "
+                   "not fit, the fresh deal with log weight -inf: the belief's particles, carried from decision to "
+                   "decision",
+    "deal_log_weights": "deal_log_weights(obs, history, deals) -> [n * d] float64: the log importance weight "
+                        "history_deals gives each of any deals consistent with obs and history (the prior's "
+                        "over its proposal's, up to a constant per row): what an independence Metropolis-Hastings "
+                        "move to a fresh proposal needs of the deal it leaves",
     "swap_deals": "swap_deals(obs, history, deals, generator) -> deals: each deal with two cards swapped that "
                   "the observer cannot see and the opponent never played, one of them the opponent's, by a move "
                   "symmetric under the deal prior (the Metropolis move of those particles)",

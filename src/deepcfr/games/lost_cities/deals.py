@@ -264,10 +264,15 @@ def carry_deals(game, obs: torch.Tensor, history: torch.Tensor, fresh: torch.Ten
     observer's own cards come from ``fresh [n * d, D]`` (``history_deals`` of the same rows: any
     consistent timing of them); the rest, the target's deck draws since and the deck, are the
     leftover cards in a uniformly random order: the prior given the carried cards. Returns
-    (deals [n * d, D], carried [n * d] bool): where the carried cards and the observer's do not
-    fit in one deck (the target held a card the observer has seen since), the row is ``fresh``'s
-    and not carried. The carried rows are not checked against the target's moves: the belief
-    replays them."""
+    (deals [n * d, D], log weights [n * d] float64): where the carried cards and the observer's do
+    not fit in one deck (the target held a card the observer has seen since), the row is
+    ``fresh``'s and its log weight -inf (not carried); else the log likelihood, given the carried
+    deal's cards, of the cards the observer drew from the deck since (up to a constant shared by a
+    row's deals): ``sum_k log(f_k! / l_k!)`` over the kinds, ``f_k`` the previous deal's cards of
+    kind k not yet drawn by the observer nor held by the target then, ``l_k`` those left now. It
+    differs between deals only where a kind has copies (wagers): a target holding a copy of a kind
+    the observer drew leaves fewer ways to draw it. The carried rows are not checked against the
+    target's moves: the belief replays them."""
     r = game.rules
     D, H, K = r.deck_size, r.hand_size, r.num_kinds
     device = obs.device
@@ -294,6 +299,14 @@ def carry_deals(game, obs: torch.Tensor, history: torch.Tensor, fresh: torch.Ten
         1, torch.where(kinds >= 0, kinds, K), torch.ones_like(kinds))[:, :K]
     leftover = deck_counts - placed
     carried = (leftover >= 0).all(dim=1)
+    # The previous deal's free cards by kind: those after the deck draws made by then.
+    then = torch.arange(L, device=device) < previous_length.to(device)[:, None]
+    draws_then = ((draw_rank >= 0) & then).sum(dim=1)
+    was_free = (torch.arange(D, device=device) >= 2 * H + draws_then[:, None]).repeat_interleave(d, dim=0)
+    free_then = torch.zeros(N, K, dtype=torch.long, device=device).scatter_add_(
+        1, kind_of[previous.long()], was_free.long())
+    log_weight = (torch.lgamma(free_then.double() + 1) - torch.lgamma(leftover.clamp(min=0).double() + 1)).sum(dim=1)
+    log_weight = log_weight.masked_fill(~carried, -torch.inf)
     # The leftover cards (the first ``leftover[k]`` ids of each kind k) in random order, into the
     # free positions in order.
     copy_index = torch.arange(D, device=device) - torch.searchsorted(kind_of, kind_of)
@@ -306,7 +319,48 @@ def carry_deals(game, obs: torch.Tensor, history: torch.Tensor, fresh: torch.Ten
     kinds = torch.cat([kinds, torch.zeros(N, 1, dtype=torch.long, device=device)], dim=1)
     kinds.scatter_(1, columns, kind_of[cards])
     kinds = torch.where(carried[:, None], kinds[:, :D], kind_of[fresh.long()])
-    return _ids_from_kinds(game, kinds), carried
+    return _ids_from_kinds(game, kinds), log_weight
+
+
+def deal_log_weights(game, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor) -> torch.Tensor:
+    """``[n * d]`` float64: the log importance weight ``history_deals`` gives a deal, for any deals
+    ``[n * d, D]`` consistent with ``obs [n, obs_size]`` and ``history [n, L]`` (not only its own
+    samples): the prior over kind sequences is uniform and ``history_deals`` reaches a sequence by
+    as many labellings as there are matchings of the opponent's copies to its slots over orders of
+    its copies still held, which leaves ``-sum log(choices)`` over the opponent's plays and
+    discards of a copied kind from its first hand or deck draws, ``choices`` the slots of that kind
+    opened before it less the earlier such exits of that kind (0 without copies). What an
+    independence Metropolis-Hastings move to a fresh ``history_deals`` proposal needs of the deal
+    it leaves."""
+    r = game.rules
+    D, H, R1, C = r.deck_size, r.hand_size, r.n_ranks + 1, r.n_colors
+    device = obs.device
+    n, N = obs.shape[0], deals.shape[0]
+    if r.n_wagers <= 1 or n == 0:
+        return torch.zeros(N, dtype=torch.float64, device=device)
+    d = N // n
+    history = history.to(device=device, dtype=torch.long)
+    history = history[:, :int((history >= 0).sum(dim=1).max())]
+    public = _public_pass(game, history)
+    target = 1 - game.obs_player(obs).long()
+    rep = lambda x: x.repeat_interleave(d, dim=0)  # noqa: E731 - per-sample copies of per-game rows
+    kinds = game.tables(device).card_kind_index.long()[deals.long()]  # [N, D]
+    # The target's slots: its first hand (open from the start) and its deck draws (open once drawn).
+    first_hand = kinds.gather(1, rep(target)[:, None] * H + torch.arange(H, device=device))  # [N, H]
+    drawn = rep((public["mover"] == target[:, None]) & (public["draw_rank"] >= 0))  # [N, L]
+    drawn_kind = torch.where(drawn, kinds.gather(1, (2 * H + rep(public["draw_rank"])).clamp(0, D - 1)), -1)
+    exit_kind = rep(torch.where(public["mover"] == target[:, None], public["exit_kind"], -1))  # [N, L]
+    log_w = torch.zeros(N, dtype=torch.float64, device=device)
+    for colour in range(C):
+        kind = colour * R1  # a colour's wagers, its copied kind
+        leaving = exit_kind == kind
+        if not bool(leaving.any()):
+            continue
+        opened = (drawn_kind == kind).long().cumsum(dim=1) - (drawn_kind == kind).long()  # drawn before t
+        before = (first_hand == kind).sum(dim=1, keepdim=True) + opened
+        choices = before - (leaving.long().cumsum(dim=1) - 1)
+        log_w -= torch.where(leaving, choices.clamp(min=1).double().log(), 0.0).sum(dim=1)
+    return log_w
 
 
 def swap_deals(game, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor,
@@ -353,4 +407,4 @@ def swap_deals(game, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tens
     return _ids_from_kinds(game, kinds)
 
 
-__all__ = ["carry_deals", "history_deals", "swap_deals"]
+__all__ = ["carry_deals", "deal_log_weights", "history_deals", "swap_deals"]

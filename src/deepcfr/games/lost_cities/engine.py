@@ -672,6 +672,12 @@ class LostCitiesGame:
 
         return carry_deals(self, obs, history, fresh, previous, previous_length, generator)
 
+    def deal_log_weights(self, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor) -> torch.Tensor:
+        """``history_deals``' log importance weight of any consistent deals (games/base.py CAPABILITIES): see deals.py."""
+        from .deals import deal_log_weights
+
+        return deal_log_weights(self, obs, history, deals)
+
     def swap_deals(self, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor,
                    generator: torch.Generator | None = None) -> torch.Tensor:
         """The belief's particle move (games/base.py CAPABILITIES): see deals.py."""
