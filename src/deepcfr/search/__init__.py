@@ -2,7 +2,7 @@
 random numbers (rollout.py), settings in a ``search`` section (config.py)."""
 
 from .config import SearchConfig, SearchConfigError, search_config
-from .rollout import RolloutSearch, SearchDecision, SearchStats, paired_choice
+from .rollout import PlayedRollouts, RolloutSearch, SearchDecision, SearchStats, paired_choice, play_rollouts
 
-__all__ = ["RolloutSearch", "SearchConfig", "SearchConfigError", "SearchDecision", "SearchStats", "paired_choice",
-           "search_config"]
+__all__ = ["PlayedRollouts", "RolloutSearch", "SearchConfig", "SearchConfigError", "SearchDecision", "SearchStats",
+           "paired_choice", "play_rollouts", "search_config"]

@@ -299,42 +299,68 @@ class RolloutSearch:
         """Play ``states`` to the end with the rollout policy, or for ``rollout_plies`` decisions
         and then value them with the leaf value; utility [M] for ``seat``. Rows sharing a
         ``stream`` get the same random numbers at each step."""
-        game = self.game
-        M = stream.shape[0]
-        utility = torch.zeros(M, dtype=torch.float64, device=self.device)
-        rows = torch.arange(M, device=self.device)  # original index of each row still running
-        decisions = 0  # one per running row and step
-        cut_off = getattr(game, "cut_off", None)  # games without a ply cap (the small games) have none
-        capped = torch.zeros((), dtype=torch.long, device=self.device)
-        plies = self.config.rollout_plies if self.leaf_value is not None else None
-        for ply in range(game.max_game_length + 2):
-            done = game.is_terminal(states)
-            if bool(done.any()):  # compact: finished rollouts leave the batch
-                finished = done.nonzero().squeeze(1)
-                fin = index_state(states, finished)
-                where = rows[finished]
-                u = game.returns(fin).gather(1, seat[where][:, None]).squeeze(1).double()
-                utility[where] = u
-                if cut_off is not None:
-                    capped += cut_off(fin).sum()
-                keep = (~done).nonzero().squeeze(1)
-                states, rows = index_state(states, keep), rows[keep]
-                if rows.numel() == 0:
-                    break
-            if ply == plies:  # cut: the value function values the rest of the game
-                value = self.leaf_value(states).to(self.device).double()
-                utility[rows] = torch.where(seat[rows] == 0, value, -value)
-                self.stats.valued_rollouts += rows.numel()
+        played = play_rollouts(self.game, states, seat, stream, n_streams, self.generator,
+                               lambda obs, mask, player, rows, uniform: self.rollout.act(obs, mask, uniform),
+                               self.config.rollout_plies if self.leaf_value is not None else None, self.leaf_value)
+        self.stats.rollouts += stream.shape[0]
+        self.stats.capped_rollouts += played.capped
+        self.stats.valued_rollouts += played.valued
+        self.stats.rollout_decisions += played.decisions
+        return played.utility
+
+
+@dataclass
+class PlayedRollouts:
+    """What ``play_rollouts`` returns: each rollout's utility for its seat and the counts."""
+
+    utility: torch.Tensor  # [M] float64
+    decisions: int  # engine decisions made (one per running row and step)
+    valued: int  # rollouts cut at the ply limit and valued by the leaf value
+    capped: int  # rollouts ended by the game's ply cap with cards left in the deck
+
+
+def play_rollouts(game, states, seat: torch.Tensor, stream: torch.Tensor, n_streams: int,
+                  generator: torch.Generator, act, plies: int | None = None, leaf_value=None) -> PlayedRollouts:
+    """Play ``M`` rollouts from ``states`` on: each step the rows still running move by
+    ``act(obs, mask, player, rows, uniform) -> actions`` (``rows``: their indices among the M,
+    ``uniform``: one random number each, the same for rows sharing a ``stream`` of ``n_streams``:
+    common random numbers); a finished row's utility is its return for ``seat``; after ``plies``
+    decisions (None: none) the rows still running are valued by ``leaf_value(states) -> [r]``
+    (seat 0 minus seat 1, a zero-sum full-state value), from ``seat``'s side. The search's and the
+    exploiter's rollouts (exploit/search.py) both run here."""
+    M = stream.shape[0]
+    device = stream.device
+    utility = torch.zeros(M, dtype=torch.float64, device=device)
+    rows = torch.arange(M, device=device)  # original index of each row still running
+    decisions, valued = 0, 0
+    cut_off = getattr(game, "cut_off", None)  # games without a ply cap (the small games) have none
+    capped = torch.zeros((), dtype=torch.long, device=device)
+    if plies is not None and leaf_value is None:
+        raise ValueError(f"rollouts cut after {plies} decisions need a leaf_value to value the rest of the game")
+    for ply in range(game.max_game_length + 2):
+        done = game.is_terminal(states)
+        if bool(done.any()):  # compact: finished rollouts leave the batch
+            finished = done.nonzero().squeeze(1)
+            fin = index_state(states, finished)
+            where = rows[finished]
+            utility[where] = game.returns(fin).gather(1, seat[where][:, None]).squeeze(1).double()
+            if cut_off is not None:
+                capped += cut_off(fin).sum()
+            keep = (~done).nonzero().squeeze(1)
+            states, rows = index_state(states, keep), rows[keep]
+            if rows.numel() == 0:
                 break
-            player = game.current_player(states)
-            mask = game.legal_mask(states)
-            obs = game.observe(states, player)
-            uniform = torch.rand(n_streams, generator=self.generator, device=self.device)[stream[rows]]
-            states = game.step(states, self.rollout.act(obs, mask, uniform))
-            decisions += rows.numel()
-        else:
-            raise RuntimeError(f"rollouts still running after {game.max_game_length} decisions")
-        self.stats.rollouts += M
-        self.stats.capped_rollouts += int(capped)
-        self.stats.rollout_decisions += int(decisions)
-        return utility
+        if ply == plies:  # cut: the value function values the rest of the game
+            value = leaf_value(states).to(device).double()
+            utility[rows] = torch.where(seat[rows] == 0, value, -value)
+            valued = rows.numel()
+            break
+        player = game.current_player(states)
+        mask = game.legal_mask(states)
+        obs = game.observe(states, player)
+        uniform = torch.rand(n_streams, generator=generator, device=device)[stream[rows]]
+        states = game.step(states, act(obs, mask, player, rows, uniform))
+        decisions += rows.numel()
+    else:
+        raise RuntimeError(f"{game.name}: rollouts still running after {game.max_game_length} decisions")
+    return PlayedRollouts(utility, decisions, valued, int(capped))
