@@ -206,15 +206,23 @@ def search_player(base, name: str, device: str | torch.device = "cpu", *settings
             raise ValueError(f"search.rollout_policy: {e} (or 'base')") from None
     leaf_value = None
     if config.rollout_plies is not None:
-        from .champion import VALUE_CHOICES, resolve_value_function
-
-        leaf_value = resolve_value_function(config.value_fn, base.game, device)
-        if leaf_value is None:
-            raise ValueError(f"search.rollout_plies needs a value function and search.value_fn="
-                             f"{quote(config.value_fn)} gives none for {describe_game(base.game)}: {VALUE_CHOICES}")
+        leaf_value = rollout_value_function(config.value_fn, base.game, device, "search.rollout_plies")
     search = RolloutSearch(base.game, base, config, rollout_policy=rollout, device=device, leaf_value=leaf_value)
     return SearchPlayer(base, search, name)
 
 
-__all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "load_players", "search_player", "same_game",
-           "describe_game", "checkpoint_file"]
+def rollout_value_function(choice: str, game, device: str | torch.device, setting: str):
+    """The value function ``choice`` (a ``value_fn`` setting) names for ``game``, which values the
+    rollouts a ``setting`` cuts short (the search's, the exploiter's); an error naming both where
+    there is none."""
+    from .champion import VALUE_CHOICES, resolve_value_function
+
+    value = None if choice == "none" else resolve_value_function(choice, game, device)
+    if value is None:
+        raise ValueError(f"{setting} needs a value function and value_fn={quote(choice)} gives none for "
+                         f"{describe_game(game)}: {VALUE_CHOICES.replace('none, ', '')}")
+    return value
+
+
+__all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "load_players", "search_player",
+           "rollout_value_function", "same_game", "describe_game", "checkpoint_file"]

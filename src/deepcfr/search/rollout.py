@@ -5,10 +5,10 @@ of the decider's observation (the hidden cards dealt uniformly) are shared by ev
 and so are the random numbers of the rollouts (common random numbers: deck luck and rollout luck
 cancel between candidates); each candidate is rolled out to the end of the game by the rollout
 policy playing both seats (or, with ``rollout_plies``, for that many decisions, then valued by a
-value function of the full state: a determinization is one); the choice is the candidate with the best mean utility plus
-``prior_weight * log pi(a)``, among the moves
-allowed by the paired test (``min_z``: a move other than the base's greedy move must beat it by
-``min_z`` standard errors of the paired difference).
+value function of the full state: a determinization is one); the choice is the candidate with
+the best mean utility plus ``prior_weight * log pi(a)``, among the moves allowed by the paired
+test (``min_z``: a move other than the base's greedy move must beat it by ``min_z`` standard
+errors of the paired difference).
 
 Shape: all deciding games x k x (a round of) determinizations are one lockstep batch; every
 rollout step is one engine step and one forward per network over the games still running (the
