@@ -109,17 +109,18 @@ def search_settings(value_fn) -> dict:
 
 
 def evaluate(champion: Path, variant: str, network_games: int, search_games: int, head_to_head_games: int,
-             seed: int) -> dict:
-    """The network alone (greedy) and the search over it (SEARCH_SETTINGS) against every bot, and
-    the search against the network alone (``search_vs_network``)."""
+             seed: int) -> tuple[dict, dict]:
+    """The network alone (greedy) and the search over it (``search_settings``) against every bot,
+    and the search against the network alone (``search_vs_network``); and the search settings."""
     from deepcfr.cli.common import make_named_game
     from deepcfr.players.champion import resolve_value_function
     from deepcfr.players.strength import match_row
 
     game = make_named_game(None, variant)
     value = resolve_value_function("auto", game)  # the corrected estimate beside the plain one, where shipped
-    figures: dict = {"network": {}, "search": {}, "search_settings": search_settings(value)}
-    searched = f"search[{','.join(f'{k}={v}' for k, v in search_settings(value).items())}]:{champion}"
+    figures: dict[str, dict] = {"network": {}, "search": {}}
+    settings = search_settings(value)
+    searched = f"search[{','.join(f'{k}={v}' for k, v in settings.items())}]:{champion}"
     for kind, spec, games in (("network", f"{champion}@greedy", network_games), ("search", searched, search_games)):
         for i, bot in enumerate(BOTS):
             start = time.perf_counter()
@@ -140,7 +141,7 @@ def evaluate(champion: Path, variant: str, network_games: int, search_games: int
                                                           "variance_ratio") if k in r}
         figures["search_vs_network"]["seconds_per_move"] = r.get("seconds_per_searched_move")
         print(f"  search vs network: {r['score_diff']:+.2f} +-{r['score_diff_ci']:.2f}", flush=True)
-    return figures
+    return figures, settings
 
 
 def _shown(path: Path) -> str:
@@ -210,7 +211,7 @@ def main() -> int:
         teachers = [load_agent(str(made[0]), config_class=ImproveRunConfig).config.improve.teacher_of(1)]
         teachers += agent.config.improve.teachers() if grow_stages else []
     print(f"evaluating {file} ({args.network_games} games for the network, {args.search_games} for the search)", flush=True)
-    figures = evaluate(file, args.variant, args.network_games, args.search_games, args.head_to_head_games, args.seed)
+    figures, settings = evaluate(file, args.variant, args.network_games, args.search_games, args.head_to_head_games, args.seed)
     net, search = figures["network"]["heuristic_balanced"], figures["search"]["heuristic_balanced"]
     card = champion_card_of(
         file,
@@ -219,7 +220,7 @@ def main() -> int:
         game=agent.game.name, rules=agent.game.config_dict(), rules_variant=args.variant,
         network=network_meta(agent.config, agent.game), improve_rounds=rounds,
         run_seed=int(agent.config.run.seed), eval_seed=args.seed,
-        teacher=teachers, commands=commands, search_settings=figures.pop("search_settings"),
+        teacher=teachers, commands=commands, search_settings=settings,
         recipe_note=previous.get("recipe_note", "With a bot teacher on both seats the round never consults a start "
                                  "network and the student starts fresh, so no Deep CFR checkpoint is needed."),
         commit=commit(), date=dt.date.today().isoformat(), machine=args.machine, figures=figures)

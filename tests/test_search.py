@@ -392,8 +392,8 @@ def test_cut_rollouts_are_valued_from_the_deciding_seats_side():
 def test_rollout_plies_needs_a_value_function_for_the_game():
     from deepcfr.players import search_player
 
+    game = LostCitiesGame.from_params("mini")
     with pytest.raises(ValueError, match="leaf_value"):
-        game = LostCitiesGame.from_params("mini")
         RolloutSearch(game, BotPlayer(make_bot(game, "random"), game), SearchConfig(rollout_plies=2),
                       rollout_policy=default_rollouts(game))
     mini = load_player("random", LostCitiesGame.from_params("mini"))
