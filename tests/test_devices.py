@@ -1,10 +1,10 @@
-"""The device rules of the bottom layer: which devices compute bfloat16 natively."""
+"""The device rules of the bottom layer: which devices compute bfloat16 natively, and where it is faster."""
 
 import pytest
 import torch
 
 from deepcfr import devices
-from deepcfr.devices import cpu_flags, native_bfloat16
+from deepcfr.devices import cpu_bfloat16_speedup, cpu_flags, fast_bfloat16, native_bfloat16
 
 X86 = "fpu vme sse sse2 avx avx2 avx512f avx512bw avx512vl avx512dq"  # an AVX-512 CPU without bfloat16
 CPUS = [  # (what /proc/cpuinfo says, whether bfloat16 is native)
@@ -46,3 +46,32 @@ def test_cuda_follows_the_gpu_and_other_devices_are_not_native(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     assert native_bfloat16(torch.device("cuda")) is False
     assert native_bfloat16(torch.device("meta")) is False
+
+
+@pytest.mark.parametrize("speedup, fast", [(0.5, False), (1.05, False), (2.3, True)])
+def test_a_cpu_runs_bfloat16_only_where_it_measures_faster(monkeypatch, speedup, fast):
+    """Native bfloat16 is not enough on a CPU: an Intel Xeon VM listing avx512_bf16 ran the
+    project's forwards at half the float32 speed; the measured speedup decides."""
+    monkeypatch.setattr(devices, "native_bfloat16", lambda device: True)
+    monkeypatch.setattr(devices, "cpu_bfloat16_speedup", lambda: speedup)
+    assert fast_bfloat16(torch.device("cpu")) is fast
+    monkeypatch.setattr(devices, "native_bfloat16", lambda device: False)  # never without the kernels
+    assert fast_bfloat16(torch.device("cpu")) is False
+
+
+def test_a_gpu_with_native_bfloat16_uses_it_without_measuring(monkeypatch):
+    def no_measuring():
+        raise AssertionError("a GPU's bfloat16 is not measured against the CPU")
+
+    monkeypatch.setattr(devices, "cpu_bfloat16_speedup", no_measuring)
+    for native in (True, False):
+        monkeypatch.setattr(devices, "native_bfloat16", lambda device, native=native: native)
+        assert fast_bfloat16(torch.device("cuda")) is native
+
+
+def test_the_cpu_bfloat16_speedup_is_measured_once_a_process():
+    cpu_bfloat16_speedup.cache_clear()  # measurable on any CPU (emulated bfloat16 is just slow)
+    first = cpu_bfloat16_speedup()
+    assert 0 < first < float("inf")
+    assert cpu_bfloat16_speedup() == first  # cached, not measured again
+    assert cpu_bfloat16_speedup.cache_info().hits >= 1

@@ -149,7 +149,7 @@ def test_rollout_dtype_auto_is_bfloat16_only_where_the_device_computes_it(mini_c
     base = load_player(str(mini_checkpoint))
     assert SearchConfig().rollout_dtype == "auto"
     for native, expected in ((True, "bfloat16"), (False, "float32")):
-        monkeypatch.setattr(rollout, "native_bfloat16", lambda device, native=native: native)
+        monkeypatch.setattr(rollout, "fast_bfloat16", lambda device, native=native: native)
         search = RolloutSearch(base.game, base, SearchConfig(rollout_policy="base"))
         assert search.rollout_dtype == expected and search.rollout.bfloat16 == (expected == "bfloat16")
     explicit = RolloutSearch(base.game, base, SearchConfig(rollout_policy="base", rollout_dtype="float32"))

@@ -35,12 +35,14 @@ class SearchConfig(BaseModel):
     rollout: str = Field("greedy", pattern="^(greedy|sampled)$", description="greedy: the rollout policy's most "
                          "probable move; sampled: drawn from its probabilities with the same random numbers for "
                          "every candidate")
-    # bfloat16 network rollouts: 2.3x the rollout decisions a second of float32 on a CPU with
-    # avx512_bf16 (docs/performance.md, "A teacher that grows"), the same move in 99.6% of
-    # rollout positions; fast on GPUs too
+    # bfloat16 network rollouts: 2.3x the rollout decisions a second of float32 on an AMD EPYC
+    # with avx512_bf16 (docs/performance.md, "A teacher that grows"), the same move in 99.6% of
+    # rollout positions, fast on GPUs too; but half the speed on an Intel Xeon VM listing the same
+    # flags, so auto measures (devices.fast_bfloat16)
     rollout_dtype: str = Field("auto", pattern="^(auto|float32|bfloat16)$", description="float32, bfloat16 "
                                "(autocast) for a network's forward passes in the rollouts, or auto: bfloat16 where "
-                               "the device computes it natively (CUDA, a CPU with avx512_bf16 or AMX), else float32")
+                               "the device computes it natively and, on a CPU, measures it faster than float32 (CUDA with bfloat16; "
+                               "a CPU with avx512_bf16 or AMX where it is faster), else float32")
     # An anytime search: under a time limit a call (a batch of decisions) answers within about its
     # budget however loaded the machine is, with fewer determinizations when it is slow.
     time_limit_s: float | None = Field(None, gt=0, description="wall-clock budget of one call (a batch of "

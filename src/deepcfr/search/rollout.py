@@ -34,7 +34,7 @@ from dataclasses import dataclass
 
 import torch
 
-from ..devices import native_bfloat16
+from ..devices import fast_bfloat16
 from ..games.base import capability, index_state, sample_from_probs
 from ..host_memory import keep_freed_memory
 from .config import SearchConfig
@@ -171,7 +171,7 @@ class RolloutSearch:
             keep_freed_memory()  # a rollout step's features alone are tens of MB, allocated every step
         dtype = self.config.rollout_dtype
         if dtype == "auto":
-            dtype = "bfloat16" if native_bfloat16(self.device) else "float32"
+            dtype = "bfloat16" if fast_bfloat16(self.device) else "float32"
         self.rollout_dtype = dtype  # the one used
         self.rollout = _Rollout(rollout_policy if rollout_policy is not None else base,
                                 self.config.rollout == "sampled", dtype)

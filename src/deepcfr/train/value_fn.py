@@ -33,7 +33,7 @@ import torch
 from torch import nn
 
 from ..cfr.networks import DeepCFRMLP
-from ..devices import native_bfloat16
+from ..devices import fast_bfloat16
 from ..evaluate.arena import play_match
 from ..evaluate.variance import score_difference
 from ..games.base import capability, has_capability, index_state
@@ -75,7 +75,7 @@ class FullStateValue:
         self.net = net.eval()
         self.trained_on = trained_on or {}
         device = next(net.parameters()).device
-        self.bfloat16 = native_bfloat16(device) if bfloat16 is None else bfloat16
+        self.bfloat16 = fast_bfloat16(device) if bfloat16 is None else bfloat16
 
     @torch.no_grad()
     def __call__(self, state) -> torch.Tensor:
