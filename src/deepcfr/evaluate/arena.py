@@ -154,7 +154,7 @@ def play_out(game, state, decide: Callable[[torch.Tensor, torch.Tensor, torch.Te
 
 
 @dataclass
-class _PairedGames:
+class PairedGames:
     """What one lockstep batch of paired games leaves for the estimate: per deal pair, A's mean
     score difference, points and (with a value function) corrections by kind; per game sums."""
 
@@ -201,14 +201,14 @@ def play_match(
         raise ValueError(f"batch_games must be a positive even number, got {batch_games}")
     device = torch.device(device)
     if target_ci95 is None:
-        return _result([_play_paired(game, policy_a, policy_b, games, seed, device, on_step, value_fn,
+        return _result([play_pairs(game, policy_a, policy_b, games, seed, device, on_step, value_fn,
                                      chance_samples)])
-    batches: list[_PairedGames] = []
+    batches: list[PairedGames] = []
     played = 0
     while played < games:
         n = min(batch_games, games - played)
         # batch k's deals come from seed + k * a large prime: batch 0 is the single-batch match's
-        batches.append(_play_paired(game, policy_a, policy_b, n, seed + 1_000_003 * len(batches), device, on_step,
+        batches.append(play_pairs(game, policy_a, policy_b, n, seed + 1_000_003 * len(batches), device, on_step,
                                     value_fn, chance_samples))
         played += n
         result = _result(batches)
@@ -226,8 +226,11 @@ def paired_start(game, games: int, seed: int, device: torch.device):
     return state, torch.cat([torch.zeros(pairs, dtype=torch.long), torch.ones(pairs, dtype=torch.long)]).to(device)
 
 
-def _play_paired(game, policy_a: Side, policy_b: Side, games: int, seed: int, device: torch.device,
-                 on_step, value_fn: ValueFn | None, chance_samples: int | None) -> _PairedGames:
+def play_pairs(game, policy_a: Side, policy_b: Side, games: int, seed: int, device: torch.device,
+               on_step, value_fn: ValueFn | None, chance_samples: int | None) -> PairedGames:
+    """One lockstep batch of ``games`` paired games (``game.init`` deals them from ``seed``) and
+    what each deal pair left: ``play_match`` combines batches of these into its estimate; a
+    study of the estimate itself (scripts/luck_floor.py) reads the pairs."""
     pairs = games // 2
     state, seat_a = paired_start(game, games, seed, device)
     action_gen = torch.Generator(device=device).manual_seed(seed + 1)
@@ -275,7 +278,7 @@ def _play_paired(game, policy_a: Side, policy_b: Side, games: int, seed: int, de
     diagnostics = capability(game, "match_diagnostics")(state, seat_a) if has_capability(game, "match_diagnostics") else {}
     for name, totals in move_totals.items():  # per game
         diagnostics[f"{name}_a"], diagnostics[f"{name}_b"] = totals.mean(dim=0).tolist()
-    return _PairedGames(
+    return PairedGames(
         pair_diff=((diff[:pairs] + diff[pairs:]) / 2).cpu(), pair_points=((points[:pairs] + points[pairs:]) / 2).cpu(),
         pair_corrections=corrections, games=games, wins=int((diff > 0).sum()), draws=int((diff == 0).sum()),
         score_a=score_a.sum().item(), score_b=score_b.sum().item(), decisions=decisions.double().sum().item(),
@@ -283,7 +286,7 @@ def _play_paired(game, policy_a: Side, policy_b: Side, games: int, seed: int, de
         diagnostics=diagnostics, correction_seconds=luck.seconds if luck is not None else 0.0)
 
 
-def _result(batches: list[_PairedGames]) -> MatchResult:
+def _result(batches: list[PairedGames]) -> MatchResult:
     """The match result of the batches' games together (the corrections cross-fitted over all)."""
     games = sum(b.games for b in batches)
     wins, draws = sum(b.wins for b in batches), sum(b.draws for b in batches)
