@@ -533,8 +533,18 @@ def test_a_touch_screen_drags_cards_and_shows_no_keyboard_hint(browser, server, 
     assert not page.is_visible("#keys-hint")
     cdp = context.new_cdp_session(page)
 
+    def box_of(selector: str) -> dict:
+        # the page re-renders the hand after a tap: wait until the element is there again (on a
+        # loaded machine it was once between renders, and had no box)
+        for _ in range(50):
+            page.locator(selector).wait_for(state="visible")
+            box = page.locator(selector).bounding_box()
+            if box is not None:
+                return box
+        raise AssertionError(f"{selector} never settled on the page")
+
     def touch_drag(source: str, target: str) -> None:
-        a, b = page.locator(source).bounding_box(), page.locator(target).bounding_box()
+        a, b = box_of(source), box_of(target)
         x0, y0 = a["x"] + a["width"] / 2, a["y"] + a["height"] / 2
         x1, y1 = b["x"] + b["width"] / 2, b["y"] + b["height"] / 2
         cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x0, "y": y0}]})
@@ -544,7 +554,7 @@ def test_a_touch_screen_drags_cards_and_shows_no_keyboard_hint(browser, server, 
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
 
     def touch_tap(selector: str) -> None:
-        box = page.locator(selector).bounding_box()
+        box = box_of(selector)
         point = {"x": box["x"] + box["width"] / 2, "y": box["y"] + box["height"] / 2}
         cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [point]})
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
