@@ -73,7 +73,8 @@ BFLOAT16_MIN_SPEEDUP = 1.1  # below it float32 keeps its exact arithmetic for li
 def cpu_bfloat16_speedup(rows: int = 1024, features: int = 713, hidden: int = 256, repeats: int = 3) -> float:
     """float32 seconds over bfloat16-autocast seconds of a forward shaped like the project's
     networks (``features`` -> ``hidden`` -> ``hidden`` -> 106, a batch of ``rows``) on this CPU at
-    the current thread count, the best of ``repeats`` each (about 0.1 s, once a process)."""
+    the thread count of the first call, the best of ``repeats`` each (about 0.1 s, once a process:
+    the answer is kept, as the setting it decides is taken once per search or value function)."""
     generator = torch.Generator().manual_seed(0)
     net = torch.nn.Sequential(torch.nn.Linear(features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden),
                               torch.nn.ReLU(), torch.nn.Linear(hidden, 106)).eval()

@@ -202,14 +202,14 @@ def play_match(
     device = torch.device(device)
     if target_ci95 is None:
         return _result([play_pairs(game, policy_a, policy_b, games, seed, device, on_step, value_fn,
-                                     chance_samples)])
+                                   chance_samples)])
     batches: list[PairedGames] = []
     played = 0
     while played < games:
         n = min(batch_games, games - played)
         # batch k's deals come from seed + k * a large prime: batch 0 is the single-batch match's
         batches.append(play_pairs(game, policy_a, policy_b, n, seed + 1_000_003 * len(batches), device, on_step,
-                                    value_fn, chance_samples))
+                                  value_fn, chance_samples))
         played += n
         result = _result(batches)
         if result.best_score_diff[1] <= target_ci95:
