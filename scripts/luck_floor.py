@@ -100,8 +100,9 @@ def main(argv: list[str] | None = None) -> int:
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         pl, co = r["plain"], r["corrected"]
-        print(f"| `{r['a']}` | `{r['b']}` | {r['hands']} x {r['orders']} | {pl['total']:.0f} / {pl['within_hand']:.0f} / "
-              f"{pl['hands']:.0f} | {co['total']:.0f} / {co['within_hand']:.0f} / {co['hands']:.0f} | "
+        print(f"| `{r['a']}` | `{r['b']}` | {r['hands']} x {r['orders']} | {pl['total']:.0f} / "
+              f"{pl['within_hand']:.0f} / {pl['hands']:.0f} | {co['total']:.0f} / {co['within_hand']:.0f} / "
+              f"{co['hands']:.0f} | "
               f"{r['variance_ratio']:.2f} | {r['ceiling']:.0f} |")
     return 0
 

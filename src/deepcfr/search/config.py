@@ -41,8 +41,8 @@ class SearchConfig(BaseModel):
     # flags, so auto measures (devices.fast_bfloat16)
     rollout_dtype: str = Field("auto", pattern="^(auto|float32|bfloat16)$", description="float32, bfloat16 "
                                "(autocast) for a network's forward passes in the rollouts, or auto: bfloat16 where "
-                               "the device computes it natively and, on a CPU, measures it faster than float32 (CUDA with bfloat16; "
-                               "a CPU with avx512_bf16 or AMX where it is faster), else float32")
+                               "the device computes it natively and, on a CPU, measures it faster than float32 "
+                               "(CUDA with bfloat16; a CPU with avx512_bf16 or AMX where it is faster), else float32")
     # An anytime search: under a time limit a call (a batch of decisions) answers within about its
     # budget however loaded the machine is, with fewer determinizations when it is slow.
     time_limit_s: float | None = Field(None, gt=0, description="wall-clock budget of one call (a batch of "
