@@ -25,21 +25,6 @@ from deepcfr.players import load_players
 from deepcfr.players.champion import resolve_value_function
 
 
-class _DealtGame:
-    """The game, dealing the given deals (``init_from_deal``) where the arena asks for new ones."""
-
-    def __init__(self, game, deals: torch.Tensor):
-        self._game, self._deals = game, deals
-
-    def __getattr__(self, name):
-        return getattr(self._game, name)
-
-    def init(self, n, generator=None, device="cpu"):
-        if n != self._deals.shape[0]:
-            raise ValueError(f"asked for {n} deals, {self._deals.shape[0]} were made")
-        return self._game.init_from_deal(self._deals, device=device)
-
-
 def hand_deals(game, hands: int, orders: int, seed: int) -> torch.Tensor:
     """[hands * orders, D] deals: each starting hand pair repeated ``orders`` times, the deck
     behind it shuffled anew each time."""
@@ -84,8 +69,8 @@ def main(argv: list[str] | None = None) -> int:
         if value is None:
             p.error(f"no value function for {game.name} ({args.value_fn})")
         deals = hand_deals(game, args.hands, args.orders, args.seed)
-        pairs = play_pairs(_DealtGame(game, deals), player_a, player_b, 2 * deals.shape[0], 0, torch.device("cpu"),
-                           None, value, None)
+        pairs = play_pairs(game, player_a, player_b, 2 * deals.shape[0], 0, torch.device("cpu"), None, value, None,
+                           deals=deals)
         corrected, _ = cross_fitted(pairs.pair_diff.double(), pairs.pair_corrections.double())
         plain = variance_shares(pairs.pair_diff, args.hands, args.orders)
         fixed = variance_shares(corrected, args.hands, args.orders)

@@ -189,3 +189,17 @@ def test_pile_draws_that_fit_nothing_are_counted_per_side_and_game():
     assert figures["mean_game_length"] == result.mean_game_length and figures["win_rate"] == result.win_rate
     kuhn = play_match(make_game("kuhn"), uniform_policy, uniform_policy, 20, seed=0)
     assert "useless_pile_draws_a" not in kuhn.figures()  # a game without the diagnostic
+
+
+def test_paired_games_can_start_from_given_deals():
+    """play_pairs / paired_start with explicit deals: both seat orders of each deal start from
+    exactly that deal (the game's init_from_deal), and a wrong number of deals is refused."""
+    from deepcfr.evaluate.arena import paired_start
+
+    game = make_game("lost_cities")
+    deals = torch.rand(3, game.rules.deck_size, generator=torch.Generator().manual_seed(1)).argsort(dim=1)
+    state, seat_a = paired_start(game, 6, 0, torch.device("cpu"), deals)
+    assert torch.equal(game.deals(state), torch.cat([deals, deals]))  # the deck's order too
+    assert seat_a.tolist() == [0, 0, 0, 1, 1, 1]
+    with pytest.raises(ValueError, match="6 paired games need 3 deals, got 2"):
+        paired_start(game, 6, 0, torch.device("cpu"), deals[:2])

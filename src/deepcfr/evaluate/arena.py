@@ -217,22 +217,29 @@ def play_match(
     return result
 
 
-def paired_start(game, games: int, seed: int, device: torch.device):
-    """The start of ``games`` paired games (even): ``games / 2`` deals from ``seed``, rows ``i`` and
-    ``games / 2 + i`` sharing one; (state, the seat [games] of side A: 0 then 1)."""
+def paired_start(game, games: int, seed: int, device: torch.device, deals: torch.Tensor | None = None):
+    """The start of ``games`` paired games (even): ``games / 2`` deals from ``seed`` (or the given
+    ``deals [games / 2, ...]`` of a game with ``init_from_deal``), rows ``i`` and ``games / 2 + i``
+    sharing one; (state, the seat [games] of side A: 0 then 1)."""
     pairs = games // 2
-    first = game.init(pairs, generator=torch.Generator(device="cpu").manual_seed(seed), device=device)
+    if deals is None:
+        first = game.init(pairs, generator=torch.Generator(device="cpu").manual_seed(seed), device=device)
+    elif deals.shape[0] != pairs:
+        raise ValueError(f"{games} paired games need {pairs} deals, got {deals.shape[0]}")
+    else:
+        first = game.init_from_deal(deals, device=device)
     state = concat_states([first, clone_state(first)])
     return state, torch.cat([torch.zeros(pairs, dtype=torch.long), torch.ones(pairs, dtype=torch.long)]).to(device)
 
 
 def play_pairs(game, policy_a: Side, policy_b: Side, games: int, seed: int, device: torch.device,
-               on_step, value_fn: ValueFn | None, chance_samples: int | None) -> PairedGames:
-    """One lockstep batch of ``games`` paired games (``game.init`` deals them from ``seed``) and
-    what each deal pair left: ``play_match`` combines batches of these into its estimate; a
-    study of the estimate itself (scripts/luck_floor.py) reads the pairs."""
+               on_step, value_fn: ValueFn | None, chance_samples: int | None,
+               deals: torch.Tensor | None = None) -> PairedGames:
+    """One lockstep batch of ``games`` paired games (dealt from ``seed``, or the given ``deals``:
+    ``paired_start``) and what each deal pair left: ``play_match`` combines batches of these into
+    its estimate; a study of the estimate itself (scripts/luck_floor.py) reads the pairs."""
     pairs = games // 2
-    state, seat_a = paired_start(game, games, seed, device)
+    state, seat_a = paired_start(game, games, seed, device, deals)
     action_gen = torch.Generator(device=device).manual_seed(seed + 1)
     decisions = torch.zeros(games, dtype=torch.long, device=device)
     luck = match_luck(game, value_fn, games, device, chance_samples, seed)
