@@ -404,3 +404,62 @@ def test_rollout_plies_needs_a_value_function_for_the_game():
     assert player.search.leaf_value is not None
     with pytest.raises(SearchConfigError, match="rollout_plies"):
         search_config({"rollout_plies": -1})
+
+
+def test_sequential_halving_keeps_the_base_and_the_better_half_each_round(monkeypatch):
+    """Halving over 8 candidates with 14 determinizations: 3 rounds on 2, 4 and 8 new deals, of 8,
+    4 and 2 candidates (each round about the same rollouts); each round keeps the base move and the
+    best of the rest by mean; the last two are compared on all 14 deals and the better one plays."""
+    game = LostCitiesGame.from_params("classic")
+    search = RolloutSearch(game, BotPlayer(make_bot(game, "heuristic_balanced"), game),
+                           SearchConfig(determinizations=14, candidates=8, halving=True, min_z=1.0),
+                           rollout_policy=default_rollouts(game))
+    obs, mask = decision_batch(game, n=16, plies=2)
+    gen = torch.Generator().manual_seed(0)
+    calls = []
+
+    def values(obs_rows, candidates, valid, d):  # [m, c, d]: a candidate's value is its action id, plus deal luck
+        calls.append((candidates.clone(), d))
+        luck = torch.randn(obs_rows.shape[0], 1, d, generator=gen, dtype=torch.float64) * 10
+        own = torch.where(valid, candidates, candidates[:, :1]).double()
+        return luck + own[:, :, None]
+
+    monkeypatch.setattr(search, "candidate_values", values)
+    chosen = search.decide(obs, mask)
+    assert [(c.shape[1], d) for c, d in calls] == [(8, 2), (4, 4), (2, 8)]
+    cands = search.last.candidates
+    full = (cands >= 0).all(dim=1)
+    assert bool(full.any())
+    for (c, _), width in zip(calls, (8, 4, 2)):
+        assert torch.equal(c[:, 0], cands[:, 0])  # the base move is in every round
+        # the others in a round are the best (highest action ids) of the candidates but the base
+        others = cands[full, 1:].sort(dim=1, descending=True).values[:, :width - 1]
+        assert torch.equal(c[full, 1:].sort(dim=1, descending=True).values, others)
+    best_other = cands[full, 1:].max(dim=1).values
+    wins = best_other > cands[full, 0]  # beats the base by at least 1 on every deal: surely better
+    assert torch.equal(chosen[full][wins], best_other[wins])
+    assert torch.equal(chosen[full][~wins], cands[full, 0][~wins])
+    assert search.last.determinizations == 14
+    # only the last round's two can be chosen (the other one only where the paired test allows it)
+    finite = torch.isfinite(search.last.score[full])
+    final = torch.zeros_like(finite).scatter_(1, (cands[full][:, :, None] == calls[-1][0][full][:, None, :]).int()
+                                             .argmax(dim=1), True)
+    assert not bool((finite & ~final).any()) and bool(finite[:, 0].all())
+    assert torch.equal(finite.sum(dim=1) == 2, wins)
+
+
+def test_sequential_halving_finds_the_winning_move_among_all_candidates():
+    game = LostCitiesGame.from_params("mini")
+    obs, win = winning_endgame_obs(game)
+    from deepcfr.games.lost_cities.layout import legal_mask_from_obs
+
+    mask = legal_mask_from_obs(game.rules, obs)
+    base = BotPlayer(make_bot(game, "discard_only"), game)
+    search = RolloutSearch(game, base, SearchConfig(determinizations=8, candidates=game.num_actions, halving=True,
+                                                    min_z=0.0), rollout_policy=default_rollouts(game))
+    assert int(search.decide(obs, mask)[0]) == win
+
+
+def test_halving_takes_no_time_limit():
+    with pytest.raises(SearchConfigError, match="halving"):
+        search_config({"halving": True, "time_limit_s": 1.0})
