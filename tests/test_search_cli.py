@@ -36,14 +36,6 @@ def test_arena_two_checkpoints_and_a_search_agent(checkpoints, capsys):
     out = _json(capsys)
     assert out["a_search_determinizations"] == 2 and out["a_search_candidates"] == 2  # the default
     assert out["a_rollouts"] > 0 and out["a_seconds_per_move"] > 0 and out["a_capped_rollouts"] >= 0
-    # a switch reads false as false on the command line, and true inline
-    for extra, halving in ((["--search-halving", "false"], False), (["--search-halving", "yes"], True)):
-        assert main(["arena", "--a", f"search[candidates=4]:{a}", "--b", str(a), "--games", "2",
-                     "--search-determinizations", "3", *extra, "--json"]) == 0
-        assert _json(capsys)["a_search_halving"] is halving
-    assert main(["arena", "--a", f"search[halving=true,candidates=4]:{a}", "--b", str(a), "--games", "2",
-                 "--search-determinizations", "3", "--json"]) == 0
-    assert _json(capsys)["a_search_halving"] is True
     # A bot against a checkpoint plays the checkpoint's game.
     assert main(["arena", "--a", "heuristic_balanced", "--b", str(a), "--games", "4", "--json"]) == 0
     assert _json(capsys)["games"] == 4

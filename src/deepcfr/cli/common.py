@@ -48,9 +48,7 @@ def _option_type(annotation):
     import typing
 
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    kind = args[0] if args else annotation
-    # argparse's bool("false") is True: a switch stays text, which pydantic reads (true/false, yes/no, 1/0)
-    return str if kind is bool else kind
+    return args[0] if args else annotation
 
 
 def add_search_options(parser) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 
 class SearchConfigError(ValueError):
@@ -60,22 +60,9 @@ class SearchConfig(BaseModel):
     value_fn: str = Field("auto", description="the value function of rollout_plies: auto (the one shipped "
                           "beside the champion where it was made for the game and rules) or a file of "
                           "`deepcfr fit-value`")
-    # Sequential halving (Pepels, Cazenave and Winands, 2015) on the shared deals: more candidates
-    # at the same cost, the rollouts spent where the candidates are close.
-    halving: bool = Field(False, description="spend the determinizations in rounds that each halve the "
-                          "candidates (the base move always stays): round r rolls the survivors out on 2^r times "
-                          "the first round's new deals, so every round costs about the same and the last two "
-                          "candidates are compared on `determinizations` deals in all")
     max_batch: int = Field(32768, ge=1, description="rollouts in flight at once (memory budget); a decision's "
                            "determinizations are split into rounds to fit")
     seed: int = Field(0, description="seed of the determinizations and the sampled rollouts")
-
-    @model_validator(mode="after")
-    def _halving_without_time_limit(self):
-        if self.halving and self.time_limit_s is not None:
-            raise ValueError("halving spends a fixed number of determinizations in its rounds; it does not take "
-                             "time_limit_s")
-        return self
 
 
 def search_config(*layers: dict[str, Any] | None) -> SearchConfig:

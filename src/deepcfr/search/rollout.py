@@ -143,32 +143,6 @@ class _Rollout:
         return probs.masked_fill(~mask, -1.0).argmax(dim=1)
 
 
-class _Totals:
-    """Per-candidate sums of rollout values and of their paired differences to the base move
-    (column 0) over the deals each candidate was rolled out on ([n, k], float64)."""
-
-    def __init__(self, n: int, k: int, device: torch.device):
-        z = lambda: torch.zeros(n, k, dtype=torch.float64, device=device)  # noqa: E731
-        self.count, self.sums, self.squares, self.diff_sums, self.diff_squares = z(), z(), z(), z(), z()
-
-    def add(self, rows: torch.Tensor, cols: torch.Tensor, live: torch.Tensor, values: torch.Tensor) -> None:
-        """Add ``values [m, c, d]`` of the columns ``cols [m, c]`` of decisions ``rows [m]`` (where ``live``)."""
-        diff = values - values[:, :1]
-        w = live.double()
-        for total, x in ((self.count, torch.full_like(values, 1.0)), (self.sums, values), (self.squares, values ** 2),
-                         (self.diff_sums, diff), (self.diff_squares, diff ** 2)):
-            total[rows] = total[rows].scatter_add(1, cols, x.sum(dim=2) * w)
-
-    def estimates(self) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
-        """(mean, its 95% CI half-width, mean paired difference to the base, its standard error), [n, k]."""
-        D = self.count.clamp(min=1)
-        mean = self.sums / D
-        var = (self.squares / D - mean ** 2).clamp(min=0) * D / (D - 1).clamp(min=1)
-        diff = self.diff_sums / D
-        diff_var = (self.diff_squares / D - diff ** 2).clamp(min=0) * D / (D - 1).clamp(min=1)
-        return mean, 1.96 * (var / D).sqrt(), diff, (diff_var / D).sqrt()
-
-
 class RolloutSearch:
     """Determinized rollout search over ``base`` (see the module docstring) for a game with a
     ``determinize`` capability (games.base; Lost Cities). ``rollout_policy`` is the object that plays
@@ -250,27 +224,41 @@ class RolloutSearch:
         single = valid.sum(dim=1) == 1  # nothing to compare: play the only move without rollouts
         todo = (~single).nonzero().squeeze(1)
 
-        log_prior = prior.clamp(min=_LOG_FLOOR).log() if probs is not None else torch.zeros(n, k, device=self.device)
-        acc = _Totals(n, k, self.device)
-        alive = valid.clone()  # halving drops candidates from here
+        sums = torch.zeros(n, k, dtype=torch.float64, device=self.device)
+        squares = torch.zeros_like(sums)
+        diff_sums = torch.zeros_like(sums)
+        diff_squares = torch.zeros_like(sums)
         done_d = 0
-        if todo.numel() and cfg.halving:
-            done_d = self._halving(obs, candidates, valid, alive, todo, log_prior, acc)
-        elif todo.numel():
+        if todo.numel():
             per_round = max(1, min(cfg.determinizations, cfg.max_batch // k))  # what max_batch holds
+            chunk = max(1, cfg.max_batch // (k * per_round))
             d = per_round if cfg.time_limit_s is None else min(per_round, cfg.min_determinizations)
             while done_d < cfg.determinizations:
                 d = min(d, cfg.determinizations - done_d)
-                self._roll(obs, candidates, valid, todo, torch.arange(k, device=self.device).expand(todo.numel(), k),
-                           d, acc)
+                for c0 in range(0, todo.numel(), chunk):
+                    rows = todo[c0:c0 + chunk]
+                    values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d)  # [m, k, d]
+                    base_v = values[:, :1]
+                    sums[rows] += values.sum(dim=2)
+                    squares[rows] += (values ** 2).sum(dim=2)
+                    diff_sums[rows] += (values - base_v).sum(dim=2)
+                    diff_squares[rows] += ((values - base_v) ** 2).sum(dim=2)
                 done_d += d
                 if cfg.time_limit_s is not None:
                     d = min(per_round, done_d)  # the next round: as many as all before it
                     spent = self.clock() - start
                     if spent + spent * d / done_d > cfg.time_limit_s:  # predicted past the budget: answer now
                         break
-        mean, ci95, diff, diff_se = acc.estimates()
-        score, pick = paired_choice(mean, diff, diff_se, alive, log_prior, cfg.prior_weight, cfg.min_z)
+        D = max(done_d, 1)
+        mean = sums / D
+        var = (squares / D - mean ** 2).clamp(min=0) * D / max(D - 1, 1)
+        ci95 = 1.96 * (var / D).sqrt()
+        diff = diff_sums / D
+        diff_var = (diff_squares / D - diff ** 2).clamp(min=0) * D / max(D - 1, 1)
+        diff_se = (diff_var / D).sqrt()
+
+        log_prior = prior.clamp(min=_LOG_FLOOR).log() if probs is not None else torch.zeros(n, k, device=self.device)
+        score, pick = paired_choice(mean, diff, diff_se, valid, log_prior, cfg.prior_weight, cfg.min_z)
         pick = torch.where(single, 0, pick)
         chosen = candidates.gather(1, pick[:, None]).squeeze(1)
 
@@ -289,51 +277,6 @@ class RolloutSearch:
         self.stats.calls += 1
         self.stats.seconds += seconds
         return chosen
-
-    def _roll(self, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, todo: torch.Tensor,
-              cols: torch.Tensor, d: int, acc: "_Totals") -> None:
-        """Roll the candidates in columns ``cols [len(todo), c]`` (column 0 the base move) of the
-        decisions ``todo`` out on ``d`` new shared deals each, in batches that fit ``max_batch``,
-        and add their values to ``acc``."""
-        c = cols.shape[1]
-        per_round = max(1, min(d, self.config.max_batch // c))
-        for d0 in range(0, d, per_round):
-            dd = min(per_round, d - d0)
-            chunk = max(1, self.config.max_batch // (c * dd))
-            for c0 in range(0, todo.numel(), chunk):
-                rows, rcols = todo[c0:c0 + chunk], cols[c0:c0 + chunk]
-                live = valid[rows].gather(1, rcols)
-                values = self.candidate_values(obs[rows], candidates[rows].gather(1, rcols), live, dd)  # [m, c, d]
-                acc.add(rows, rcols, live, values)
-
-    def _halving(self, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, alive: torch.Tensor,
-                 todo: torch.Tensor, log_prior: torch.Tensor, acc: "_Totals") -> int:
-        """Sequential halving over the decisions ``todo``: ceil(log2 k) rounds, round r rolling the
-        ``alive`` candidates out on 2^r units of new deals (units: ``determinizations / (2^R - 1)``,
-        at least 1), then keeping the base move and the best half of the rest by the choice's own
-        score (mean + prior_weight * log pi). Updates ``alive`` and ``acc``; returns the deals the
-        final candidates were compared on."""
-        cfg = self.config
-        k = candidates.shape[1]
-        rounds = max(1, math.ceil(math.log2(k)))
-        unit = cfg.determinizations / (2 ** rounds - 1)
-        width, done_d = k, 0
-        for r in range(rounds):
-            d = max(1, round(unit * 2 ** r))
-            # each decision's surviving columns first (the base, column 0, always survives), in rank order
-            order = torch.sort((~alive[todo]).to(torch.int8), dim=1, stable=True).indices[:, :width]
-            self._roll(obs, candidates, valid & alive, todo, order, d, acc)
-            done_d += d
-            if r == rounds - 1:
-                break
-            width = math.ceil(width / 2)
-            mean, _, _, _ = acc.estimates()
-            score = (mean.float() + cfg.prior_weight * log_prior).masked_fill(~alive, -torch.inf)
-            score[:, 0] = torch.inf  # the base move stays: the paired test compares against it
-            keep = score[todo].topk(width, dim=1).indices
-            kept = torch.zeros(todo.numel(), k, dtype=torch.bool, device=self.device).scatter_(1, keep, True)
-            alive[todo] &= kept
-        return done_d
 
     def candidate_values(self, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int) -> torch.Tensor:
         """Rollout utilities ``[m, k, d]`` for the decider of each of ``m`` observations: every
