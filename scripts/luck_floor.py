@@ -87,8 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         pl, co = r["plain"], r["corrected"]
         print(f"| `{r['a']}` | `{r['b']}` | {r['hands']} x {r['orders']} | {pl['total']:.0f} / "
               f"{pl['within_hand']:.0f} / {pl['hands']:.0f} | {co['total']:.0f} / {co['within_hand']:.0f} / "
-              f"{co['hands']:.0f} | "
-              f"{r['variance_ratio']:.2f} | {r['ceiling']:.0f} |")
+              f"{co['hands']:.0f} | {r['variance_ratio']:.2f} | {r['ceiling']:.0f} |")
     return 0
 
 
