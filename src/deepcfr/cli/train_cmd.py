@@ -266,7 +266,7 @@ def what_comes_next(checkpoint: str) -> list[str]:
     from ..players.champion import CARD_FILE, CHAMPION_FILE, champion_card
 
     lines = ["", "what this network is: the Deep CFR average policy (a blueprint). On classic rules it still loses to",
-             "  heuristic_balanced (-17 points a game after 84 iterations, -42 after 10; docs/results.md).",
+             "  heuristic_balanced (-17 to -21 points a game after 82-84 iterations, -42 after 10; docs/results.md).",
              "  Expert iteration does not need it: with the bot teacher the improved network is the same",
              "  whichever start network it is given (docs/results.md, \"What the blueprint is worth\")."]
     if CHAMPION_FILE.is_file() and CARD_FILE.is_file():
