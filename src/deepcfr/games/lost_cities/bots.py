@@ -51,14 +51,21 @@ class DiscardOnlyBot:
         self.rules = rules
 
     def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
+        return sample_from_probs(self._wanted(mask).to(torch.float32), generator)
+
+    def policy(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """[n, A] the probabilities ``act`` samples from (what an exploiter's belief weighs by)."""
+        wanted = self._wanted(mask).to(torch.float32)
+        return wanted / wanted.sum(dim=1, keepdim=True)
+
+    def _wanted(self, mask: torch.Tensor) -> torch.Tensor:
         K = self.rules.num_kinds
         preferred = torch.zeros_like(mask)
         preferred[:, K : 2 * K + 1] = True  # every discard, and the deck draw
         wanted = mask & preferred
         # Every card decision allows a discard and every draw decision the deck; the fallback
         # to the full mask only guards against a malformed row.
-        wanted = torch.where(wanted.any(dim=1, keepdim=True), wanted, mask)
-        return sample_from_probs(wanted.to(torch.float32), generator)
+        return torch.where(wanted.any(dim=1, keepdim=True), wanted, mask)
 
 
 @dataclass(frozen=True)
