@@ -289,7 +289,7 @@ def play_pairs(game, policy_a: Side, policy_b: Side, games: int, seed: int, devi
         pair_diff=((diff[:pairs] + diff[pairs:]) / 2).cpu(), pair_points=((points[:pairs] + points[pairs:]) / 2).cpu(),
         pair_corrections=corrections, games=games, wins=int((diff > 0).sum()), draws=int((diff == 0).sum()),
         score_a=score_a.sum().item(), score_b=score_b.sum().item(), decisions=decisions.double().sum().item(),
-        cut_off=int(game.cut_off(state).sum()) if has_capability(game, "cut_off") else 0,
+        cut_off=cut_off_games(game, state),
         diagnostics=diagnostics, correction_seconds=luck.seconds if luck is not None else 0.0)
 
 
@@ -323,6 +323,12 @@ def _result(batches: list[PairedGames]) -> MatchResult:
         diagnostics=diagnostics,
         **corrected,
     )
+
+
+def cut_off_games(game, state) -> int:
+    """How many finished games of ``state`` the ply cap ended rather than the rules (0 where the
+    game has no cap)."""
+    return int(game.cut_off(state).sum()) if has_capability(game, "cut_off") else 0
 
 
 def ci95_of_pairs(pair_means: torch.Tensor) -> float:
