@@ -113,11 +113,38 @@ def sampling_probabilities(side: Side, obs: torch.Tensor, mask: torch.Tensor) ->
     return known(obs, mask) if known is not None else None
 
 
-def decide_side(side: Side, obs: torch.Tensor, mask: torch.Tensor,
-            generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor | None]:
-    """The side's actions and, where it samples from known probabilities, those probabilities."""
+def needs_history(side: Side) -> bool:
+    """Whether ``side`` plays from each game's public action history as well as its observation
+    (``needs_history``: a search whose belief weighs the opponent's past moves): it is then asked
+    ``act(obs, mask, generator, history=...)``."""
+    return bool(getattr(side, "needs_history", False))
+
+
+class ActionHistory:
+    """Each game's actions so far in order, -1 after the last (``actions [games, max_game_length]``):
+    the public action history a match keeps for a side that ``needs_history`` and for the exploiter."""
+
+    def __init__(self, game, games: int, device: torch.device):
+        self.actions = torch.full((games, int(game.max_game_length)), -1, dtype=torch.long, device=device)
+        self.moves = torch.zeros(games, dtype=torch.long, device=device)
+
+    def record(self, actions: torch.Tensor, live: torch.Tensor) -> None:
+        """The step's ``actions [games]`` of the games still ``live``."""
+        rows = live.nonzero().squeeze(1)
+        self.actions[rows, self.moves[rows].clamp(max=self.actions.shape[1] - 1)] = actions[rows].long()
+        self.moves.add_(live.long())
+
+
+def decide_side(side: Side, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator,
+                history: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """The side's actions and, where it samples from known probabilities, those probabilities;
+    ``history``: the rows' public action histories, given to a side that ``needs_history``."""
     probs = sampling_probabilities(side, obs, mask)
     if probs is None:
+        if needs_history(side):
+            if history is None:
+                raise ValueError(f"{getattr(side, 'name', side)} plays from each game's action history, and none was kept")
+            return side.act(obs, mask, generator, history=history), None
         return side.act(obs, mask, generator), None
     return sample_from_probs(probs, generator), probs
 
@@ -247,6 +274,7 @@ def play_pairs(game, policy_a: Side, policy_b: Side, games: int, seed: int, devi
     step_known = torch.zeros(games, dtype=torch.bool, device=device)
     move_diagnostics = capability(game, "move_diagnostics") if has_capability(game, "move_diagnostics") else None
     move_totals: dict[str, torch.Tensor] = {}  # name -> [games, 2] sums for side a, side b
+    history = ActionHistory(game, games, device) if needs_history(policy_a) or needs_history(policy_b) else None
 
     def decide(obs, mask, live, player):
         actions = torch.zeros(games, dtype=torch.long, device=device)
@@ -255,12 +283,15 @@ def play_pairs(game, policy_a: Side, policy_b: Side, games: int, seed: int, devi
         for side, rows in ((policy_a, a_moves), (policy_b, live & ~a_moves)):
             idx = rows.nonzero().squeeze(1)
             if idx.numel():
-                chosen, probs = decide_side(side, obs[idx], mask[idx], action_gen)
+                chosen, probs = decide_side(side, obs[idx], mask[idx], action_gen,
+                                            history.actions[idx] if history is not None else None)
                 actions[idx] = chosen.to(device)
                 if probs is not None and luck is not None:
                     step_probs[idx] = probs.to(device=device, dtype=step_probs.dtype)
                     step_known.index_fill_(0, idx, True)  # not [idx] = True: a host copy on CUDA
         decisions.add_(live.long())
+        if history is not None:
+            history.record(actions, live)
         if move_diagnostics is not None:
             for name, value in move_diagnostics(obs, actions).items():
                 totals = move_totals.setdefault(name, torch.zeros(games, 2, dtype=torch.float64, device=device))

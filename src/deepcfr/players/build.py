@@ -94,8 +94,15 @@ class SearchPlayer:
     def stats(self):
         return self.search.stats
 
-    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
-        return self.search.decide(obs, mask).to(obs.device)
+    @property
+    def needs_history(self) -> bool:
+        """Whether ``act`` needs each game's public action history (a belief in a game whose
+        observation does not hold it: the arena then passes ``history``)."""
+        return self.search.needs_history
+
+    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None,
+            history: torch.Tensor | None = None) -> torch.Tensor:
+        return self.search.decide(obs, mask, history).to(obs.device)
 
 
 def _rules_identity(game) -> dict:
@@ -191,24 +198,38 @@ def _checkpoint_player(spec: PlayerSpec, game, device) -> NetworkPlayer:
 
 def search_player(base, name: str, device: str | torch.device = "cpu", *settings: dict | None) -> SearchPlayer:
     """Rollout search over an already built ``base`` player (later ``settings`` dicts win); its
-    ``rollout_policy`` setting is ``base`` or a spec (a bot or a checkpoint) built here."""
-    from ..search import RolloutSearch, search_config
+    ``rollout_policy`` setting is ``base`` or a spec (a bot or a checkpoint) built here, and so is
+    the player its ``belief`` setting models the opponent by."""
+    from ..search import OpponentModel, RolloutSearch, search_config
 
     config = search_config(*settings)
     rollout = None
     if config.rollout_policy != "base":
-        try:
-            spec = parse_player(config.rollout_policy)
-            if spec.kind == "search":
-                raise PlayerSpecError(f"{quote(config.rollout_policy)}: a search cannot play the rollouts of a search")
-            rollout = load_player(spec, base.game, device)
-        except ValueError as e:
-            raise ValueError(f"search.rollout_policy: {e} (or 'base')") from None
+        rollout = _helper_player(config.rollout_policy, "search.rollout_policy", "play the rollouts of", base.game,
+                                 device)
     leaf_value = None
     if config.rollout_plies is not None:
         leaf_value = rollout_value_function(config.value_fn, base.game, device, "search.rollout_plies")
-    search = RolloutSearch(base.game, base, config, rollout_policy=rollout, device=device, leaf_value=leaf_value)
+    opponent = None
+    if config.belief != "none":
+        modelled = base if config.belief == "base" else _helper_player(
+            config.belief, "search.belief", "model the opponent of", base.game, device)
+        opponent = OpponentModel(modelled)
+    search = RolloutSearch(base.game, base, config, rollout_policy=rollout, device=device, leaf_value=leaf_value,
+                           opponent=opponent)
     return SearchPlayer(base, search, name)
+
+
+def _helper_player(text: str, setting: str, role: str, game, device):
+    """The player a search setting names (a bot or a checkpoint, not a search), for ``game``."""
+    try:
+        spec = parse_player(text)
+        if spec.kind == "search":
+            raise PlayerSpecError(f"{quote(text)}: a search cannot {role} a search")
+        return load_player(spec, game, device)
+    except ValueError as e:
+        alternatives = "'base'" if setting == "search.rollout_policy" else "'base' or 'none'"
+        raise ValueError(f"{setting}: {e} (or {alternatives})") from None
 
 
 def rollout_value_function(choice: str, game, device: str | torch.device, setting: str):

@@ -27,6 +27,9 @@ class Seated:
     another's)."""
 
     def __init__(self, player, seed: int = 0):
+        if getattr(player, "needs_history", False):
+            raise ValueError(f"{player.name}: a search with a belief plays from each game's action history, which a "
+                             "table does not pass yet: play it in deepcfr arena, eval or exploit, or without the belief")
         self.player = player
         self.name = str(player.name)
         self.game = getattr(player, "game", None)

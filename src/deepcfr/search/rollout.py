@@ -1,7 +1,9 @@
 """Determinized rollout search: a policy-improvement operator over any base policy.
 
 For each decision: the base policy's top-k legal actions are the candidates; D determinizations
-of the decider's observation (the hidden cards dealt uniformly) are shared by every candidate,
+of the decider's observation (the hidden cards dealt uniformly, or, with a ``belief``, drawn from
+the posterior given the opponent's past moves: belief.py's particles, one a determinization,
+resampled to equal weights) are shared by every candidate,
 and so are the random numbers of the rollouts (common random numbers: deck luck and rollout luck
 cancel between candidates); each candidate is rolled out to the end of the game by the rollout
 policy playing both seats (or, with ``rollout_plies``, for that many decisions, then valued by a
@@ -35,8 +37,10 @@ from dataclasses import dataclass
 import torch
 
 from ..devices import fast_bfloat16
-from ..games.base import capability, index_state, sample_from_probs
+from ..games.base import capability, has_capability, index_state, sample_from_probs
 from ..host_memory import keep_freed_memory
+from ..host_syncs import to_host
+from .belief import DealPosterior
 from .config import SearchConfig
 
 _LOG_FLOOR = 1e-6  # log pi of a candidate with (almost) no base probability
@@ -99,6 +103,9 @@ class SearchStats:
     valued_rollouts: int = 0  # rollouts cut at rollout_plies and valued by the value function
     overrides: int = 0  # decisions where the search played another move than the base's greedy one
     determinizations: int = 0  # summed over the decisions rolled out (fewer than configured under a time limit)
+    belief_ess: float = 0.0  # the belief's effective sample size, summed over the decisions rolled out
+    belief_fallbacks: int = 0  # decisions whose belief found no deal consistent with the opponent's moves
+    belief_seconds: float = 0.0
     rolled_out: int = 0  # decisions with more than one candidate (the forced ones have no determinizations)
     seconds: float = 0.0
 
@@ -113,6 +120,8 @@ class SearchStats:
             "override_rate": self.overrides / self.decisions if self.decisions else float("nan"),
             "determinizations_per_decision": self.determinizations / self.rolled_out if self.rolled_out else float("nan"),
             "search_seconds": self.seconds,
+            "belief_ess_mean": self.belief_ess / self.rolled_out if self.rolled_out else float("nan"),
+            "belief_fallbacks": self.belief_fallbacks, "belief_seconds": self.belief_seconds,
             "rollout_decisions_per_second": self.rollout_decisions / self.seconds if self.seconds else float("nan"),
             "seconds_per_move": self.seconds / self.decisions if self.decisions else float("nan"),
             "seconds_per_call": self.seconds / self.calls if self.calls else float("nan"),
@@ -149,10 +158,11 @@ class RolloutSearch:
     the rollouts, built from ``config.rollout_policy`` by the caller (None: the base, where that
     setting is "base"); ``leaf_value`` values the rollouts cut at ``config.rollout_plies``
     (``states -> [n]`` seat 0 minus seat 1, e.g. train.value_fn.FullStateValue), built from
-    ``config.value_fn`` by the caller."""
+    ``config.value_fn`` by the caller; ``opponent`` models the opponent for ``config.belief``
+    (an ``OpponentModel``, built from that setting by the caller)."""
 
     def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
-                 device: str | torch.device = "cpu", leaf_value=None):
+                 device: str | torch.device = "cpu", leaf_value=None, opponent=None):
         self._determinize = capability(game, "determinize")  # MissingCapability (a ValueError) names the game
         self.game = game
         self.base = base
@@ -167,6 +177,15 @@ class RolloutSearch:
                              "value function: pass the one built from search.value_fn as leaf_value "
                              "(deepcfr.players.search_player does)")
         self.leaf_value = leaf_value if self.config.rollout_plies is not None else None
+        self.belief = None
+        if self.config.belief != "none":
+            if opponent is None:
+                raise ValueError(f"search.belief={self.config.belief!r} models the opponent: pass the OpponentModel "
+                                 "built from it as opponent (deepcfr.players.search_player does)")
+            self.belief = DealPosterior(game, opponent, retries=0)  # a collapsed row falls back (belief.py)
+        # where the observation holds the action history (the poker games) the belief reads it there
+        self._history = capability(game, "action_history") if has_capability(game, "action_history") else None
+        self.needs_history = self.belief is not None and self._history is None
         if self.device.type == "cpu":
             keep_freed_memory()  # a rollout step's features alone are tens of MB, allocated every step
         dtype = self.config.rollout_dtype
@@ -204,12 +223,20 @@ class RolloutSearch:
         return scores.masked_fill(~mask, -torch.inf), None
 
     # The search ------------------------------------------------------------------------------
-    def decide(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def decide(self, obs: torch.Tensor, mask: torch.Tensor, history: torch.Tensor | None = None) -> torch.Tensor:
         """The searched actions ``[n]`` for decisions ``obs [n, obs_size]`` (each row the observation
-        of the player to move) with legal masks ``mask [n, A]``; ``self.last`` holds the details."""
+        of the player to move) with legal masks ``mask [n, A]``; ``self.last`` holds the details.
+        ``history [n, L]``: each game's public actions so far (-1 after the last), which a belief
+        needs where the observation does not hold it (``needs_history``)."""
         cfg = self.config
         start = self.clock()
         obs, mask = obs.to(self.device), mask.to(self.device).bool()
+        if self.belief is not None and history is None:
+            if self._history is None:
+                raise ValueError(f"search.belief={cfg.belief!r} in {self.game.name} needs each game's public action "
+                                 "history, which this caller does not pass (the arena's matches do: deepcfr arena, "
+                                 "eval, strength and exploit)")
+            history = self._history(obs)
         n = obs.shape[0]
         k = min(cfg.candidates, mask.shape[1])
         ranking, probs = self.rank(obs, mask)
@@ -224,6 +251,9 @@ class RolloutSearch:
         single = valid.sum(dim=1) == 1  # nothing to compare: play the only move without rollouts
         todo = (~single).nonzero().squeeze(1)
 
+        pool = None
+        if self.belief is not None and todo.numel():
+            pool = self.belief_states(obs[todo], history.to(self.device)[todo], cfg.determinizations)
         sums = torch.zeros(n, k, dtype=torch.float64, device=self.device)
         squares = torch.zeros_like(sums)
         diff_sums = torch.zeros_like(sums)
@@ -237,7 +267,11 @@ class RolloutSearch:
                 d = min(d, cfg.determinizations - done_d)
                 for c0 in range(0, todo.numel(), chunk):
                     rows = todo[c0:c0 + chunk]
-                    values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d)  # [m, k, d]
+                    states = None
+                    if pool is not None:  # determinizations done_d .. done_d + d of each row's belief
+                        at = torch.arange(c0, c0 + rows.numel(), device=self.device)[:, None] * cfg.determinizations
+                        states = index_state(pool, (at + done_d + torch.arange(d, device=self.device)).reshape(-1))
+                    values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d, states)  # [m, k, d]
                     base_v = values[:, :1]
                     sums[rows] += values.sum(dim=2)
                     squares[rows] += (values ** 2).sum(dim=2)
@@ -278,13 +312,29 @@ class RolloutSearch:
         self.stats.seconds += seconds
         return chosen
 
-    def candidate_values(self, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int) -> torch.Tensor:
+    def belief_states(self, obs: torch.Tensor, history: torch.Tensor, d: int):
+        """``d`` equally weighted determinizations of each of the ``n`` observations (row ``i * d + j``)
+        with public action histories ``history [n, L]``, drawn from the belief's
+        ``belief_particles`` weighted particles (belief.py, ``DealPosterior.sample``'s draws)."""
+        start = self.clock()
+        sample = self.belief.sample(obs, history, self.config.belief_particles, self.generator, draws=d)
+        ess, fallbacks = to_host(torch.stack([sample.ess.sum(), sample.fallback.sum().double()]))
+        self.stats.belief_ess += float(ess)
+        self.stats.belief_fallbacks += int(fallbacks)
+        self.stats.belief_seconds += self.clock() - start
+        return sample.states
+
+    def candidate_values(self, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int,
+                         states=None) -> torch.Tensor:
         """Rollout utilities ``[m, k, d]`` for the decider of each of ``m`` observations: every
         candidate on the same d determinizations with the same random streams (invalid
-        candidates are rolled out as the base move and get the base's values)."""
+        candidates are rolled out as the base move and get the base's values). The
+        determinizations are ``states`` (``[m * d]``, row ``i * d + j``: the belief's), or, where
+        None, dealt uniformly here."""
         game = self.game
         m, k = candidates.shape
-        states = self._determinize(obs, d, self.generator)  # [m * d], row i * d + j
+        if states is None:
+            states = self._determinize(obs, d, self.generator)  # [m * d], row i * d + j
         # [m, k, d] layout: candidate-major inside a decision, determinizations innermost.
         order = torch.arange(m * d, device=self.device).view(m, 1, d).expand(m, k, d).reshape(-1)
         states = index_state(states, order)

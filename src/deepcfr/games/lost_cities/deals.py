@@ -1,5 +1,5 @@
 """Deals consistent with what one player has seen and the public action history, drawn uniformly:
-the proposal of the exploiter's belief (exploit/belief.py replays each deal through the history
+the proposal of the exploiter's belief (search/belief.py replays each deal through the history
 and weighs it by the target's likelihood of its moves).
 
 ``history_deals(game, obs, history, d, generator)`` (the game's ``history_deals`` capability)
@@ -245,7 +245,7 @@ def _ids_from_kinds(game, deal_kind: torch.Tensor) -> torch.Tensor:
 
 
 
-# Particle moves of the belief (exploit/belief.py) against a deterministic target: a deal that
+# Particle moves of the belief (search/belief.py) against a deterministic target: a deal that
 # was consistent with an earlier decision is carried to the current one, and a deal is moved by
 # swapping two of the target's possible cards. Both work on kinds, and every sequence of kinds
 # is equally likely under the deal prior (a kind sequence is reached by the same number of

@@ -1,7 +1,8 @@
-"""The target of an exploiter: the exact probabilities with which a player picks each move.
+"""A model of a player: the exact probabilities with which it picks each move.
 
-The exploiter needs them twice: to weigh a hidden deal by the likelihood of the target's past
-moves (belief.py), and to let the target play its own seat in the rollouts exactly as it plays.
+The belief (belief.py) weighs a hidden deal by the likelihood of the modelled player's past
+moves; the exploiter (exploit/search.py) also lets its target play its own seat in the rollouts
+exactly as it plays, and a search with a ``belief`` setting models its opponent so.
 A network player gives them in closed form (sampled: its masked policy; ``@greedy``: all mass on
 its most probable legal move, as it plays); the random bot is uniform over the legal moves; a
 bot with a ``policy(obs, mask)`` states its own (discard_only); any other bot must be deterministic
@@ -9,8 +10,8 @@ bot with a ``policy(obs, mask)`` states its own (discard_only); any other bot mu
 belief's weights are hard constraints. A search player's
 probabilities are not in closed form: it is modelled by the player it searches over, played as the
 search plays unless its rollouts find better (the base's top move; a bot's own move), so the
-belief and the rollouts rest on that model (``modelled``) while the match is played against the
-search itself: the figure stays a real result, a lower bound on the search's exploitability.
+belief and the rollouts rest on that model (``modelled``); an exploiter's match is played against
+the search itself, so its figure stays a real result, a lower bound on the search's exploitability.
 """
 
 from __future__ import annotations
@@ -22,11 +23,11 @@ from ..games.bots import RandomBot
 from ..games.base import uniform_policy
 
 
-class TargetError(ValueError):
-    """A player whose move probabilities the exploiter cannot know."""
+class OpponentModelError(ValueError):
+    """A player whose move probabilities cannot be known."""
 
 
-class TargetModel:
+class OpponentModel:
     """``probabilities(obs, mask) -> [n, A]`` float32 of ``player`` (see the module docstring);
     ``deterministic``: whether they are all 0/1. The object is itself a policy callable, so
     exact exploitability can be computed of it."""
@@ -61,8 +62,8 @@ class TargetModel:
             if not self._checked:
                 again = self.player.act(obs, mask, torch.Generator(device=obs.device).manual_seed(2)).long()
                 if not torch.equal(moves, again):
-                    raise TargetError(f"target {self.name}: a bot that samples its moves with probabilities "
-                                      "it does not state cannot be exploited by likelihood")
+                    raise OpponentModelError(f"{self.name}: a bot that samples its moves with probabilities it does not "
+                                              "state cannot be modelled by likelihood (as a target or a belief's opponent)")
                 self._checked = True
             return torch.zeros(mask.shape, device=obs.device).scatter_(1, moves[:, None], 1.0)
         if self.greedy:
@@ -100,4 +101,4 @@ class TargetModel:
             return legal_probabilities(self._policy(obs, mask), mask)
 
 
-__all__ = ["TargetModel", "TargetError"]
+__all__ = ["OpponentModel", "OpponentModelError"]

@@ -100,7 +100,7 @@ def effective_sample_size(weights: torch.Tensor) -> torch.Tensor:
 
 class DealPosterior:
     """The posterior over deals (module docstring) for ``game`` given ``target`` (a
-    ``TargetModel``: ``probabilities(obs, mask)``): importance-weighted fresh proposals, or, in a
+    ``OpponentModel``: ``probabilities(obs, mask)``): importance-weighted fresh proposals, or, in a
     game with the particle moves, particles carried from decision to decision (a deterministic
     target: consistent deals; a stochastic one: a weighted particle filter)."""
 
@@ -116,14 +116,17 @@ class DealPosterior:
                                        capability(game, "deal_log_weights"))
 
     def sample(self, obs: torch.Tensor, history: torch.Tensor, d: int,
-               generator: torch.Generator | None = None) -> BeliefSample:
-        """``d`` weighted states per row of ``obs [n, K]`` (the exploiter's observations) with the
-        public ``history [n, L]`` of each game (its actions in order, -1 after the last)."""
+               generator: torch.Generator | None = None, draws: int | None = None) -> BeliefSample:
+        """``d`` weighted states per row of ``obs [n, K]`` (the observer's observations: the
+        exploiter's, a search's) with the public ``history [n, L]`` of each game (its actions in
+        order, -1 after the last). With ``draws``: that many equally weighted states per row instead,
+        drawn from the ``d`` weighted ones (systematic resampling; where the game has particles,
+        each draw with its own order of the undrawn deck, so that copies do not share one future)."""
         n = obs.shape[0]
         if self.particles is not None and n:
             if self.deterministic:
-                return self.carried(obs, history, d, generator)
-            return self.filtered(obs, history, d, generator)
+                return self.carried(obs, history, d, generator, draws)
+            return self.filtered(obs, history, d, generator, draws)
         states, log_w, log_fallback, _ = self.propose(obs, history, d, generator)
         retried = torch.zeros(n, dtype=torch.long, device=obs.device)
         for _ in range(self.retries):
@@ -136,10 +139,15 @@ class DealPosterior:
         fallback = ~torch.isfinite(log_w).any(dim=1)
         log_w[fallback] = log_fallback[fallback]  # the soft posterior, or the prior's weights
         weights = torch.softmax(log_w, dim=1)
-        return BeliefSample(states=states, weights=weights, ess=effective_sample_size(weights), fallback=fallback,
+        ess = effective_sample_size(weights)
+        if draws is not None:
+            states = index_state(states, _drawn_rows(weights, draws, generator))
+            weights = torch.full((n, draws), 1.0 / draws, dtype=torch.float64, device=obs.device)
+        return BeliefSample(states=states, weights=weights, ess=ess, fallback=fallback,
                             retried=retried, carried=torch.zeros(n, dtype=torch.bool, device=obs.device))
 
-    def carried(self, obs: torch.Tensor, history: torch.Tensor, d: int, generator=None) -> BeliefSample:
+    def carried(self, obs: torch.Tensor, history: torch.Tensor, d: int, generator=None,
+                draws: int | None = None) -> BeliefSample:
         """The particle filter (module docstring): each row's particles carried from its game's
         previous decision through what happened since (the game's ``carry_deals``: the target's new
         deck draws drawn from the prior; fresh proposals where none are stored or they no longer
@@ -186,13 +194,14 @@ class DealPosterior:
         # The undrawn deck's order is uniform given everything else (nothing seen depends on it):
         # redraw it per particle (carry_deals to the current decision: the target's cards kept), so
         # that resampled copies do not share one future in the rollouts.
-        deals, states = self._reshuffled(obs, history, fresh, deals, d, generator)
         weights = torch.full((n, d), 1.0 / d, dtype=torch.float64, device=device)
         particles.store(obs, history, deals, d)
+        states, weights = self._drawn(obs, history, fresh, deals, weights, generator, draws)
         return BeliefSample(states=states, weights=weights, ess=ess, fallback=(misses.view(n, d) > 0).all(dim=1),
                             retried=torch.zeros(n, dtype=torch.long, device=device), carried=found)
 
-    def filtered(self, obs: torch.Tensor, history: torch.Tensor, d: int, generator=None) -> BeliefSample:
+    def filtered(self, obs: torch.Tensor, history: torch.Tensor, d: int, generator=None,
+                 draws: int | None = None) -> BeliefSample:
         """The particle filter of a stochastic target (module docstring): each row's weighted
         particles carried from its game's previous decision, reweighted by the target's moves since
         then and the observer's deck draws since then, resampled (systematic) where the effective
@@ -258,10 +267,21 @@ class DealPosterior:
             accept = torch.isfinite(moved_like) & (uniform.log() < moved_like - log_like)
             deals = torch.where(accept[:, None], moved, deals)
             log_like = torch.where(accept, moved_like, log_like)
-        deals, states = self._reshuffled(obs, history, fresh, deals, d, generator)
         particles.store(obs, history, deals, d, weights.log().reshape(-1), log_like)
+        states, weights = self._drawn(obs, history, fresh, deals, weights, generator, draws)
         return BeliefSample(states=states, weights=weights, ess=ess, fallback=gone | impossible,
                             retried=torch.zeros(n, dtype=torch.long, device=device), carried=found)
+
+    def _drawn(self, obs, history, fresh, deals, weights: torch.Tensor, generator, draws: int | None):
+        """(states, weights): the particles ``deals [n * d, D]`` of weights ``[n, d]`` at the current
+        decision, each with its undrawn deck reshuffled; with ``draws``, that many equally weighted
+        draws from them per row (systematic), each reshuffled on its own."""
+        n, d = weights.shape
+        if draws is None:
+            return self._reshuffled(obs, history, fresh, deals, d, generator)[1], weights
+        rows = _drawn_rows(weights, draws, generator)
+        _, states = self._reshuffled(obs, history, fresh[rows], deals[rows], draws, generator)
+        return states, torch.full((n, draws), 1.0 / draws, dtype=torch.float64, device=weights.device)
 
     def _reshuffled(self, obs, history, fresh, deals, d: int, generator):
         """(deals, states at the current decision): each deal's undrawn deck redrawn in a random
@@ -418,6 +438,12 @@ def systematic_resample(weights: torch.Tensor, m: int, generator=None) -> torch.
     cumulative = weights.double().cumsum(dim=1)
     cumulative[:, -1] = 1.0 + 1e-12
     return torch.searchsorted(cumulative, points).clamp(max=d - 1)
+
+
+def _drawn_rows(weights: torch.Tensor, m: int, generator=None) -> torch.Tensor:
+    """The rows ``i * d + j`` of ``m`` systematic draws from each row of ``weights [n, d]``, in order."""
+    n, d = weights.shape
+    return (torch.arange(n, device=weights.device)[:, None] * d + systematic_resample(weights, m, generator)).reshape(-1)
 
 
 def _rows_of(idx: torch.Tensor, d: int) -> torch.Tensor:
