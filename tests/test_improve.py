@@ -80,6 +80,19 @@ def test_a_bot_teachers_target_is_its_searchs_choice(mini_checkpoint):
     assert bool((positions.candidates.long()[target == 1] >= 0).all())  # on a candidate
 
 
+def test_a_teacher_with_a_belief_is_given_each_games_action_history(mini_checkpoint):
+    """A Lost Cities observation does not hold the history: self-play keeps it for a teacher (and an
+    opponent) whose belief weighs the other player's past moves."""
+    overrides = [x for x in TINY if not x.startswith("improve.teacher=")]
+    config = improve_config(str(mini_checkpoint), overrides=[
+        *overrides, "improve.teacher=search[determinizations=3,candidates=3,belief=base,belief_particles=2]:learner",
+        "improve.opponents=[self, heuristic_careful]"])
+    positions, metrics = Improver(config).self_play(1)
+    assert metrics["selfplay/positions"] == len(positions) > 0
+    legal = positions.mask.gather(1, positions.candidates.long().clamp(min=0))
+    assert bool(legal[positions.candidates >= 0].all())
+
+
 def test_a_round_reports_held_out_fit_and_the_greedy_network(mini_checkpoint):
     config = improve_config(str(mini_checkpoint), overrides=[
         *TINY, "improve.holdout=0.25", "improve.eval_games=4", "improve.eval_opponents=[random]"])

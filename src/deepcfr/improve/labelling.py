@@ -21,7 +21,7 @@ from typing import Any, Callable, Mapping
 import numpy as np
 import torch
 
-from ..evaluate.arena import play_out
+from ..evaluate.arena import ActionHistory, needs_history, play_out
 from ..evaluate.variance import seat_scores
 from ..players import LEARNER, NetworkPlayer, load_player, parse_player
 from ..search import SearchStats
@@ -127,13 +127,19 @@ class LabelChunk:
         state = game.init(n, generator=deal_gen, device=device)
         learner_seat = torch.arange(n, device=device) % 2
         blocks: list[Positions] = []
+        # the games' public action histories, for a player that plays from them (a belief)
+        history = ActionHistory(game, n, device) if needs_history(teacher) or needs_history(opponent) else None
+
+        def asked(player, rows):
+            """``player``'s ``act`` keywords for ``rows``: their histories where it plays from them."""
+            return {"history": history.actions[rows]} if needs_history(player) else {}
 
         def decide(obs, mask, live, player):
             actions = torch.zeros(n, dtype=torch.long, device=device)
             learner = live if opponent is None else live & (player == learner_seat)
             rows = learner.nonzero().squeeze(1)
             if rows.numel():
-                chosen = teacher.act(obs[rows], mask[rows]).to(device)
+                chosen = teacher.act(obs[rows], mask[rows], **asked(teacher, rows)).to(device)
                 d = teacher.last_decision
                 if uses_prior:
                     target = improved_target(d.candidates, d.mean, d.prior, self.temperature)
@@ -146,7 +152,9 @@ class LabelChunk:
                                                  d.mean[keep], target[keep]))
             others = (live & ~learner).nonzero().squeeze(1)
             if others.numel():
-                actions[others] = opponent.act(obs[others], mask[others], play_gen).to(device)
+                actions[others] = opponent.act(obs[others], mask[others], play_gen, **asked(opponent, others)).to(device)
+            if history is not None:
+                history.record(actions, live)
             return actions
 
         state = play_out(game, state, decide)
