@@ -54,6 +54,17 @@ def test_a_belief_deals_the_opponent_only_the_cards_its_moves_allow():
     stats = with_belief.stats.to_dict()
     assert stats["belief_fallbacks"] == 0 and stats["belief_ess_mean"] > 0
     assert not with_belief.needs_history  # Kuhn's observation holds the history
+    # past the belief's horizon (here: at once) the hidden cards are dealt uniformly again
+    with_belief.config.belief_horizon = 1
+    states = with_belief.belief_states(obs, game.action_history(obs), 24)
+    assert bool((game.observe(states, 0)[:, 1].long() != KING).any())
+    assert with_belief.stats.beyond_belief_horizon == obs.shape[0]
+    with_belief.config.belief_horizon = 2  # one row past it, the others within: each row's own deals
+    history = game.action_history(obs)
+    history[0, 1] = PASS  # (a history the row's observation does not hold: only its length counts here)
+    states = with_belief.belief_states(obs, history, 24)
+    opponent_cards = game.observe(states, 0)[:, 1].long().view(-1, 24)
+    assert bool((opponent_cards[1:] == KING).all()) and bool((opponent_cards[0] != KING).any())
 
 
 def test_a_search_is_told_the_opponent_model_it_needs():

@@ -71,6 +71,11 @@ class SearchConfig(BaseModel):
     belief_particles: int = Field(16, ge=1, description="the belief's particles (its cost: each replays the game "
                                   "so far); the determinizations are drawn from them, each with its own order of "
                                   "the undrawn deck")
+    belief_horizon: int | None = Field(300, ge=0, description="decisions of a game (both seats) after which the "
+                                       "hidden cards are dealt uniformly again (none: no limit): the belief replays "
+                                       "the whole game at every decision, and a game that loops (both players taking "
+                                       "back the other's discard) runs to the ply cap at a cost that grows as its "
+                                       "length squared; a classic Lost Cities game lasts 90-130 decisions")
     max_batch: int = Field(32768, ge=1, description="rollouts in flight at once (memory budget); a decision's "
                            "determinizations are split into rounds to fit")
     seed: int = Field(0, description="seed of the determinizations and the sampled rollouts")

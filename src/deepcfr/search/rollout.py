@@ -37,7 +37,7 @@ from dataclasses import dataclass
 import torch
 
 from ..devices import fast_bfloat16
-from ..games.base import capability, has_capability, index_state, sample_from_probs
+from ..games.base import capability, concat_states, has_capability, index_state, sample_from_probs
 from ..host_memory import keep_freed_memory
 from ..host_syncs import to_host
 from .belief import DealPosterior
@@ -105,6 +105,7 @@ class SearchStats:
     determinizations: int = 0  # summed over the decisions rolled out (fewer than configured under a time limit)
     belief_ess: float = 0.0  # the belief's effective sample size, summed over the decisions rolled out
     belief_fallbacks: int = 0  # decisions whose belief found no deal consistent with the opponent's moves
+    beyond_belief_horizon: int = 0  # decisions past belief_horizon, their hidden cards dealt uniformly
     belief_seconds: float = 0.0
     rolled_out: int = 0  # decisions with more than one candidate (the forced ones have no determinizations)
     seconds: float = 0.0
@@ -120,8 +121,10 @@ class SearchStats:
             "override_rate": self.overrides / self.decisions if self.decisions else float("nan"),
             "determinizations_per_decision": self.determinizations / self.rolled_out if self.rolled_out else float("nan"),
             "search_seconds": self.seconds,
-            "belief_ess_mean": self.belief_ess / self.rolled_out if self.rolled_out else float("nan"),
+            "belief_ess_mean": (self.belief_ess / (self.rolled_out - self.beyond_belief_horizon)
+                                if self.rolled_out > self.beyond_belief_horizon else float("nan")),
             "belief_fallbacks": self.belief_fallbacks, "belief_seconds": self.belief_seconds,
+            "decisions_beyond_belief_horizon": self.beyond_belief_horizon,
             "rollout_decisions_per_second": self.rollout_decisions / self.seconds if self.seconds else float("nan"),
             "seconds_per_move": self.seconds / self.decisions if self.decisions else float("nan"),
             "seconds_per_call": self.seconds / self.calls if self.calls else float("nan"),
@@ -317,12 +320,30 @@ class RolloutSearch:
         with public action histories ``history [n, L]``, drawn from the belief's
         ``belief_particles`` weighted particles (belief.py, ``DealPosterior.sample``'s draws)."""
         start = self.clock()
-        sample = self.belief.sample(obs, history, self.config.belief_particles, self.generator, draws=d)
+        n, horizon = obs.shape[0], self.config.belief_horizon
+        within = torch.arange(n, device=self.device)
+        if horizon is not None:  # past it the hidden cards are dealt uniformly (the setting's description)
+            within = ((history >= 0).sum(dim=1) < horizon).nonzero().squeeze(1)
+        sample = self.belief.sample(obs[within], history[within], self.config.belief_particles, self.generator,
+                                    draws=d)
         ess, fallbacks = to_host(torch.stack([sample.ess.sum(), sample.fallback.sum().double()]))
         self.stats.belief_ess += float(ess)
         self.stats.belief_fallbacks += int(fallbacks)
+        self.stats.beyond_belief_horizon += n - within.numel()
+        states = sample.states
+        if within.numel() < n:
+            beyond = torch.ones(n, dtype=torch.bool, device=self.device)
+            beyond[within] = False
+            beyond = beyond.nonzero().squeeze(1)
+            uniform = self._determinize(obs[beyond], d, self.generator)
+            # rows i * d + j of the n observations, from the belief's rows then the uniform ones
+            source = torch.empty(n, dtype=torch.long, device=self.device)
+            source[within] = torch.arange(within.numel(), device=self.device)
+            source[beyond] = within.numel() + torch.arange(beyond.numel(), device=self.device)
+            rows = (source[:, None] * d + torch.arange(d, device=self.device)).reshape(-1)
+            states = index_state(concat_states([states, uniform]), rows)
         self.stats.belief_seconds += self.clock() - start
-        return sample.states
+        return states
 
     def candidate_values(self, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int,
                          states=None) -> torch.Tensor:
