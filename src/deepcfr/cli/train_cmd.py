@@ -215,7 +215,7 @@ def run(args) -> int:
         print("\n".join(next_steps(game, summary["checkpoint"], str(run_.dir))), file=out, flush=True)
         # the search, hence expert iteration, is for the games whose tree cannot be enumerated (Lost Cities)
         if has_capability(game, "determinize") and not has_capability(game, "chance_deals"):
-            print("\n".join(what_comes_next(summary["checkpoint"])), file=out, flush=True)
+            print("\n".join(what_comes_next(summary["checkpoint"], trainer.config.init.spec)), file=out, flush=True)
     return 0
 
 
@@ -260,15 +260,25 @@ def start_policy(spec: str, config):
     return StartPolicy(player.policy, spec, network)
 
 
-def what_comes_next(checkpoint: str) -> list[str]:
-    """What a Deep CFR network of a game the search can play is and is not, the stronger agents, and
-    how to get them (Lost Cities is the one such game: its figures, measured in docs/results.md)."""
+def what_comes_next(checkpoint: str, start: str | None = None) -> list[str]:
+    """What a Deep CFR network of a game the search can play is and is not (``start``: the policy the
+    run started from, None: a cold start), the stronger agents, and how to get them (Lost Cities is
+    the one such game: its figures, measured in docs/results.md)."""
     from ..players.champion import CARD_FILE, CHAMPION_FILE, champion_card
 
-    lines = ["", "what this network is: the Deep CFR average policy (a blueprint). On classic rules it still loses to",
-             "  heuristic_balanced (-17 to -21 points a game after 82-84 iterations, -42 after 10; docs/results.md).",
-             "  Expert iteration does not need it: with the bot teacher the improved network is the same",
-             "  whichever start network it is given (docs/results.md, \"What the blueprint is worth\")."]
+    if start is None:
+        lines = ["", "what this network is: the Deep CFR average policy (a blueprint). On classic rules it still loses to",
+                 "  heuristic_balanced (-17 to -21 points a game after 82-84 iterations, -42 after 10; docs/results.md).",
+                 "  Expert iteration does not need it: with the bot teacher the improved network is the same",
+                 "  whichever start network it is given (docs/results.md, \"What the blueprint is worth\").",
+                 "  Deep CFR from the champion instead: deepcfr train --config lost_cities/from_champion.yaml"]
+    else:
+        lines = ["", f"what this network is: the Deep CFR average policy started from {start}. From the champion",
+                 "  (lost_cities/from_champion.yaml, 56 iterations) it played level with it head to head (+0.1 +- 0.9",
+                 "  a game) and beat heuristic_balanced by 17, and was not less exploitable (docs/results.md,",
+                 "  \"Deep CFR from the champion at the full budget\"): measure yours with",
+                 f"  deepcfr arena --a {checkpoint}@greedy --b champion@greedy --games 2000 --value-fn auto",
+                 f"  deepcfr exploit --game lost_cities --target {checkpoint}@greedy"]
     if CHAMPION_FILE.is_file() and CARD_FILE.is_file():
         lines += [f"the strongest agent ships with the package ({champion_card()['summary']}):",
                   "  play it:                 deepcfr play            (the search over it; --vs champion@greedy: the network alone)",
