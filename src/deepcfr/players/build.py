@@ -205,30 +205,30 @@ def search_player(base, name: str, device: str | torch.device = "cpu", *settings
     config = search_config(*settings)
     rollout = None
     if config.rollout_policy != "base":
-        rollout = _helper_player(config.rollout_policy, "search.rollout_policy", "play the rollouts of", base.game,
-                                 device)
+        rollout = _helper_player(config.rollout_policy, "search.rollout_policy", "play the rollouts of", "'base'",
+                                 base.game, device)
     leaf_value = None
     if config.rollout_plies is not None:
         leaf_value = rollout_value_function(config.value_fn, base.game, device, "search.rollout_plies")
     opponent = None
     if config.belief != "none":
         modelled = base if config.belief == "base" else _helper_player(
-            config.belief, "search.belief", "model the opponent of", base.game, device)
+            config.belief, "search.belief", "model the opponent of", "'base' or 'none'", base.game, device)
         opponent = OpponentModel(modelled)
     search = RolloutSearch(base.game, base, config, rollout_policy=rollout, device=device, leaf_value=leaf_value,
                            opponent=opponent)
     return SearchPlayer(base, search, name)
 
 
-def _helper_player(text: str, setting: str, role: str, game, device):
-    """The player a search setting names (a bot or a checkpoint, not a search), for ``game``."""
+def _helper_player(text: str, setting: str, role: str, alternatives: str, game, device):
+    """The player a search setting names (a bot or a checkpoint, not a search), for ``game``; the
+    error of a bad one names the setting and its other values, ``alternatives``."""
     try:
         spec = parse_player(text)
         if spec.kind == "search":
             raise PlayerSpecError(f"{quote(text)}: a search cannot {role} a search")
         return load_player(spec, game, device)
     except ValueError as e:
-        alternatives = "'base'" if setting == "search.rollout_policy" else "'base' or 'none'"
         raise ValueError(f"{setting}: {e} (or {alternatives})") from None
 
 

@@ -3,11 +3,11 @@ random numbers (rollout.py), settings in a ``search`` section (config.py); the p
 opponent's hidden cards given its past moves (belief.py), with the opponent modelled by the
 probabilities of its moves (opponent.py): the search's ``belief`` option and the exploiter's belief."""
 
-from .belief import BeliefSample, DealPosterior, effective_sample_size
+from .belief import BeliefSample, DealPosterior, effective_sample_size, resampled_rows
 from .config import SearchConfig, SearchConfigError, search_config
 from .opponent import OpponentModel, OpponentModelError
 from .rollout import PlayedRollouts, RolloutSearch, SearchDecision, SearchStats, paired_choice, play_rollouts
 
-__all__ = ["BeliefSample", "DealPosterior", "effective_sample_size", "OpponentModel", "OpponentModelError",
+__all__ = ["BeliefSample", "DealPosterior", "effective_sample_size", "resampled_rows", "OpponentModel", "OpponentModelError",
            "PlayedRollouts", "RolloutSearch", "SearchConfig", "SearchConfigError", "SearchDecision", "SearchStats",
            "paired_choice", "play_rollouts", "search_config"]

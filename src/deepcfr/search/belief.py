@@ -141,7 +141,7 @@ class DealPosterior:
         weights = torch.softmax(log_w, dim=1)
         ess = effective_sample_size(weights)
         if draws is not None:
-            states = index_state(states, _drawn_rows(weights, draws, generator))
+            states = index_state(states, resampled_rows(weights, draws, generator))
             weights = torch.full((n, draws), 1.0 / draws, dtype=torch.float64, device=obs.device)
         return BeliefSample(states=states, weights=weights, ess=ess, fallback=fallback,
                             retried=retried, carried=torch.zeros(n, dtype=torch.bool, device=obs.device))
@@ -279,7 +279,7 @@ class DealPosterior:
         n, d = weights.shape
         if draws is None:
             return self._reshuffled(obs, history, fresh, deals, d, generator)[1], weights
-        rows = _drawn_rows(weights, draws, generator)
+        rows = resampled_rows(weights, draws, generator)
         _, states = self._reshuffled(obs, history, fresh[rows], deals[rows], draws, generator)
         return states, torch.full((n, draws), 1.0 / draws, dtype=torch.float64, device=weights.device)
 
@@ -440,8 +440,9 @@ def systematic_resample(weights: torch.Tensor, m: int, generator=None) -> torch.
     return torch.searchsorted(cumulative, points).clamp(max=d - 1)
 
 
-def _drawn_rows(weights: torch.Tensor, m: int, generator=None) -> torch.Tensor:
-    """The rows ``i * d + j`` of ``m`` systematic draws from each row of ``weights [n, d]``, in order."""
+def resampled_rows(weights: torch.Tensor, m: int, generator=None) -> torch.Tensor:
+    """The rows ``i * d + j`` of ``m`` systematic draws (``systematic_resample``) from each row of
+    ``weights [n, d]``, in order: ``m`` equally weighted states of each row's ``d`` weighted ones."""
     n, d = weights.shape
     return (torch.arange(n, device=weights.device)[:, None] * d + systematic_resample(weights, m, generator)).reshape(-1)
 
@@ -459,4 +460,4 @@ def _replace_rows(states, rows: torch.Tensor, new_states, n: int, d: int):
     return index_state(concat_states([states, new_states]), source)
 
 
-__all__ = ["BeliefSample", "DealPosterior", "effective_sample_size"]
+__all__ = ["BeliefSample", "DealPosterior", "effective_sample_size", "resampled_rows", "systematic_resample"]
