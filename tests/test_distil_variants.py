@@ -89,6 +89,14 @@ def test_the_script_trains_plays_and_saves_each_variant(tmp_path, capsys):
     assert out["t1"]["overrides"] == ["improve.temperature=1", "improve.train_steps=5"]
     # the same positions: the colder variant's targets are sharper
     assert out["t1"]["train/target_entropy"] < out["t5"]["train/target_entropy"]
+    # another run's positions (here the same run's again) are trained on too
+    assert load_script("distil_variants").main([str(run_dir / "checkpoints" / "latest.pt"), "--variant",
+                                                 "more:improve.train_steps=2", "--positions-from",
+                                                 str(run_dir / "checkpoints" / "latest.pt"), "--gate-games", "4",
+                                                 "--games", "2", "--reference", str(start)]) == 0
+    more = json.loads(capsys.readouterr().out)
+    assert more["positions"] == 2 * out["positions"] and more["more"]["train/positions"] == 2 * out["positions"]
+    assert "corrected_score_diff" in more["more"]["vs_start"]
     # a hotter variant is refused before any variant trains
     with pytest.raises(SystemExit):
         load_script("distil_variants").main([str(run_dir / "checkpoints" / "latest.pt"), "--variant", "t1:improve.temperature=1",

@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 
 from deepcfr.cli.main import main
 from deepcfr.evaluate.arena import play_match
-from deepcfr.improve import ImproveRunConfig, Improver, PositionMemory, Positions, improve_config, improved_target, one_sided_p
+from deepcfr.improve import (ImproveRunConfig, Improver, PositionMemory, Positions, improve_config, improved_target,
+                             one_sided_p, retargeted)
 from deepcfr.improve.labelling import teaches_over_learner
 from deepcfr.players import load_player
 from deepcfr.checkpoints import load_checkpoint
@@ -235,6 +236,46 @@ def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint
     # resuming a finished run with more rounds continues it
     assert main(["improve", "--resume", str(run_dir), "--rounds", "2", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["rounds"] == 2
+
+
+def test_a_run_from_an_earlier_runs_network_trains_on_its_positions_too(mini_checkpoint, tmp_path, capsys):
+    # rounds run as separate runs (each from the last one's network) keep training on the last
+    # keep_rounds rounds, as one resumed run does
+    first = tmp_path / "first"
+    sets = [x for item in [*TINY, "improve.gate_games=0"] for x in ("--set", item)]
+    assert main(["improve", "--checkpoint", str(mini_checkpoint), "--run-dir", str(first), "--rounds", "1", "--json",
+                 *sets]) == 0
+    capsys.readouterr()
+    first_ck = first / "checkpoints" / "latest.pt"
+    earlier = load_checkpoint(first_ck)["memories"]["rounds"]
+    earlier_positions = sum(len(r["obs"]) for r in earlier)
+    assert earlier_positions > 0
+    second = tmp_path / "second"
+    assert main(["improve", "--checkpoint", str(first_ck), "--positions-from", str(first_ck), "--run-dir", str(second),
+                 "--rounds", "1", "--json", *sets]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    record = json.loads((second / "metrics.jsonl").read_text().splitlines()[-1])
+    assert record["train/positions"] == earlier_positions + record["selfplay/positions"]
+    kept = load_checkpoint(summary["checkpoint"])["memories"]["rounds"]
+    assert torch.equal(kept[0]["target"], earlier[0]["target"])  # same temperature: the stored targets themselves
+    # colder targets are remade from the stored ones; keep_rounds still bounds the memory
+    config = improve_config(str(first_ck), overrides=[*TINY, "improve.temperature=1", "improve.keep_rounds=1",
+                                                      f"improve.positions_from=[{first_ck}, {first_ck}]"])
+    with Improver(config) as improver:
+        assert len(improver.memory.rounds) == 1 and len(improver.memory) == earlier_positions
+        stored = Positions.from_state_dict({k: v for k, v in earlier[0].items() if k != "round"})
+        assert torch.equal(improver.memory.all().target, retargeted(stored, 5.0, 1.0).target)
+        assert not torch.equal(improver.memory.all().target, stored.target)
+    # what cannot be used is refused, naming the setting and the file
+    with pytest.raises(ValueError, match=r"improve.positions_from: .*first.*colder"):
+        Improver(improve_config(str(first_ck), overrides=[*TINY, "improve.temperature=50",
+                                                          f"improve.positions_from=[{first_ck}]"]))
+    with pytest.raises(ValueError, match=r"improve.positions_from: .*mini.pt holds a Deep CFR run"):
+        Improver(improve_config(str(first_ck), overrides=[*TINY, f"improve.positions_from=[{mini_checkpoint}]"]))
+    with pytest.raises(ValueError, match=r"improve.positions_from: .*not found"):
+        Improver(improve_config(str(first_ck), overrides=[*TINY, f"improve.positions_from=[{tmp_path / 'none.pt'}]"]))
+    assert main(["improve", "--resume", str(second), "--positions-from", str(first_ck)]) != 0
+    assert "drop --checkpoint/--config/--run-dir/--positions-from" in capsys.readouterr().err
 
 
 def test_the_shipped_improve_config_lays_over_a_checkpoints_config(mini_checkpoint):

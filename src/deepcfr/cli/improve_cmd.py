@@ -33,6 +33,9 @@ def register(subparsers) -> None:
     p.add_argument("--run-dir", default=None, help="run directory (default: runs/improve-<game>-<timestamp>)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR", help="resume the improvement run in RUN_DIR")
     p.add_argument("--rounds", type=int, default=None, help="total rounds (same as --set improve.rounds=N)")
+    p.add_argument("--positions-from", action="append", default=None, metavar="CHECKPOINT",
+                   help="an earlier improvement run's checkpoint whose kept positions this run also trains on "
+                   "(repeatable, oldest first; improve.positions_from): continue a campaign of separate runs")
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -48,11 +51,15 @@ def run(args) -> int:
         overrides.append(f"improve.rounds={args.rounds}")
     out = sys.stderr if args.json else sys.stdout
     if args.resume is not None:
-        if args.checkpoint is not None or args.config is not None or args.run_dir is not None:
-            raise ConfigError("--resume RUN_DIR continues that run with its own config; drop --checkpoint/--config/--run-dir")
+        if args.checkpoint is not None or args.config is not None or args.run_dir is not None \
+                or args.positions_from is not None:
+            raise ConfigError("--resume RUN_DIR continues that run with its own config and positions; "
+                              "drop --checkpoint/--config/--run-dir/--positions-from")
         run_ = Run.open(args.resume, overrides, config_class=ImproveRunConfig)
     else:
         config = improve_config(args.checkpoint, args.config, overrides)
+        if args.positions_from is not None:
+            config.improve.positions_from = list(args.positions_from)
         run_dir = Path(args.run_dir) if args.run_dir is not None else _default_run_dir(f"improve-{config.game.name}")
         run_ = Run(run_dir, config)
     print(f"run directory: {run_.dir}", file=out, flush=True)

@@ -43,6 +43,12 @@ class ImproveConfig(Section):
     # normalised over the candidates; a bot base has no pi: its target is the search's choice
     temperature: float = Field(5.0, gt=0)
     keep_rounds: int = Field(3, ge=1)  # the network trains on the positions of the last k rounds
+    # improvement-run checkpoints (oldest first) whose kept positions start this run's memory when
+    # it starts from a checkpoint (deepcfr improve --positions-from): rounds run as separate runs,
+    # each from the last one's network, then still train on the last keep_rounds rounds (a network
+    # trained on one round's 64,000 positions had reached its teacher's fixed point; on two
+    # rounds' it gained +0.5 a game: docs/results.md, "Round 13 again")
+    positions_from: list[str] = Field(default_factory=list)
     train_steps: int = Field(500, ge=0)  # SGD steps per round (cross-entropy to the targets)
     batch_size: int = Field(256, ge=1)
     lr: float = Field(1e-3, gt=0)

@@ -45,12 +45,13 @@ from ..players import CHAMPION, LEARNER, NetworkPlayer, parse_player
 from ..players.champion import champion_file, resolve_value_function
 from ..seeding import derived_seed
 from ..train.agent import load_agent
-from ..checkpoints import (IMPROVE_RUN, cpu_state, game_identity, load_checkpoint, make_meta, network_payload,
+from ..checkpoints import (IMPROVE_RUN, CheckpointError, cpu_state, game_identity, game_meta, load_checkpoint, make_meta,
+                           network_payload,
                            save_checkpoint)
 from .config import ImproveRunConfig
 from .distil import evaluate_fit, fit_policy, held_out_split
 from .labelling import LabelChunk, spec_player, teacher_player, teaches_over_learner, total_search_stats
-from .positions import PositionMemory, Positions
+from .positions import PositionMemory, Positions, retargeted
 
 
 # A batch of full games with a deep search can take an hour on a loaded core; a dead worker is
@@ -65,6 +66,19 @@ def one_sided_p(mean: float, ci95: float) -> float:
     if se <= 0:
         return 0.0 if mean > 0 else 1.0 if mean < 0 else 0.5
     return 0.5 * math.erfc(mean / se / math.sqrt(2))
+
+
+def kept_positions(path: str, expected_game: dict | None = None) -> tuple[float, list[tuple[int, Positions]]]:
+    """The positions an improvement run's checkpoint keeps (its last ``keep_rounds`` rounds, oldest
+    first) and the temperature their targets were made at. With ``expected_game`` (``game_meta``),
+    a checkpoint of another game or rules is refused (``CheckpointError`` naming both)."""
+    from ..train.config import upgrade_saved_config
+
+    payload = load_checkpoint(path, expected_game, map_location="cpu", kinds=(IMPROVE_RUN,))
+    temperature = float(upgrade_saved_config(payload["config"], ImproveRunConfig)["improve"].get("temperature", 5.0))
+    memory = PositionMemory(1)
+    memory.load_state_dict(payload["memories"])
+    return temperature, memory.rounds
 
 
 def improve_config(checkpoint: str | None, config_file: str | None = None,
@@ -162,9 +176,23 @@ class Improver:
 
             self.game = make_game_from_config(config)
             self.current = None  # until round 1 has trained one
+        if payload is None:  # a resumed run's memory already holds them
+            self.add_earlier_positions(self.game)
         self._players: dict[str, Any] = {}
         self._executor = None
         self.value_fn = resolve_value_function(self.cfg.value_fn, self.game, self.device)
+
+    def add_earlier_positions(self, game) -> None:
+        """Start the memory with the kept positions of ``improve.positions_from`` (oldest first,
+        their targets remade at this run's temperature): a campaign run as separate runs, each
+        from the last one's network, still trains on its last ``keep_rounds`` rounds."""
+        for path in self.cfg.positions_from:
+            try:
+                temperature, rounds = kept_positions(path, game_meta(game))
+                for r, block in rounds:
+                    self.memory.add_round(r, retargeted(block, temperature, self.cfg.temperature))
+            except (CheckpointError, ValueError) as e:
+                raise ValueError(f"improve.positions_from: {path}: {e}") from None
 
     # Players ---------------------------------------------------------------------------------
     def network_player(self, net: torch.nn.Module, name: str, greedy: bool = False) -> NetworkPlayer:
