@@ -47,7 +47,7 @@ class ImproveConfig(Section):
     # it starts from a checkpoint (deepcfr improve --positions-from): rounds run as separate runs,
     # each from the last one's network, then still train on the last keep_rounds rounds (a network
     # trained on one round's 64,000 positions had reached its teacher's fixed point; on two
-    # rounds' it gained +0.5 a game: docs/results.md, "Round 13 again")
+    # rounds' it gained about +0.4 a game: docs/results.md, "Round 13 again")
     positions_from: list[str] = Field(default_factory=list)
     train_steps: int = Field(500, ge=0)  # SGD steps per round (cross-entropy to the targets)
     batch_size: int = Field(256, ge=1)
