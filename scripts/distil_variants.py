@@ -75,6 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     torch.set_num_threads(1)
     payload = load_checkpoint(args.checkpoint, map_location="cpu")
     saved = upgrade_saved_config(payload["config"], ImproveRunConfig)
+    saved["improve"].pop("positions_from", None)  # the positions trained on are the ones read here
     run_temperature = float(saved["improve"].get("temperature", 5.0))
     expected_game = {key: payload["meta"][key] for key in ("game", "game_version", "game_config")}
     blocks = []  # (the temperature its targets were made at, the block), oldest first

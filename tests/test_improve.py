@@ -256,6 +256,7 @@ def test_a_run_from_an_earlier_runs_network_trains_on_its_positions_too(mini_che
     summary = json.loads(capsys.readouterr().out)
     record = json.loads((second / "metrics.jsonl").read_text().splitlines()[-1])
     assert record["train/positions"] == earlier_positions + record["selfplay/positions"]
+    assert improve_config(summary["checkpoint"]).improve.positions_from == []  # a run's start is not inherited
     kept = load_checkpoint(summary["checkpoint"])["memories"]["rounds"]
     assert torch.equal(kept[0]["target"], earlier[0]["target"])  # same temperature: the stored targets themselves
     # colder targets are remade from the stored ones; keep_rounds still bounds the memory

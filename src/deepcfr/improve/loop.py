@@ -45,9 +45,8 @@ from ..players import CHAMPION, LEARNER, NetworkPlayer, parse_player
 from ..players.champion import champion_file, resolve_value_function
 from ..seeding import derived_seed
 from ..train.agent import load_agent
-from ..checkpoints import (IMPROVE_RUN, CheckpointError, cpu_state, game_identity, game_meta, load_checkpoint, make_meta,
-                           network_payload,
-                           save_checkpoint)
+from ..checkpoints import (IMPROVE_RUN, cpu_state, game_identity, game_meta, load_checkpoint, make_meta,
+                           network_payload, save_checkpoint)
 from .config import ImproveRunConfig
 from .distil import evaluate_fit, fit_policy, held_out_split
 from .labelling import LabelChunk, spec_player, teacher_player, teaches_over_learner, total_search_stats
@@ -97,6 +96,9 @@ def improve_config(checkpoint: str | None, config_file: str | None = None,
         if "config" not in payload:
             raise ValueError(f"checkpoint {checkpoint} holds no trainer config (not a deepcfr train checkpoint?)")
         data = upgrade_saved_config(copy.deepcopy(payload["config"]), ImproveRunConfig)
+        # what the checkpoint's own run started from is not this run's start (improve.checkpoint
+        # is set below; earlier positions are named again where wanted)
+        data.get("improve", {}).pop("positions_from", None)
         source = f"{checkpoint}'s config"
     if config_file is not None:
         for section, values in read_config_file(config_file).items():
@@ -191,7 +193,7 @@ class Improver:
                 temperature, rounds = kept_positions(path, game_meta(game))
                 for r, block in rounds:
                     self.memory.add_round(r, retargeted(block, temperature, self.cfg.temperature))
-            except (CheckpointError, ValueError) as e:
+            except ValueError as e:  # CheckpointError too: unreadable, another kind, another game
                 raise ValueError(f"improve.positions_from: {path}: {e}") from None
 
     # Players ---------------------------------------------------------------------------------
