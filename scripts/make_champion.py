@@ -9,7 +9,8 @@
      shipped campaign ran in (SHIPPED_STAGES: a run of 4 rounds, a run of 1 from its network, both
      with the settings grow.yaml had then, two runs of 1 with today's settings but the teacher's
      rollouts played to the end, two runs of 1 with today's grow.yaml but 3 candidates in its
-     teacher's search, and two runs of 1 with today's grow.yaml; each run starts from the network
+     teacher's search, two runs of 1 with today's grow.yaml and one with 144 deals in its teacher's
+     search; each run starts from the network
      of the one before and with no positions, as a campaign that goes on from a shipped network
      does);
   3. the distilled network exported into the package (``deepcfr.players.champion``);
@@ -50,10 +51,14 @@ FIRST_GROW_SETTINGS = ["improve.temperature=5", "improve.train_steps=12000", "im
 # grow.yaml's teacher for rounds 9 and 10: rollouts cut after 4 decisions, 3 candidates (today's
 # has 5: head to head over round 9 they beat 3 by +2.4 a game; docs/results.md, "Round 10")
 CUT_ROLLOUT_K3_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=base,rollout_plies=4]:learner"]
+# grow.yaml's teacher with three times its deals, for round 13 (its 48-deal round gained nothing;
+# docs/results.md, "Round 13 again"); the round's evaluation skipped, as it ran
+DEALS_144_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4,determinizations=144]:learner",
+                     "improve.eval_games=0"]
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each
 SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, FULL_ROLLOUT_TEACHER),
                   (1, FULL_ROLLOUT_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, []),
-                  (1, [])]
+                  (1, []), (1, DEALS_144_TEACHER)]
 # the search settings measured strongest over the champion (docs/results.md, "A teacher that
 # grows", "The search cut short by the value function" and "Round 10"): the network plays its
 # own rollouts, cut after 4 decisions and valued by the value function shipped beside it, over
