@@ -89,6 +89,10 @@ IMPOSSIBLE = 1 << 20  # the misses of a deal that is not even consistent with th
 MOVES = 1  # Metropolis swap moves per particle and decision
 FRESH_MOVE = True  # a stochastic target's particles each try an independence move to a fresh proposal
 RESAMPLE_BELOW = 0.5  # a stochastic target's particles are resampled where their ESS falls below this share
+# a game's stored particles are dropped after this many stores unused: in a lockstep match its
+# observer's next decision comes within three calls, so only ended games lose theirs, unless more
+# games than this interleave between two decisions of one (a busy server)
+KEEP_CALLS = 64
 
 
 def effective_sample_size(weights: torch.Tensor) -> torch.Tensor:
@@ -375,11 +379,15 @@ class Particles:
     posterior then), to be carried to its next one. A game is found by its public history: the
     stored history must be a prefix of the current one, for the same observer, and every card the
     observer knew then it still knows (kind counts; this tells apart games whose public histories
-    agree). Each stored set is used once."""
+    agree). Each stored set is used once, and a set not used by the ``keep_calls``-th store after
+    its own (a game that ended, or was left) is dropped: a long match or a server does not keep every game's last
+    particles (a live game whose set was dropped gets fresh proposals, as a new game does)."""
 
-    def __init__(self, game, carry, swap, weights):
+    def __init__(self, game, carry, swap, weights, keep_calls: int = KEEP_CALLS):
         self._game, self.carry, self.swap, self.weights = game, carry, swap, weights
-        self.stored: dict[tuple, list[tuple[object, torch.Tensor]]] = {}
+        self.keep_calls = keep_calls
+        self.calls = 0  # stores so far: the age of a stored set
+        self.stored: dict[tuple, list[tuple[object, torch.Tensor, torch.Tensor, int]]] = {}
 
     @staticmethod
     def _keys(obs: torch.Tensor, history: torch.Tensor, game):
@@ -406,10 +414,10 @@ class Particles:
         for i, (observer, current, actions, known) in enumerate(self._keys(obs, history, game)):
             for before in range(current - 1, -1, -1):
                 entries = self.stored.get((observer, actions[:before]), [])
-                hit = next((j for j, (k, deals, _) in enumerate(entries)
+                hit = next((j for j, (k, deals, _, _) in enumerate(entries)
                             if deals.shape[0] == d and all(a <= b for a, b in zip(k, known))), None)
                 if hit is not None:
-                    _, previous[i], scores[i] = entries.pop(hit)
+                    _, previous[i], scores[i], _ = entries.pop(hit)
                     length[i], found[i] = before, True
                     break
         return (previous.view(n * d, D), length.to(obs.device), found.to(obs.device),
@@ -424,8 +432,16 @@ class Particles:
         scores = torch.stack([zeros if log_weights is None else log_weights,
                               zeros if log_likelihoods is None else log_likelihoods]).view(2, n, d)
         deals = deals.view(n, d, -1)
+        self.calls += 1
+        expired = self.calls - self.keep_calls  # this store and the keep_calls - 1 before it stay
+        for key in [key for key, entries in self.stored.items() if not entries or entries[0][3] <= expired]:
+            kept = [entry for entry in self.stored[key] if entry[3] > expired]
+            if kept:
+                self.stored[key] = kept
+            else:
+                del self.stored[key]
         for i, (observer, current, actions, known) in enumerate(self._keys(obs, history, self._game)):
-            self.stored.setdefault((observer, actions[:current]), []).append((known, deals[i], scores[:, i]))
+            self.stored.setdefault((observer, actions[:current]), []).append((known, deals[i], scores[:, i], self.calls))
 
 
 def systematic_resample(weights: torch.Tensor, m: int, generator=None) -> torch.Tensor:
