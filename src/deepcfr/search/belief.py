@@ -380,8 +380,9 @@ class Particles:
     stored history must be a prefix of the current one, for the same observer, and every card the
     observer knew then it still knows (kind counts; this tells apart games whose public histories
     agree). Each stored set is used once, and a set not used by the ``keep_calls``-th store after
-    its own (a game that ended, or was left) is dropped: a long match or a server does not keep every game's last
-    particles (a live game whose set was dropped gets fresh proposals, as a new game does)."""
+    its own (a game that ended, or was left) is dropped, so that a long match or a server does not
+    keep every game's last particles (a live game whose set was dropped gets fresh proposals, as a
+    new game does)."""
 
     def __init__(self, game, carry, swap, weights, keep_calls: int = KEEP_CALLS):
         self._game, self.carry, self.swap, self.weights = game, carry, swap, weights
@@ -441,7 +442,8 @@ class Particles:
             else:
                 del self.stored[key]
         for i, (observer, current, actions, known) in enumerate(self._keys(obs, history, self._game)):
-            self.stored.setdefault((observer, actions[:current]), []).append((known, deals[i], scores[:, i], self.calls))
+            entry = (known, deals[i], scores[:, i], self.calls)
+            self.stored.setdefault((observer, actions[:current]), []).append(entry)
 
 
 def systematic_resample(weights: torch.Tensor, m: int, generator=None) -> torch.Tensor:
