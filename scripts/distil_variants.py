@@ -32,10 +32,10 @@ from pathlib import Path
 
 import torch
 
-from deepcfr.checkpoints import CheckpointError, load_checkpoint
+from deepcfr.checkpoints import IMPROVE_RUN, CheckpointError, load_checkpoint
 from deepcfr.evaluate.arena import play_match
 from deepcfr.improve import ImproveRunConfig, Improver
-from deepcfr.improve.loop import kept_positions, one_sided_p
+from deepcfr.improve.loop import kept_positions, one_sided_p, positions_of
 from deepcfr.improve.positions import Positions, retargeted
 from deepcfr.players import load_player
 from deepcfr.players.strength import REFERENCE_FILE
@@ -73,18 +73,22 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     bots = args.vs or ["heuristic_balanced"]
     torch.set_num_threads(1)
-    payload = load_checkpoint(args.checkpoint, map_location="cpu")
+    try:
+        payload = load_checkpoint(args.checkpoint, map_location="cpu", kinds=(IMPROVE_RUN,))
+    except CheckpointError as e:
+        p.error(str(e))
     saved = upgrade_saved_config(payload["config"], ImproveRunConfig)
     saved["improve"].pop("positions_from", None)  # the positions trained on are the ones read here
-    run_temperature = float(saved["improve"].get("temperature", 5.0))
     expected_game = {key: payload["meta"][key] for key in ("game", "game_version", "game_config")}
     blocks = []  # (the temperature its targets were made at, the block), oldest first
-    for source in [*args.positions_from, args.checkpoint]:
+    for source in args.positions_from:
         try:
             temperature, rounds = kept_positions(source, expected_game)
         except CheckpointError as e:
             p.error(str(e))
         blocks += [(temperature, block) for _, block in rounds]
+    run_temperature, rounds = positions_of(payload)  # the run's own, from the checkpoint read above
+    blocks += [(run_temperature, block) for _, block in rounds]
     out: dict = {"checkpoint": args.checkpoint, "positions_from": args.positions_from,
                  "positions": sum(len(block) for _, block in blocks), "run_temperature": run_temperature}
     # Every variant's config and targets are made before the first one trains (minutes each).

@@ -102,3 +102,7 @@ def test_the_script_trains_plays_and_saves_each_variant(tmp_path, capsys):
         load_script("distil_variants").main([str(run_dir / "checkpoints" / "latest.pt"), "--variant", "t1:improve.temperature=1",
                                              "--variant", "t10:improve.temperature=10"])
     assert "variant t10: retargeting can only make targets colder" in capsys.readouterr().err
+    # a checkpoint that holds no positions (a Deep CFR run's) is refused, naming its kind
+    with pytest.raises(SystemExit):
+        load_script("distil_variants").main([str(start), "--variant", "t1:improve.temperature=1"])
+    assert "holds a Deep CFR run" in capsys.readouterr().err

@@ -71,9 +71,13 @@ def kept_positions(path: str, expected_game: dict | None = None) -> tuple[float,
     """The positions an improvement run's checkpoint keeps (its last ``keep_rounds`` rounds, oldest
     first) and the temperature their targets were made at. With ``expected_game`` (``game_meta``),
     a checkpoint of another game or rules is refused (``CheckpointError`` naming both)."""
+    return positions_of(load_checkpoint(path, expected_game, map_location="cpu", kinds=(IMPROVE_RUN,)))
+
+
+def positions_of(payload: dict) -> tuple[float, list[tuple[int, Positions]]]:
+    """``kept_positions`` of a loaded improvement-run checkpoint."""
     from ..train.config import upgrade_saved_config
 
-    payload = load_checkpoint(path, expected_game, map_location="cpu", kinds=(IMPROVE_RUN,))
     temperature = float(upgrade_saved_config(payload["config"], ImproveRunConfig)["improve"].get("temperature", 5.0))
     memory = PositionMemory(1)
     memory.load_state_dict(payload["memories"])
