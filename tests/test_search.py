@@ -6,7 +6,7 @@ import torch
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.engine import LostCitiesGame
 from deepcfr.players import BotPlayer, load_player
-from deepcfr.search import CandidateValues, RolloutSearch, SearchConfig, SearchConfigError, search_config
+from deepcfr.search import RolloutSearch, SearchConfig, SearchConfigError, search_config
 
 from search_helpers import decision_batch, tiny_checkpoint, winning_endgame_obs
 
@@ -30,7 +30,7 @@ def test_candidates_share_determinizations_and_random_streams(mini_checkpoint):
     search = RolloutSearch(game, base, SearchConfig(determinizations=8, rollout="sampled", rollout_policy="base"))
     obs, mask = decision_batch(game)
     first = mask.float().argmax(dim=1)
-    values = search.candidate_values(obs, first[:, None].expand(-1, 3), torch.ones(obs.shape[0], 3, dtype=torch.bool), 8).values[:, :, 0]
+    values = search.candidate_values(obs, first[:, None].expand(-1, 3), torch.ones(obs.shape[0], 3, dtype=torch.bool), 8)
     assert values.shape == (obs.shape[0], 3, 8)
     assert torch.equal(values[:, 0], values[:, 1]) and torch.equal(values[:, 0], values[:, 2])
     # ...while the determinizations themselves differ (the streams are not all one).
@@ -243,7 +243,7 @@ class _FakeRounds:
     def values(self, obs, candidates, valid, d, states=None):
         self.rounds.append(d)
         self.now += self.cost * d
-        return CandidateValues.without_follow_ups(torch.zeros(candidates.shape[0], candidates.shape[1], d, dtype=torch.float64))
+        return torch.zeros(candidates.shape[0], candidates.shape[1], d, dtype=torch.float64)
 
 
 @pytest.mark.parametrize("budget, rounds", [
@@ -299,7 +299,7 @@ def test_the_paired_test_keeps_the_base_move_unless_another_is_surely_better(mon
         spread = noise * (1 - 2 * (torch.arange(d, dtype=torch.float64) % 2))  # +-noise: mean 0, std noise
         out[:, 1] += shift + spread
         out[:, 2:] -= 5.0
-        return CandidateValues.without_follow_ups(out)
+        return out
 
     monkeypatch.setattr(search, "candidate_values", values)
     chosen = search.decide(obs, mask)
@@ -360,8 +360,8 @@ def test_cut_rollouts_valued_by_the_rest_of_the_game_equal_whole_rollouts(plies)
     whole = RolloutSearch(game, base, SearchConfig(determinizations=6, seed=3), rollout_policy=bot)
     cut = RolloutSearch(game, base, SearchConfig(determinizations=6, seed=3, rollout_plies=plies), rollout_policy=bot,
                         leaf_value=lambda states: _play_out(game, bot, states))
-    expected = whole.candidate_values(obs, candidates, valid, 6).values
-    assert torch.allclose(cut.candidate_values(obs, candidates, valid, 6).values, expected)
+    expected = whole.candidate_values(obs, candidates, valid, 6)
+    assert torch.allclose(cut.candidate_values(obs, candidates, valid, 6), expected)
     assert bool((expected != 0).any())
     if plies < game.max_game_length:
         assert cut.stats.rollout_decisions < whole.stats.rollout_decisions

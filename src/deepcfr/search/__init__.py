@@ -6,8 +6,8 @@ probabilities of its moves (opponent.py): the search's ``belief`` option and the
 from .belief import BeliefSample, DealPosterior, effective_sample_size, resampled_rows
 from .config import SearchConfig, SearchConfigError, search_config
 from .opponent import OpponentModel, OpponentModelError
-from .rollout import CandidateValues, PlayedRollouts, RolloutSearch, SearchDecision, SearchStats, paired_choice, play_rollouts
+from .rollout import PlayedRollouts, RolloutSearch, SearchDecision, SearchStats, paired_choice, play_rollouts
 
 __all__ = ["BeliefSample", "DealPosterior", "effective_sample_size", "resampled_rows", "OpponentModel", "OpponentModelError",
-           "CandidateValues", "PlayedRollouts", "RolloutSearch", "SearchConfig", "SearchConfigError", "SearchDecision", "SearchStats",
+           "PlayedRollouts", "RolloutSearch", "SearchConfig", "SearchConfigError", "SearchDecision", "SearchStats",
            "paired_choice", "play_rollouts", "search_config"]

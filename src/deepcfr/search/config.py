@@ -57,13 +57,6 @@ class SearchConfig(BaseModel):
     rollout_plies: int | None = Field(None, ge=0, description="decisions (both seats) a rollout plays before "
                                       "the value function values where it stands; none: every rollout to the "
                                       "end of the game")
-    # The decider's own next decision, where it comes before anything new is seen (a Lost Cities
-    # draw right after the play or discard): the candidate is valued with its best follow-up, not
-    # the rollout policy's, a two-decision look without strategy fusion (one choice for all deals).
-    follow_ups: int = Field(1, ge=1, description="the base's top-j moves at the decider's own next decision where "
-                            "it comes right after the candidate (a draw after a play), each rolled out on the same "
-                            "deals, the candidate valued with the best of them by the same paired rule (1: the "
-                            "rollout policy's move)")
     value_fn: str = Field("auto", description="the value function of rollout_plies: auto (the one shipped "
                           "beside the champion where it was made for the game and rules) or a file of "
                           "`deepcfr fit-value`")

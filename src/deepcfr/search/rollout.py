@@ -46,16 +46,6 @@ from .config import SearchConfig
 _LOG_FLOOR = 1e-6  # log pi of a candidate with (almost) no base probability
 
 
-def _paired_stats(values: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """Over ``values [n, k, D]`` (k options on the same D deals, option 0 the reference): each
-    option's mean, its mean paired difference to option 0 and that difference's standard error."""
-    D = values.shape[2]
-    paired = values - values[:, :1]
-    diff = paired.mean(dim=2)
-    diff_var = ((paired - diff[..., None]) ** 2).sum(dim=2) / max(D - 1, 1)
-    return values.mean(dim=2), diff, (diff_var / D).sqrt()
-
-
 def paired_choice(mean: torch.Tensor, diff: torch.Tensor, diff_se: torch.Tensor, valid: torch.Tensor,
                   log_prior: torch.Tensor, prior_weight: float, min_z: float) -> tuple[torch.Tensor, torch.Tensor]:
     """The search's rule over ``[n, k]`` candidates (column 0: the base's own move): the best
@@ -102,24 +92,6 @@ class SearchDecision:
 
 
 @dataclass
-class CandidateValues:
-    """What ``RolloutSearch.candidate_values`` returns for m decisions, k candidates, J follow-ups
-    (``search.follow_ups``; follow-up 0 is the base's top move) and d deals."""
-
-    values: torch.Tensor  # [m, k, J, d] the decider's rollout utility
-    log_prior: torch.Tensor  # [m, k, J, d] log pi of the follow-up at each deal (0 where it has none)
-    valid: torch.Tensor  # [m, k, J, d] whether the follow-up exists there (follow-up 0 always)
-    moves: torch.Tensor  # [m, k, J, d] the follow-up's action (-1: the rollout policy's move, the opponent's turn)
-
-    @classmethod
-    def without_follow_ups(cls, values: torch.Tensor) -> "CandidateValues":
-        """From values ``[m, k, d]`` of one follow-up (the rollout policy's move)."""
-        values = values[:, :, None]
-        return cls(values, torch.zeros_like(values), torch.ones_like(values, dtype=torch.bool),
-                   torch.full(values.shape, -1, dtype=torch.long, device=values.device))
-
-
-@dataclass
 class SearchStats:
     """Running totals over the decisions searched (reset with ``reset``)."""
 
@@ -136,7 +108,6 @@ class SearchStats:
     beyond_belief_horizon: int = 0  # decisions past belief_horizon, their hidden cards dealt uniformly
     belief_seconds: float = 0.0
     rolled_out: int = 0  # decisions with more than one candidate (the forced ones have no determinizations)
-    follow_up_changes: int = 0  # decisions whose chosen candidate was valued with another follow-up than the base's
     seconds: float = 0.0
 
     def reset(self) -> None:
@@ -154,7 +125,6 @@ class SearchStats:
                                 if self.rolled_out > self.beyond_belief_horizon else float("nan")),
             "belief_fallbacks": self.belief_fallbacks, "belief_seconds": self.belief_seconds,
             "decisions_beyond_belief_horizon": self.beyond_belief_horizon,
-            "follow_up_change_rate": self.follow_up_changes / self.rolled_out if self.rolled_out else float("nan"),
             "rollout_decisions_per_second": self.rollout_decisions / self.seconds if self.seconds else float("nan"),
             "seconds_per_move": self.seconds / self.decisions if self.decisions else float("nan"),
             "seconds_per_call": self.seconds / self.calls if self.calls else float("nan"),
@@ -210,9 +180,6 @@ class RolloutSearch:
                              "value function: pass the one built from search.value_fn as leaf_value "
                              "(deepcfr.players.search_player does)")
         self.leaf_value = leaf_value if self.config.rollout_plies is not None else None
-        if self.config.follow_ups > 1 and self.config.rollout_plies == 0:
-            raise ValueError(f"search.follow_ups={self.config.follow_ups} plays the decider's next decision inside "
-                             "the rollouts, which rollout_plies=0 cuts before any: set rollout_plies >= 1")
         self.belief = None
         if self.config.belief != "none":
             if opponent is None:
@@ -290,12 +257,10 @@ class RolloutSearch:
         pool = None
         if self.belief is not None and todo.numel():
             pool = self.belief_states(obs[todo], history.to(self.device)[todo], cfg.determinizations)
-        J = cfg.follow_ups
-        # every deal's value of every candidate and follow-up, kept until the follow-ups are chosen
-        values = torch.zeros(n, k, J, cfg.determinizations, dtype=torch.float64, device=self.device)
-        follow_log_prior = torch.zeros(n, k, J, dtype=torch.float64, device=self.device)  # summed over the deals
-        follow_valid = torch.zeros(n, k, J, dtype=torch.bool, device=self.device)
-        follow_valid[:, :, 0] = True
+        sums = torch.zeros(n, k, dtype=torch.float64, device=self.device)
+        squares = torch.zeros_like(sums)
+        diff_sums = torch.zeros_like(sums)
+        diff_squares = torch.zeros_like(sums)
         done_d = 0
         if todo.numel():
             per_round = max(1, min(cfg.determinizations, cfg.max_batch // k))  # what max_batch holds
@@ -309,10 +274,12 @@ class RolloutSearch:
                     if pool is not None:  # determinizations done_d .. done_d + d of each row's belief
                         at = torch.arange(c0, c0 + rows.numel(), device=self.device)[:, None] * cfg.determinizations
                         states = index_state(pool, (at + done_d + torch.arange(d, device=self.device)).reshape(-1))
-                    got = self.candidate_values(obs[rows], candidates[rows], valid[rows], d, states)
-                    values[rows, :, :, done_d:done_d + d] = got.values
-                    follow_log_prior[rows] += got.log_prior.sum(dim=3)
-                    follow_valid[rows] |= got.valid.any(dim=3)
+                    values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d, states)  # [m, k, d]
+                    base_v = values[:, :1]
+                    sums[rows] += values.sum(dim=2)
+                    squares[rows] += (values ** 2).sum(dim=2)
+                    diff_sums[rows] += (values - base_v).sum(dim=2)
+                    diff_squares[rows] += ((values - base_v) ** 2).sum(dim=2)
                 done_d += d
                 if cfg.time_limit_s is not None:
                     d = min(per_round, done_d)  # the next round: as many as all before it
@@ -320,22 +287,16 @@ class RolloutSearch:
                     if spent + spent * d / done_d > cfg.time_limit_s:  # predicted past the budget: answer now
                         break
         D = max(done_d, 1)
-        values = values[..., :D]
-        follow_pick = torch.zeros(n, k, dtype=torch.long, device=self.device)
-        if J > 1:  # each candidate's follow-up: the same rule over the same deals, one choice for all of them
-            f_mean, f_diff, f_se = _paired_stats(values.view(n * k, J, D))
-            _, follow_pick = paired_choice(f_mean, f_diff, f_se, follow_valid.view(n * k, J),
-                                           (follow_log_prior / D).view(n * k, J), cfg.prior_weight, cfg.min_z)
-            follow_pick = follow_pick.view(n, k)
-        values = values.gather(2, follow_pick.view(n, k, 1, 1).expand(n, k, 1, D)).squeeze(2)  # [n, k, D]
-        mean, diff, diff_se = _paired_stats(values)
-        var = ((values - mean[..., None]) ** 2).sum(dim=2) / max(D - 1, 1)
+        mean = sums / D
+        var = (squares / D - mean ** 2).clamp(min=0) * D / max(D - 1, 1)
         ci95 = 1.96 * (var / D).sqrt()
+        diff = diff_sums / D
+        diff_var = (diff_squares / D - diff ** 2).clamp(min=0) * D / max(D - 1, 1)
+        diff_se = (diff_var / D).sqrt()
 
         log_prior = prior.clamp(min=_LOG_FLOOR).log() if probs is not None else torch.zeros(n, k, device=self.device)
         score, pick = paired_choice(mean, diff, diff_se, valid, log_prior, cfg.prior_weight, cfg.min_z)
         pick = torch.where(single, 0, pick)
-        self.stats.follow_up_changes += int((follow_pick.gather(1, pick[:, None]).squeeze(1)[~single] != 0).sum())
         chosen = candidates.gather(1, pick[:, None]).squeeze(1)
 
         nan = torch.tensor(float("nan"), dtype=torch.float64, device=self.device)
@@ -385,16 +346,14 @@ class RolloutSearch:
         return states
 
     def candidate_values(self, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int,
-                         states=None) -> CandidateValues:
-        """Rollout utilities for the decider of each of ``m`` observations: every candidate on the
-        same d determinizations with the same random streams (invalid candidates are rolled out as
-        the base move and get the base's values), and with ``follow_ups`` J > 1 every follow-up of
-        each (the base's top-J moves where the decider moves again right after the candidate,
-        sharing the candidate's streams). The determinizations are ``states`` (``[m * d]``, row
-        ``i * d + j``: the belief's), or, where None, dealt uniformly here."""
+                         states=None) -> torch.Tensor:
+        """Rollout utilities ``[m, k, d]`` for the decider of each of ``m`` observations: every
+        candidate on the same d determinizations with the same random streams (invalid
+        candidates are rolled out as the base move and get the base's values). The
+        determinizations are ``states`` (``[m * d]``, row ``i * d + j``: the belief's), or, where
+        None, dealt uniformly here."""
         game = self.game
         m, k = candidates.shape
-        J = self.config.follow_ups
         if states is None:
             states = self._determinize(obs, d, self.generator)  # [m * d], row i * d + j
         # [m, k, d] layout: candidate-major inside a decision, determinizations innermost.
@@ -404,51 +363,16 @@ class RolloutSearch:
         stream = torch.arange(m * d, device=self.device).view(m, 1, d).expand(m, k, d).reshape(-1)
         seat = game.obs_player(obs).view(m, 1, 1).expand(m, k, d).reshape(-1)
         states = game.step(states, actions)
-        if J == 1:
-            return CandidateValues.without_follow_ups(self._rollout(states, stream, seat, m * d).view(m, k, d))
+        utility = self._rollout(states, stream, seat, m * d)
+        return utility.view(m, k, d)
 
-        M = m * k * d
-        again = ~game.is_terminal(states) & (game.current_player(states) == seat)  # the decider moves next
-        follow = torch.zeros(M, J, dtype=torch.long, device=self.device)  # the follow-up moves (-1: the rollout's)
-        follow[:, 0] = -1
-        log_prior = torch.zeros(M, J, dtype=torch.float64, device=self.device)
-        exists = torch.zeros(M, J, dtype=torch.bool, device=self.device)
-        exists[:, 0] = True
-        live = again.nonzero().squeeze(1)
-        if live.numel():
-            sub = index_state(states, live)
-            ranking, probs = self.rank(game.observe(sub, seat[live]), game.legal_mask(sub).bool())
-            top = ranking.topk(min(J, ranking.shape[1]), dim=1)
-            width = top.indices.shape[1]
-            follow[live, :width] = top.indices
-            exists[live, :width] = torch.isfinite(top.values)
-            if probs is not None:
-                log_prior[live, :width] = probs.gather(1, top.indices).clamp(min=_LOG_FLOOR).log().double()
-        # J rollouts of each row the decider moves again in (one of the others), the same streams
-        copies = torch.where(again, J, 1)
-        row_of = torch.repeat_interleave(torch.arange(M, device=self.device), copies)
-        slot = torch.arange(row_of.numel(), device=self.device) - (torch.cumsum(copies, 0) - copies)[row_of]
-        first = follow[row_of, slot]
-        first = torch.where(exists[row_of, slot], first, -1)  # a missing follow-up: the rollout's move
-        utility = self._rollout(index_state(states, row_of), stream[row_of], seat[row_of], m * d, first)
-        values = utility[torch.cumsum(copies, 0) - copies][:, None].repeat(1, J)  # a row's follow-up 0 everywhere
-        values[row_of, slot] = utility
-
-        def shaped(x):  # [M, J], rows [m, k, d] -> [m, k, J, d]
-            return x.view(m, k, d, J).permute(0, 1, 3, 2)
-        return CandidateValues(shaped(values), shaped(log_prior), shaped(exists),
-                               shaped(torch.where(exists, follow, -1)))
-
-    def _rollout(self, states, stream: torch.Tensor, seat: torch.Tensor, n_streams: int,
-                 first_actions: torch.Tensor | None = None) -> torch.Tensor:
+    def _rollout(self, states, stream: torch.Tensor, seat: torch.Tensor, n_streams: int) -> torch.Tensor:
         """Play ``states`` to the end with the rollout policy, or for ``rollout_plies`` decisions
         and then value them with the leaf value; utility [M] for ``seat``. Rows sharing a
-        ``stream`` get the same random numbers at each step; ``first_actions`` (-1: the policy's)
-        are the rows' first moves."""
+        ``stream`` get the same random numbers at each step."""
         played = play_rollouts(self.game, states, seat, stream, n_streams, self.generator,
                                lambda obs, mask, player, rows, uniform: self.rollout.act(obs, mask, uniform),
-                               self.config.rollout_plies if self.leaf_value is not None else None, self.leaf_value,
-                               first_actions)
+                               self.config.rollout_plies if self.leaf_value is not None else None, self.leaf_value)
         self.stats.rollouts += stream.shape[0]
         self.stats.capped_rollouts += played.capped
         self.stats.valued_rollouts += played.valued
@@ -467,16 +391,14 @@ class PlayedRollouts:
 
 
 def play_rollouts(game, states, seat: torch.Tensor, stream: torch.Tensor, n_streams: int,
-                  generator: torch.Generator, act, plies: int | None = None, leaf_value=None,
-                  first_actions: torch.Tensor | None = None) -> PlayedRollouts:
+                  generator: torch.Generator, act, plies: int | None = None, leaf_value=None) -> PlayedRollouts:
     """Play ``M`` rollouts from ``states`` on: each step the rows still running move by
     ``act(obs, mask, player, rows, uniform) -> actions`` (``rows``: their indices among the M,
     ``uniform``: one random number each, the same for rows sharing a ``stream`` of ``n_streams``:
     common random numbers); a finished row's utility is its return for ``seat``; after ``plies``
     decisions (None: none) the rows still running are valued by ``leaf_value(states) -> [r]``
-    (seat 0 minus seat 1, a zero-sum full-state value), from ``seat``'s side. ``first_actions [M]``
-    where given are the rows' first moves (-1: ``act``'s). The search's and the exploiter's
-    rollouts (exploit/search.py) both run here."""
+    (seat 0 minus seat 1, a zero-sum full-state value), from ``seat``'s side. The search's and the
+    exploiter's rollouts (exploit/search.py) both run here."""
     M = stream.shape[0]
     device = stream.device
     utility = torch.zeros(M, dtype=torch.float64, device=device)
@@ -508,11 +430,7 @@ def play_rollouts(game, states, seat: torch.Tensor, stream: torch.Tensor, n_stre
         mask = game.legal_mask(states)
         obs = game.observe(states, player)
         uniform = torch.rand(n_streams, generator=generator, device=device)[stream[rows]]
-        actions = act(obs, mask, player, rows, uniform)
-        if ply == 0 and first_actions is not None:
-            forced = first_actions[rows]
-            actions = torch.where(forced >= 0, forced, actions)
-        states = game.step(states, actions)
+        states = game.step(states, act(obs, mask, player, rows, uniform))
         decisions += rows.numel()
     else:
         raise RuntimeError(f"{game.name}: rollouts still running after {game.max_game_length} decisions")
