@@ -9,8 +9,8 @@
      shipped campaign ran in (SHIPPED_STAGES: a run of 4 rounds, a run of 1 from its network, both
      with the settings grow.yaml had then, two runs of 1 with today's settings but the teacher's
      rollouts played to the end, two runs of 1 with today's grow.yaml but 3 candidates in its
-     teacher's search, two runs of 1 with today's grow.yaml and one with 144 deals in its teacher's
-     search; each run starts from the network
+     teacher's search, two runs of 1 with today's grow.yaml, one with 144 deals in its teacher's
+     search, then one more with today's grow.yaml; each run starts from the network
      of the one before and with no positions, as a campaign that goes on from a shipped network
      does);
   3. the distilled network exported into the package (``deepcfr.players.champion``);
@@ -55,10 +55,13 @@ CUT_ROLLOUT_K3_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=ba
 # docs/results.md, "Round 13 again"); the round's evaluation skipped, as it ran
 DEALS_144_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4,determinizations=144]:learner",
                      "improve.eval_games=0"]
+# round 15 ran with today's grow.yaml and its evaluation skipped, as it ran (round 14, rejected at
+# its gate, is not a stage: a rejected round leaves the network as it was)
+NO_EVALUATION = ["improve.eval_games=0"]
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each
 SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, FULL_ROLLOUT_TEACHER),
                   (1, FULL_ROLLOUT_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, []),
-                  (1, []), (1, DEALS_144_TEACHER)]
+                  (1, []), (1, DEALS_144_TEACHER), (1, NO_EVALUATION)]
 # the search settings measured strongest over the champion (docs/results.md, "A teacher that
 # grows", "The search cut short by the value function" and "Round 10"): the network plays its
 # own rollouts, cut after 4 decisions and valued by the value function shipped beside it, over
