@@ -51,13 +51,13 @@ FIRST_GROW_SETTINGS = ["improve.temperature=5", "improve.train_steps=12000", "im
 # grow.yaml's teacher for rounds 9 and 10: rollouts cut after 4 decisions, 3 candidates (today's
 # has 5: head to head over round 9 they beat 3 by +2.4 a game; docs/results.md, "Round 10")
 CUT_ROLLOUT_K3_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=base,rollout_plies=4]:learner"]
-# grow.yaml's teacher with three times its deals, for round 13 (its 48-deal round gained nothing;
-# docs/results.md, "Round 13 again"); the round's evaluation skipped, as it ran
-DEALS_144_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4,determinizations=144]:learner",
-                     "improve.eval_games=0"]
-# round 15 ran with today's grow.yaml and its evaluation skipped, as it ran (round 14, rejected at
-# its gate, is not a stage: a rejected round leaves the network as it was)
+# rounds 13 and 15 skipped the round's evaluation, as they ran (round 14, rejected at its gate, is
+# not a stage: a rejected round leaves the network as it was; round 15 ran today's grow.yaml)
 NO_EVALUATION = ["improve.eval_games=0"]
+# grow.yaml's teacher with three times its deals, for round 13 (its 48-deal round gained nothing;
+# docs/results.md, "Round 13 again")
+DEALS_144_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4,determinizations=144]:learner",
+                     *NO_EVALUATION]
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each
 SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, FULL_ROLLOUT_TEACHER),
                   (1, FULL_ROLLOUT_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, []),
