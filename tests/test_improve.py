@@ -13,9 +13,8 @@ from deepcfr.cli.main import main
 from deepcfr.evaluate.arena import play_match
 from deepcfr.improve import (ImproveRunConfig, Improver, PositionMemory, Positions, improve_config, improved_target,
                              one_sided_p, retargeted)
-from deepcfr.improve.positions import teacher_gain
 from deepcfr.improve.labelling import teaches_over_learner
-from deepcfr.players import LEARNER, load_player
+from deepcfr.players import load_player
 from deepcfr.checkpoints import load_checkpoint
 from deepcfr.train.config import ConfigError
 from deepcfr.train.run import Run
@@ -55,41 +54,6 @@ def test_improved_target_is_a_distribution_over_the_valid_candidates_only(n, k, 
             valid = ~unused[i]
             order = values[i][valid].argsort()
             assert torch.all(target[i][valid][order].diff() >= -1e-6)
-
-
-def test_the_teachers_gain_is_its_best_candidate_over_the_bases_choice(mini_checkpoint):
-    """On a self-play round's positions: the base's choice is the first candidate (the top of the
-    search's ranking, the move it plays unless another beats it), and the gain is the best
-    candidate's value over it."""
-    improver = Improver(improve_config(str(mini_checkpoint), overrides=TINY))
-    positions, _ = improver.self_play(1)
-    teacher = load_player(improver.cfg.teacher_of(1), improver.game, "cpu", networks={LEARNER: improver.current})
-    with torch.no_grad():
-        ranking, _ = teacher.search.rank(positions.obs, positions.mask)
-    assert torch.equal(ranking.argmax(dim=1), positions.candidates[:, 0].long())
-    gain = teacher_gain(positions)
-    values = positions.values.float()
-    for i in range(len(positions)):
-        valid = positions.candidates[i] >= 0
-        assert gain[i] == pytest.approx(float(values[i][valid].max() - values[i, 0]))
-    assert (gain >= 0).all() and (gain > 0).any()
-
-
-def test_weighted_distillation_loss_is_the_weighted_mean_of_the_positions_losses(mini_checkpoint):
-    """Weights of one are the plain mean; a zero weight drops a position's loss from it."""
-    from deepcfr.improve.distil import distillation_loss
-    improver = Improver(improve_config(str(mini_checkpoint), overrides=TINY))
-    positions, _ = improver.self_play(1)
-    batch = positions[:6]
-    net, game = improver.current, improver.game
-    with torch.no_grad():
-        plain, _ = distillation_loss(net, game, batch)
-        ones, _ = distillation_loss(net, game, batch, torch.ones(6))
-        each = torch.stack([distillation_loss(net, game, batch[i:i + 1])[0] for i in range(6)])
-        weights = torch.tensor([0.0, 1.0, 2.0, 0.0, 0.5, 3.0])
-        weighted, _ = distillation_loss(net, game, batch, weights)
-    assert torch.allclose(plain, ones) and torch.allclose(plain, each.mean(), atol=1e-5)
-    assert torch.allclose(weighted, (weights * each).sum() / weights.sum(), atol=1e-5)
 
 
 def test_searched_positions_target_legal_actions_only(mini_checkpoint):

@@ -59,10 +59,6 @@ class ImproveConfig(Section):
     # every training batch relabelled by a random colour permutation (the game's symmetry):
     # held-out loss 0.99 -> 0.57 on 164k positions (docs/experiments.md)
     augment: bool = True
-    # each position's loss weighted by 1 + gain_weight * (the teacher's best candidate's value minus
-    # that of the base's own choice, in points), so the positions where the search overrides its
-    # base weigh more; 0: all alike
-    gain_weight: float = Field(0.0, ge=0)
     # fresh: a newly initialised network each round; fine_tune: continue from the current one
     init: Literal["fresh", "fine_tune"] = "fresh"
     # games (paired deals, even) of the new network against the previous one; 0: accept every round

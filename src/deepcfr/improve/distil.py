@@ -29,18 +29,15 @@ def relabel(positions: Positions, symmetry, colour_of: torch.Tensor) -> Position
                      values=positions.values, target=positions.target)
 
 
-def distillation_loss(net: torch.nn.Module, game, batch: Positions,
-                      weights: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """The mean cross-entropy of ``batch``'s targets against ``net`` (weighted by ``weights [n]``
-    where given), and the share of positions whose most probable legal action is the target's
-    most probable candidate (agreement)."""
+def distillation_loss(net: torch.nn.Module, game, batch: Positions) -> tuple[torch.Tensor, torch.Tensor]:
+    """The mean cross-entropy of ``batch``'s targets against ``net``, and the share of positions
+    whose most probable legal action is the target's most probable candidate (agreement)."""
     candidates = batch.candidates.long()
     valid = candidates >= 0
     logp = masked_log_softmax(net(game.encode(batch.obs)), batch.mask)
     picked = logp.gather(1, candidates.clamp(min=0)).masked_fill(~valid, 0.0)
     target = batch.target.float()
-    cross_entropy = -(target * picked).sum(dim=1)
-    loss = cross_entropy.mean() if weights is None else (weights * cross_entropy).sum() / weights.sum()
+    loss = -(target * picked).sum(dim=1).mean()
     best = candidates.gather(1, target.argmax(dim=1, keepdim=True)).squeeze(1)
     agreement = (logp.argmax(dim=1) == best).float().mean()
     return loss, agreement
@@ -55,24 +52,20 @@ def held_out_split(n: int, fraction: float, generator: torch.Generator) -> tuple
 
 def fit_policy(net: torch.nn.Module, game, positions: Positions, *, steps: int, batch_size: int, lr: float,
                grad_clip: float | None, generator: torch.Generator, augment: bool,
-               weights: torch.Tensor | None = None,
                on_steps: Callable[[int], None] | None = None, report_every: int = 1000) -> torch.Tensor:
     """Adam on ``distillation_loss`` for ``steps`` batches drawn uniformly from ``positions`` (on
-    the network's device), each position's loss weighted by ``weights [n]`` where given; returns
-    the per-step losses (on the device: read them once).
+    the network's device); returns the per-step losses (on the device: read them once).
     ``on_steps(done)`` is called every ``report_every`` steps (progress lines)."""
     device = next(net.parameters()).device
     data = positions.to(device)
-    weights = None if weights is None else weights.to(device)
     optimizer = torch.optim.Adam(net.parameters(), lr=lr)
     losses = torch.empty(steps, device=device)
     net.train()
     for step in range(steps):
-        rows = torch.randint(len(data), (batch_size,), generator=generator).to(device)
-        batch = data[rows]
+        batch = data[torch.randint(len(data), (batch_size,), generator=generator).to(device)]
         if augment:
             batch = relabel(batch, game.symmetry, game.symmetry.sample(batch_size, generator=generator, device=device))
-        loss, _ = distillation_loss(net, game, batch, None if weights is None else weights[rows])
+        loss, _ = distillation_loss(net, game, batch)
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         if grad_clip is not None:

@@ -50,7 +50,7 @@ from ..checkpoints import (IMPROVE_RUN, cpu_state, game_identity, game_meta, loa
 from .config import ImproveRunConfig
 from .distil import evaluate_fit, fit_policy, held_out_split
 from .labelling import LabelChunk, spec_player, teacher_player, teaches_over_learner, total_search_stats
-from .positions import PositionMemory, Positions, retargeted, teacher_gain
+from .positions import PositionMemory, Positions, retargeted
 
 
 # A batch of full games with a deep search can take an hour on a loaded core; a dead worker is
@@ -315,12 +315,8 @@ class Improver:
             entropy = -(target * target.clamp(min=1e-12).log()).masked_fill(~valid, 0).sum(1).mean()
             gen = torch.Generator().manual_seed(derived_seed(self.seed, "train", round_index))
             train_rows, held_rows = held_out_split(len(data), cfg.holdout, gen)
-            weights = None
-            if cfg.gain_weight:
-                weights = 1.0 + cfg.gain_weight * teacher_gain(data[train_rows])
             losses = fit_policy(net, game, data[train_rows], steps=cfg.train_steps, batch_size=cfg.batch_size,
                                 lr=cfg.lr, grad_clip=cfg.grad_clip, generator=gen, augment=self.cfg.augment,
-                                weights=weights,
                                 on_steps=lambda done: self._progress(f"round {round_index}: training steps", done,
                                                                      cfg.train_steps, start)).tolist()
             tail = losses[-max(1, len(losses) // 10):]

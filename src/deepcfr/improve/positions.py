@@ -52,15 +52,6 @@ def retargeted(positions: "Positions", old_temperature: float, new_temperature: 
     return Positions.make(positions.obs, positions.mask, positions.candidates, positions.values.float(), target)
 
 
-def teacher_gain(positions: "Positions") -> torch.Tensor:
-    """Per position ``[n]``: how many points the teacher's best candidate is worth over the base's
-    own choice, the first slot (the search ranks its candidates by the base, best first); 0 where
-    the base's choice is the best."""
-    valid = positions.candidates >= 0
-    values = positions.values.float().masked_fill(~valid, -torch.inf)
-    return (values.max(dim=1).values - values[:, 0]).clamp(min=0)
-
-
 @dataclass
 class Positions:
     """A block of positions (all tensors share the first dimension)."""
