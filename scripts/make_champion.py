@@ -10,7 +10,7 @@
      with the settings grow.yaml had then, two runs of 1 with today's settings but the teacher's
      rollouts played to the end, two runs of 1 with today's grow.yaml but 3 candidates in its
      teacher's search, two runs of 1 with today's grow.yaml, one with 144 deals in its teacher's
-     search, then one more with today's grow.yaml; each run starts from the network
+     search, one more with today's grow.yaml, and one more with 144 deals; each run starts from the network
      of the one before and with no positions, as a campaign that goes on from a shipped network
      does);
   3. the distilled network exported into the package (``deepcfr.players.champion``);
@@ -51,17 +51,18 @@ FIRST_GROW_SETTINGS = ["improve.temperature=5", "improve.train_steps=12000", "im
 # grow.yaml's teacher for rounds 9 and 10: rollouts cut after 4 decisions, 3 candidates (today's
 # has 5: head to head over round 9 they beat 3 by +2.4 a game; docs/results.md, "Round 10")
 CUT_ROLLOUT_K3_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=base,rollout_plies=4]:learner"]
-# rounds 13 and 15 skipped the round's evaluation, as they ran (round 14, rejected at its gate, is
-# not a stage: a rejected round leaves the network as it was; round 15 ran today's grow.yaml)
+# rounds 13, 15 and 17 skipped the round's evaluation, as they ran (rounds 14 and 16, rejected at
+# their gates, are not stages: a rejected round leaves the network as it was; round 15 ran today's
+# grow.yaml)
 NO_EVALUATION = ["improve.eval_games=0"]
-# grow.yaml's teacher with three times its deals, for round 13 (its 48-deal round gained nothing;
-# docs/results.md, "Round 13 again")
+# grow.yaml's teacher with three times its deals, for rounds 13 and 17 (the 48-deal rounds before
+# them were rejected; docs/results.md, "Round 13 again" and "Round 17")
 DEALS_144_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4,determinizations=144]:learner",
                      *NO_EVALUATION]
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each
 SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, FULL_ROLLOUT_TEACHER),
                   (1, FULL_ROLLOUT_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, []),
-                  (1, []), (1, DEALS_144_TEACHER), (1, NO_EVALUATION)]
+                  (1, []), (1, DEALS_144_TEACHER), (1, NO_EVALUATION), (1, DEALS_144_TEACHER)]
 # the search settings measured strongest over the champion (docs/results.md, "A teacher that
 # grows", "The search cut short by the value function" and "Round 10"): the network plays its
 # own rollouts, cut after 4 decisions and valued by the value function shipped beside it, over
