@@ -10,9 +10,9 @@
      with the settings grow.yaml had then, two runs of 1 with today's settings but the teacher's
      rollouts played to the end, two runs of 1 with today's grow.yaml but 3 candidates in its
      teacher's search, two runs of 1 with today's grow.yaml, one with 144 deals in its teacher's
-     search, one more with today's grow.yaml, and one more with 144 deals; each run starts from the network
-     of the one before and with no positions, as a campaign that goes on from a shipped network
-     does);
+     search, one more with today's grow.yaml, and one more with 144 deals; each run starts from
+     the network of the one before and with no positions, as a campaign that goes on from a
+     shipped network does);
   3. the distilled network exported into the package (``deepcfr.players.champion``);
   4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
      ``search:champion`` plays) against every bot, and the search against the network alone head
