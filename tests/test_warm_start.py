@@ -5,6 +5,7 @@ resumed run does not start again. Exact exploitability throughout (Leduc; Liar's
 
 import pytest
 import torch
+from conftest import LEDUC_FAST
 
 from deepcfr.cli.main import main
 from deepcfr.cfr.policies import greedy
@@ -17,9 +18,7 @@ from deepcfr.train.trainer import Trainer
 from deepcfr.train.warm_start import StartPolicy, advantage_targets, policy_distance, sample_positions, warm_start
 
 # A small Leduc run: ~1 s per iteration on one thread.
-FAST = ["run.progress=false", "run.threads=1", "eval.every=0", "traversal.traversals_per_player=1000",
-        "traversal.chunk_size=1000", "advantage.train_steps=150", "strategy.every=1", "strategy.train_steps=300",
-        "init.train_steps=500"]
+FAST = [*LEDUC_FAST, "init.train_steps=500"]
 
 
 def leduc(*extra):
@@ -29,20 +28,6 @@ def leduc(*extra):
 def exploitabilities(trainer, kinds=("average", "current", "mixture")):
     agent = trainer.agent()
     return {k: exploitability(trainer.game, agent.policy(k)).exploitability for k in kinds}
-
-
-@pytest.fixture(scope="module")
-def partly_trained(tmp_path_factory):
-    """A Leduc Deep CFR checkpoint after 8 iterations (exploitability of its average policy about
-    0.6, uniform: 2.37) and that exploitability."""
-    torch.set_num_threads(1)
-    trainer = Trainer(leduc("run.iterations=8"))
-    for _ in range(8):
-        trainer.run_iteration()
-    path = trainer.write_checkpoint(tmp_path_factory.mktemp("start") / "start.pt")
-    agent = load_agent(path)
-    policy = agent.policy("average")
-    return path, policy, exploitability(trainer.game, policy).exploitability, agent.strategy_net
 
 
 def test_advantage_targets_regret_match_to_the_policy():

@@ -5,7 +5,8 @@ Spec forms (``parse_player``):
   champion                     the shipped champion network of the game (``deepcfr.players.champion``)
   PATH                         a checkpoint (a path with a '/' or ending in .pt): its average
                                policy (the strategy network), sampled, as in ``eval``
-  PATH@current                 its current policy (regret matching on the advantage networks)
+  PATH@current                 its current policy, sigma_t (regret matching on the advantage networks,
+                               or their regrets over the start policy: ``init.kl_temperature``)
   PATH@greedy, PATH@current,greedy   the most probable action instead of a sample
   search:SPEC                  rollout search over a bot or checkpoint SPEC; settings from
                                ``--search-*`` options
@@ -35,7 +36,7 @@ VALID_FORMS = """valid player specs:
   BOT                          a bot name (random, discard_only, heuristic_careful, heuristic_balanced, ...)
   champion                     the shipped champion network (champion@greedy, search:champion)
   PATH                         a checkpoint file (a path with '/' or ending in .pt): its average policy, sampled
-  PATH@current                 its current policy (regret matching); PATH@average is the default
+  PATH@current                 its current policy, sigma_t; PATH@average is the default
   PATH@greedy                  play the most probable action (combine: PATH@current,greedy)
   search:SPEC                  rollout search over the bot or checkpoint SPEC (settings: --search-*)
   search[key=value,...]:SPEC   the same with inline settings, e.g. search[determinizations=64,candidates=4]:PATH"""

@@ -5,6 +5,7 @@ over the batch and return float32 probabilities that are exactly zero on illegal
 same callables serve traversal (one per player), evaluation (exploitability, arena) and play.
 
 - :class:`RegretMatchingPolicy`: sigma_t of one advantage network (regret matching).
+- :class:`KLRegularizedPolicy`: sigma_t of an advantage network regularised toward a start network.
 - :class:`StrategyNetPolicy`: the average-strategy network's masked softmax.
 - :class:`PerPlayerPolicy`: dispatches each row to the policy of ``game.obs_player(obs)``, one
   call per player over that player's rows (the "current policy" of both advantage networks).
@@ -21,7 +22,7 @@ import torch
 from deepcfr.games.base import Policy
 
 from .networks import masked_softmax
-from .regret_matching import regret_matching
+from .regret_matching import kl_regularized, regret_matching
 
 Encoder = Callable[[torch.Tensor], torch.Tensor]
 NetworkFn = Callable[[torch.Tensor], torch.Tensor]  # features [n, F] -> outputs [n, A]
@@ -65,6 +66,27 @@ class RegretMatchingPolicy(_NetworkPolicy):
 
     def __call__(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         probs = regret_matching(self._outputs(obs), mask, self.fallback)
+        return greedy(probs, mask) if self.greedy else probs
+
+
+class KLRegularizedPolicy(_NetworkPolicy):
+    """sigma_t regularised toward a start policy (config ``init.kl_temperature``): the start
+    network's masked softmax reweighted by ``exp(advantage / temperature)`` (``kl_regularized``;
+    ``temperature`` in the advantage network's output units). One encoding, two forwards."""
+
+    def __init__(self, network: NetworkFn, start_network: NetworkFn, encode: Encoder, temperature: float,
+                 greedy: bool = False, device: str | torch.device | None = None):
+        super().__init__(network, encode, device)
+        self.start_network = start_network
+        self.temperature = float(temperature)
+        self.greedy = greedy
+
+    def __call__(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        features = self.encode(obs.to(self.device) if self.device is not None else obs)
+        with torch.no_grad():
+            advantages = self.network(features).float().to(obs.device)
+            start_logits = self.start_network(features).float().to(obs.device)
+        probs = kl_regularized(advantages, start_logits, mask, self.temperature)
         return greedy(probs, mask) if self.greedy else probs
 
 

@@ -5,11 +5,16 @@ the row falls back to ``argmax`` (all mass on the legal action with the largest 
 Deep CFR: a network's small negative values carry information) or to ``uniform`` over legal
 actions. Illegal actions never get probability; a row with no legal action (a terminal state)
 gets all zeros.
+
+:func:`kl_regularized` is the other rule for sigma_t (config ``init.kl_temperature``): a softmax
+of the advantages over a start policy, which stays near the start where the regrets are small.
 """
 
 from __future__ import annotations
 
 import torch
+
+from .networks import masked_softmax
 
 FALLBACKS = ("argmax", "uniform")
 
@@ -36,3 +41,22 @@ def regret_matching(advantages: torch.Tensor, mask: torch.Tensor, fallback: str 
         fallback_probs = legal / legal.sum(dim=1, keepdim=True).clamp(min=1.0)
     has_positive = total > 0
     return torch.where(has_positive, positive / torch.where(has_positive, total, torch.ones_like(total)), fallback_probs)
+
+
+def kl_regularized(advantages: torch.Tensor, start_logits: torch.Tensor, mask: torch.Tensor,
+                   temperature: float) -> torch.Tensor:
+    """sigma_t regularised toward a start policy pi (piKL: Jacob et al., ICML 2022): the
+    maximiser of ``<sigma, R> - temperature * KL(sigma || pi)``, i.e.
+    ``sigma(a) ∝ pi(a) exp(R(a) / temperature)`` over the legal actions, where ``R`` are the
+    advantages (average regrets: a per-row shift cancels) and ``pi`` the masked softmax of
+    ``start_logits``. A large temperature plays pi, a small one the best action by ``R``; zero
+    advantages play pi exactly. ``[n, A]`` each -> ``probs [n, A]`` float32, zero off ``mask``."""
+    if not temperature > 0:
+        raise ValueError(f"kl_regularized: temperature must be > 0, got {temperature}")
+    if advantages.shape != mask.shape or start_logits.shape != mask.shape or advantages.dim() != 2:
+        raise ValueError(f"kl_regularized: advantages {tuple(advantages.shape)}, start_logits "
+                         f"{tuple(start_logits.shape)} and mask {tuple(mask.shape)} must be equal [n, A]")
+    big = torch.finfo(torch.float32).max / 4
+    adv = advantages.float().nan_to_num(nan=0.0, posinf=big, neginf=-big)
+    logits = start_logits.float().nan_to_num(nan=0.0) + adv / float(temperature)
+    return masked_softmax(logits.clamp(min=-1e30, max=1e30), mask)  # finite: no inf - inf in the softmax

@@ -32,10 +32,10 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 import torch
 
-from deepcfr.cfr.policies import BotPolicy, RegretMatchingPolicy, StrategyNetPolicy, UniformPolicy
+from deepcfr.cfr.policies import BotPolicy, KLRegularizedPolicy, RegretMatchingPolicy, StrategyNetPolicy, UniformPolicy
 from deepcfr.cfr.traversal import OutcomeSampling, TraversalOptions, TraversalStats, traverse
 
-POLICY_KINDS = ("uniform", "regret", "strategy", "bot")
+POLICY_KINDS = ("uniform", "regret", "regularized", "strategy", "bot")
 
 
 @dataclass(frozen=True)
@@ -58,20 +58,28 @@ class GameSpec:
 @dataclass(frozen=True)
 class PolicySpec:
     """A seat's policy in a chunk. ``regret``: regret matching on network ``network``;
-    ``strategy``: masked softmax of network ``network``; ``uniform``; ``bot``: bot ``bot``
-    (drawing from the chunk's generator)."""
+    ``regularized``: network ``network``'s advantages over start network ``start`` at
+    ``temperature`` (``kl_regularized``); ``strategy``: masked softmax of network ``network``;
+    ``uniform``; ``bot``: bot ``bot`` (drawing from the chunk's generator)."""
 
     kind: str
     network: str | None = None
     bot: str | None = None
+    start: str | None = None
+    temperature: float | None = None
 
     def __post_init__(self):
         if self.kind not in POLICY_KINDS:
             raise ValueError(f"PolicySpec.kind must be one of {POLICY_KINDS}, got {self.kind!r}")
-        if self.kind in ("regret", "strategy") and not self.network:
+        if self.kind in ("regret", "regularized", "strategy") and not self.network:
             raise ValueError(f"PolicySpec(kind={self.kind!r}) needs a network name")
+        if self.kind == "regularized" and (not self.start or not (self.temperature or 0) > 0):
+            raise ValueError("PolicySpec(kind='regularized') needs a start network name and a temperature > 0")
         if self.kind == "bot" and not self.bot:
             raise ValueError("PolicySpec(kind='bot') needs a bot name")
+
+    def network_names(self) -> set[str]:
+        return {name for name in (self.network, self.start) if name is not None}
 
 
 @dataclass(frozen=True)
@@ -89,7 +97,7 @@ class ChunkSpec:
     label: str = "current"  # opponent category, for the trainer's counts
 
     def network_names(self) -> set[str]:
-        return {p.network for p in (self.traverser_policy, self.opponent_policy) if p.network is not None}
+        return self.traverser_policy.network_names() | self.opponent_policy.network_names()
 
     @property
     def size(self) -> int:
@@ -200,6 +208,8 @@ class ChunkRunner:
         net = networks.network(spec.network)
         if spec.kind == "regret":
             return RegretMatchingPolicy(net, self.game.encode, fallback)
+        if spec.kind == "regularized":
+            return KLRegularizedPolicy(net, networks.network(spec.start), self.game.encode, spec.temperature)
         return StrategyNetPolicy(net, self.game.encode)
 
     def run(self, spec: Task, networks: NetworkSource) -> Any:

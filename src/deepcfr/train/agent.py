@@ -12,6 +12,7 @@ import torch
 from deepcfr.cfr.networks import DeepCFRMLP, build_network
 from deepcfr.cfr.policies import (
     ExactAveragePolicy,
+    KLRegularizedPolicy,
     PerPlayerPolicy,
     RegretMatchingPolicy,
     StrategyNetPolicy,
@@ -42,9 +43,21 @@ class Agent:
     # False for a distilled network (expert iteration, the champion): its advantage networks, if
     # any, are not its own, so it has no current policy
     has_current_policy: bool = True
+    # a run with init.kl_temperature: the start network sigma_t is regularised toward, and the scale
+    # its advantage targets were divided by (the temperature's units)
+    start_net: DeepCFRMLP | None = None
+    target_scale: float | None = None
 
     def current_policy_of(self, player: int, greedy: bool = False) -> Policy:
-        """sigma_t of ``player``: regret matching on its advantage network (uniform before it trained)."""
+        """sigma_t of ``player``: regret matching on its advantage network (uniform before it
+        trained); with a start network, its advantages over that network (``kl_regularized``; the
+        start network's policy before it trained)."""
+        if self.start_net is not None:
+            if not self.advantage_trained[player]:
+                return StrategyNetPolicy(self.start_net, self.game.encode, greedy=greedy)
+            temperature = float(self.config.init.kl_temperature) / float(self.target_scale or 1.0)
+            return KLRegularizedPolicy(self.advantage_nets[player], self.start_net, self.game.encode, temperature,
+                                       greedy=greedy)
         if not self.advantage_trained[player]:
             return UniformPolicy()
         return RegretMatchingPolicy(self.advantage_nets[player], self.game.encode,
@@ -100,6 +113,10 @@ def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.d
         net.load_state_dict(sd)
         return net.to(device).eval()
 
+    if (deep_cfr_run and config.init.kl_temperature > 0 and payload.get("warm_start") is not None
+            and payload.get("start_net") is None):
+        raise ValueError("checkpoint: its config sets init.kl_temperature but it holds no start network (its "
+                         "current policy is regularised toward that network)")
     exact = None
     if payload.get("exact_average") is not None:
         exact = ExactAveragePolicy(game)
@@ -111,6 +128,8 @@ def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.d
         advantage_trained=[bool(x) for x in payload.get("advantage_trained", [False, False])],
         device=device, exact_average=exact,
         has_current_policy="advantage_nets" in payload and deep_cfr_run,
+        start_net=net_from(payload["start_net"]) if deep_cfr_run and payload.get("start_net") is not None else None,
+        target_scale=payload.get("target_scale"),
     )
 
 

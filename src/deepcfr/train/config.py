@@ -223,8 +223,9 @@ class LeagueConfig(Section):
 
 class InitConfig(Section):
     """Deep CFR from a policy (strategy-based warm start; deepcfr.train.warm_start): before
-    iteration 1 the advantage networks are fitted so that regret matching plays the start policy,
-    and the average strategy counts it as ``weight`` iterations."""
+    iteration 1 the advantage networks are fitted so that regret matching plays the start policy
+    (or, with ``kl_temperature``, sigma_t stays regularised toward it), and the average strategy
+    counts it as ``weight`` iterations."""
 
     # the start policy, a player spec (champion, a checkpoint path, PATH@current, a bot; random =
     # the uniform policy); None = a cold start. Resolved by deepcfr train (--init SPEC) when the run
@@ -235,6 +236,12 @@ class InitConfig(Section):
     explore: float = Field(0.25, ge=0.0, le=1.0)  # uniform share of those games' moves (off-path states)
     train_steps: int = Field(1000, ge=1)  # steps fitting each advantage network to the start policy
     margin: float = Field(0.1, ge=0.0)  # target of the legal actions the start policy never plays: -margin
+    # > 0: sigma_t stays regularised toward the start policy pi instead of regret matching (piKL,
+    # Jacob et al. ICML 2022): sigma_t(a) ∝ pi(a) exp(R(a) / kl_temperature), R the advantage
+    # network's average regrets in the game's units (points, chips). The advantage networks start
+    # untrained (sigma_1 = pi exactly, no fit), and pi's network (of the run's shape) travels
+    # with the checkpoint. 0 = regret matching (Deep CFR)
+    kl_temperature: float = Field(0.0, ge=0.0)
 
     @field_validator("spec")
     @classmethod
@@ -376,6 +383,12 @@ class TrainConfig(SharedConfig):
         if self.memory.augment and (self.advantage.aggregate or self.strategy.aggregate):
             raise ValueError("memory.augment does not combine with advantage.aggregate or strategy.aggregate "
                              "(aggregated tables are encoded once, not drawn per batch)")
+        if self.init.kl_temperature > 0 and self.init.spec is None:
+            raise ValueError("init.kl_temperature regularises sigma_t toward the start policy: it needs init.spec "
+                             "(deepcfr train --init SPEC)")
+        if self.init.kl_temperature > 0 and self.traversal.opponent == "league":
+            raise ValueError("init.kl_temperature does not combine with traversal.opponent=league (the league's "
+                             "snapshots are played by regret matching)")
         if self.traversal.opponent == "league" and self.league.anchor is None and self.league.weight_anchor > 0:
             raise ValueError("league.weight_anchor > 0 needs league.anchor")
         league = self.league

@@ -111,6 +111,8 @@ class Trainer:
         self.strategy_optimizer = self._new_optimizer(self.strategy_net, config.strategy.lr)
         self._train_forward = self._compiled_forwards()
         self.advantage_trained = [False, False]
+        # init.kl_temperature: the start policy's network (frozen), which sigma_t is regularised toward
+        self.start_net: DeepCFRMLP | None = None
         self.strategy_trained = False
         self.strategy_final_iteration = 0  # the iteration whose end the final strategy training followed
         # measured, to keep room for the final training and not to start an iteration that would
@@ -217,7 +219,8 @@ class Trainer:
     def agent(self) -> Agent:
         """The agent as it stands: its policies are what evaluation and play use."""
         return Agent(self.game, self.config, self.iteration, self.advantage_nets, self.strategy_net,
-                     self.advantage_trained, self.device, self.exact_average)
+                     self.advantage_trained, self.device, self.exact_average, start_net=self.start_net,
+                     target_scale=self.target_scale)
 
     def current_policy_of(self, player: int) -> Policy:
         """sigma_t of ``player``: regret matching on its advantage network (uniform before it trained)."""
@@ -252,12 +255,24 @@ class Trainer:
 
     def _sigma_spec(self, player: int, networks: dict[str, torch.nn.Module]) -> PolicySpec:
         """sigma_t of ``player`` as a chunk policy: regret matching on its advantage network
-        (uniform before that network trained)."""
-        if not self.advantage_trained[player]:
+        (uniform before that network trained); with ``init.kl_temperature``, its advantages over
+        the start network (the start policy itself before that network trained)."""
+        if self.start_net is not None:
+            networks["start"] = self.start_net
+            if not self.advantage_trained[player]:
+                return PolicySpec("strategy", "start")
+        elif not self.advantage_trained[player]:
             return PolicySpec("uniform")
         name = f"advantage_{player}"
         networks[name] = self.advantage_nets[player]
+        if self.start_net is not None:
+            return PolicySpec("regularized", name, start="start", temperature=self.kl_temperature_units())
         return PolicySpec("regret", name)
+
+    def kl_temperature_units(self) -> float:
+        """``init.kl_temperature`` in the advantage networks' output units (targets are stored divided
+        by ``target_scale``)."""
+        return float(self.config.init.kl_temperature) / float(self.target_scale or 1.0)
 
     def _opponent_spec(self, opponent: int, networks: dict[str, torch.nn.Module]) -> tuple[PolicySpec, bool, str]:
         """(policy, plays sigma_t, label) for one chunk; adds the networks it uses to ``networks``."""

@@ -53,6 +53,17 @@ a cross-entropy term), while the average network, a copy of the champion's, is e
 
 ``init.weight: 0`` starts the current policy from pi and leaves the average to the run's own
 iterations.
+
+**Regularised toward pi** (``init.kl_temperature`` > 0; piKL: Jacob et al., "Modeling strong and
+human-like gameplay with KL-regularized search", ICML 2022): a policy carries no regrets, so
+regret matching from pi relearns them and its sigma_t leaves pi at once (on Lost Cities from the
+champion, tens of points weaker than it). Instead sigma_t is the maximiser of
+``<sigma, R> - T KL(sigma || pi)``, ``pi(a) exp(R(a) / T)`` (``cfr.regret_matching.kl_regularized``),
+with R the advantage network's average regrets in the game's units: it moves from pi only where
+the regrets are large against T. Step 2 is then skipped: the advantage networks stay untrained, so
+sigma_1 is pi exactly (no fit), and a frozen copy of pi's network (it must have the run's shape;
+``Trainer.start_net``, network ``start`` in every executor) travels with the checkpoint. Step 3 is
+unchanged. Measured in docs/results.md ("Regularised toward the start").
 """
 
 from __future__ import annotations
@@ -162,15 +173,10 @@ def start_policy_samples(samples: dict[str, torch.Tensor], policy: Policy, chunk
     return {**samples, "policy": probs.to(samples["policy"].dtype)}
 
 
-def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
-    """Start ``trainer`` (a Trainer at iteration 0) from ``start.policy`` (module docstring); returns
-    figures of the start: positions per player, the fits' losses, and the mean and largest
-    total-variation distance between regret matching on the fitted networks and pi on the positions."""
+def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
+    """Fit each advantage network so that regret matching plays ``start.policy`` (module docstring,
+    steps 1 and 2); figures: positions, losses, total variation between the two on the positions."""
     cfg = trainer.config.init
-    if trainer.iteration != 0:
-        raise ValueError(f"warm start from {start.spec!r}: the trainer is at iteration {trainer.iteration}; "
-                         "a run starts from a policy once, before iteration 1")
-    t0 = time.perf_counter()
     game, device, codec = trainer.game, trainer.device, trainer.codec
     positions = sample_positions(game, start.policy, cfg.games, cfg.explore, trainer.generators["init"], device)
     schedule = FitSchedule.of(trainer.config.advantage).replace(steps=cfg.train_steps)
@@ -199,6 +205,37 @@ def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
         figures[f"init/policy_distance_p{p}"] = float(distance.mean())
         figures[f"init/policy_distance_max_p{p}"] = float(distance.max())
 
+    return figures
+
+
+def start_regularized(trainer, start: StartPolicy) -> dict[str, Any]:
+    """``init.kl_temperature``: keep a frozen copy of the start's network, toward which sigma_t is
+    regularised (its masked softmax: a greedy spec's network is regularised toward as sampled); the
+    advantage networks stay untrained, so sigma_1 is that network's policy exactly."""
+    if not _same_shape(start.network, trainer.strategy_net):
+        raise ValueError(f"init.kl_temperature regularises sigma_t toward the start's network, and {start.spec!r} "
+                         "is no network of this run's shape (start from a checkpoint's average policy or the "
+                         "champion with the run's network settings)")
+    net = trainer._new_network()
+    net.load_state_dict(start.network.state_dict())
+    trainer.start_net = net.eval().requires_grad_(False)
+    return {}
+
+
+def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
+    """Start ``trainer`` (a Trainer at iteration 0) from ``start.policy`` (module docstring); returns
+    figures of the start: positions per player, the fits' losses, and the mean and largest
+    total-variation distance between regret matching on the fitted networks and pi on the positions."""
+    cfg = trainer.config.init
+    if trainer.iteration != 0:
+        raise ValueError(f"warm start from {start.spec!r}: the trainer is at iteration {trainer.iteration}; "
+                         "a run starts from a policy once, before iteration 1")
+    t0 = time.perf_counter()
+    figures: dict[str, Any] = {}
+    if cfg.kl_temperature > 0:
+        figures.update(start_regularized(trainer, start))
+    else:
+        figures.update(fit_advantages_to_start(trainer, start))
     total = strategy_weight(trainer, cfg.weight)
     if cfg.weight > 0:
         stats = TraversalStats()
@@ -221,11 +258,15 @@ def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
     figures["init/seconds"] = time.perf_counter() - t0
     trainer.warm_start_record = {"spec": start.spec, "weight": int(cfg.weight)}
     copied = ", its network a copy of the start's" if figures.get("init/strategy_copied") else ""
-    distances = ", ".join(f"p{p} mean {figures[f'init/policy_distance_p{p}']:.3g} "
-                          f"max {figures[f'init/policy_distance_max_p{p}']:.3g}" for p in range(2))
-    trainer._log(f"started from {start.spec!r}: advantage networks fitted on "
-                 f"{figures['init/positions_p0']} + {figures['init/positions_p1']} positions (regret matching vs "
-                 f"the start policy, total variation: {distances}); the average counts it as {cfg.weight} "
+    if cfg.kl_temperature > 0:
+        current = (f"sigma_t regularised toward its network at temperature {cfg.kl_temperature:g} "
+                   "(sigma_1 is that network's policy)")
+    else:
+        distances = ", ".join(f"p{p} mean {figures[f'init/policy_distance_p{p}']:.3g} "
+                              f"max {figures[f'init/policy_distance_max_p{p}']:.3g}" for p in range(2))
+        current = (f"advantage networks fitted on {figures['init/positions_p0']} + {figures['init/positions_p1']} "
+                   f"positions (regret matching vs the start policy, total variation: {distances})")
+    trainer._log(f"started from {start.spec!r}: {current}; the average counts it as {cfg.weight} "
                  f"iteration(s) (weight {total:g}){copied}; {figures['init/seconds']:.1f}s")
     return figures
 
