@@ -143,6 +143,8 @@ def test_the_end_of_make_train_names_the_champion_and_the_next_step():
     warm = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "champion"))
     assert "started from champion" in warm and "loses" not in warm
     assert "deepcfr exploit --game lost_cities --target runs/x/checkpoints/latest.pt@greedy" in warm
+    regularized = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "champion", regularized=True))
+    assert "--target runs/x/checkpoints/latest.pt@current,greedy" in regularized  # its sigma_t is its player
 
 
 def test_search_over_the_champion_starts_from_the_settings_its_card_measured():

@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from deepcfr.cfr.networks import masked_softmax
-from deepcfr.cfr.policies import StrategyNetPolicy
+from deepcfr.cfr.policies import StrategyNetPolicy, greedy
 from deepcfr.cfr.regret_matching import kl_regularized
 from deepcfr.checkpoints import load_checkpoint, save_checkpoint
 from deepcfr.evaluate.exploitability import exploitability
@@ -188,19 +188,35 @@ def test_worker_processes_give_the_inline_run(partly_trained):
     assert all(torch.equal(x, y) for x, y in zip(a, b)) and torch.equal(sa, sb)
 
 
-def test_bad_settings_are_named(partly_trained):
+def test_bad_settings_are_named():
     with pytest.raises(ConfigError, match="init.kl_temperature"):
         load_config("leduc/default.yaml", [*LEDUC_FAST, "init.kl_temperature=1"])  # no start policy
     with pytest.raises(ConfigError, match="league"):
         leduc("init.kl_temperature=1", "traversal.opponent=league")
     with pytest.raises(ConfigError, match="init.kl_temperature"):
         leduc("init.kl_temperature=-1")
-    trainer = Trainer(leduc("init.kl_temperature=1"))
+    with pytest.raises(ConfigError, match="init.smoothing"):
+        leduc("init.kl_temperature=1", "init.smoothing=1")
+
+
+def test_a_start_without_a_network_is_fitted_by_one(partly_trained):
+    """A start that is no network of the run's shape (a bot, a one-hot policy, another shape) is
+    fitted by one (cross-entropy against the policy smoothed by init.smoothing): sigma_1 is that
+    network's policy exactly, which puts the start's own action first at nearly every position and
+    keeps every legal action's probability above the smoothing's share."""
+    torch.set_num_threads(1)
     _, policy, _, _ = partly_trained
-    with pytest.raises(ValueError, match="no network of this run's shape"):
-        warm_start(trainer, StartPolicy(policy, "start"))  # a policy without its network (a bot, say)
-    game = trainer.game
-    other = StrategyNetPolicy(partly_trained[3], game.encode)
-    small = Trainer(leduc("init.kl_temperature=1", "network.hidden_size=16"))
-    with pytest.raises(ValueError, match="no network of this run's shape"):
-        warm_start(small, StartPolicy(other, "start", partly_trained[3]))
+    one_hot = lambda obs, mask: greedy(policy(obs, mask), mask)  # noqa: E731
+    trainer = Trainer(leduc("init.kl_temperature=1", "init.smoothing=0.1", "init.train_steps=600"))
+    figures = warm_start(trainer, StartPolicy(one_hot, "start"))
+    assert figures["init/start_positions"] > 10_000 and figures["init/start_distance"] < 0.15, figures
+    assert trainer.advantage_trained == [False, False]
+    fitted = StrategyNetPolicy(trainer.start_net, trainer.game.encode)
+    positions = sample_positions(trainer.game, one_hot, 500, 0.0, torch.Generator().manual_seed(3), trainer.device)
+    for p, (obs, mask) in enumerate(positions):
+        played = trainer.current_policy_of(p)(obs, mask)
+        assert float(policy_distance(played, fitted(obs, mask)).max()) < 1e-6  # sigma_1 is the fitted network
+        agree = (played.argmax(dim=1) == one_hot(obs, mask).argmax(dim=1)).float().mean()
+        assert float(agree) > 0.95, float(agree)
+        several = mask.sum(dim=1) > 1
+        assert float(played[several].masked_fill(~mask[several], 1.0).min()) > 0.01

@@ -215,7 +215,9 @@ def run(args) -> int:
         print("\n".join(next_steps(game, summary["checkpoint"], str(run_.dir))), file=out, flush=True)
         # the search, hence expert iteration, is for the games whose tree cannot be enumerated (Lost Cities)
         if has_capability(game, "determinize") and not has_capability(game, "chance_deals"):
-            print("\n".join(what_comes_next(summary["checkpoint"], trainer.config.init.spec)), file=out, flush=True)
+            init = trainer.config.init
+            print("\n".join(what_comes_next(summary["checkpoint"], init.spec, init.kl_temperature > 0)), file=out,
+                  flush=True)
     return 0
 
 
@@ -260,10 +262,11 @@ def start_policy(spec: str, config):
     return StartPolicy(player.policy, spec, network)
 
 
-def what_comes_next(checkpoint: str, start: str | None = None) -> list[str]:
+def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool = False) -> list[str]:
     """What a Deep CFR network of a game the search can play is and is not (``start``: the policy the
-    run started from, None: a cold start), the stronger agents, and how to get them (Lost Cities is
-    the one such game: its figures, measured in docs/results.md)."""
+    run started from, None: a cold start; ``regularized``: its sigma_t regularised toward it,
+    ``init.kl_temperature``), the stronger agents, and how to get them (Lost Cities is the one such
+    game: its figures, measured in docs/results.md)."""
     from ..players.champion import CARD_FILE, CHAMPION_FILE, champion_card
 
     if start is None:
@@ -273,12 +276,14 @@ def what_comes_next(checkpoint: str, start: str | None = None) -> list[str]:
                  "  whichever start network it is given (docs/results.md, \"What the blueprint is worth\").",
                  "  Deep CFR from the champion instead: deepcfr train --config lost_cities/from_champion.yaml"]
     else:
-        lines = ["", f"what this network is: the Deep CFR average policy started from {start}. From the champion",
-                 "  (lost_cities/from_champion.yaml, 56 iterations) it played level with it head to head (+0.1 +- 0.9",
-                 "  a game) and beat heuristic_balanced by 17, and was not less exploitable (docs/results.md,",
-                 "  \"Deep CFR from the champion at the full budget\"): measure yours with",
-                 f"  deepcfr arena --a {checkpoint}@greedy --b champion@greedy --games 2000 --value-fn auto",
-                 f"  deepcfr exploit --game lost_cities --target {checkpoint}@greedy"]
+        # a regularised run's sigma_t is its strongest player; regret matching's is tens of points weaker
+        player = f"{checkpoint}@current,greedy" if regularized else f"{checkpoint}@greedy"
+        lines = ["", f"what this network is: Deep CFR started from {start}. From the champion, its sigma_t regularised",
+                 "  toward it (lost_cities/from_champion.yaml, 53 iterations), the current policy played greedily was",
+                 "  level with it head to head (+0.35 +- 0.57 a game) and beat heuristic_balanced by 17.9, and was not",
+                 "  less exploitable (docs/experiments.md, \"sigma_t regularised toward the champion\"): measure yours with",
+                 f"  deepcfr arena --a {player} --b champion@greedy --games 2000 --value-fn auto",
+                 f"  deepcfr exploit --game lost_cities --target {player}"]
     if CHAMPION_FILE.is_file() and CARD_FILE.is_file():
         lines += [f"the strongest agent ships with the package ({champion_card()['summary']}):",
                   "  play it:                 deepcfr play            (the search over it; --vs champion@greedy: the network alone)",

@@ -234,14 +234,19 @@ class InitConfig(Section):
     weight: int = Field(10, ge=0)  # iterations the start policy counts for in the average strategy
     games: int = Field(2000, ge=1)  # self-play games of the start policy whose decisions the fit uses
     explore: float = Field(0.25, ge=0.0, le=1.0)  # uniform share of those games' moves (off-path states)
-    train_steps: int = Field(1000, ge=1)  # steps fitting each advantage network to the start policy
+    train_steps: int = Field(1000, ge=1)  # steps fitting each advantage network (or the start network) to it
     margin: float = Field(0.1, ge=0.0)  # target of the legal actions the start policy never plays: -margin
     # > 0: sigma_t stays regularised toward the start policy pi instead of regret matching (piKL,
     # Jacob et al. ICML 2022): sigma_t(a) ∝ pi(a) exp(R(a) / kl_temperature), R the advantage
     # network's average regrets in the game's units (points, chips). The advantage networks start
-    # untrained (sigma_1 = pi exactly, no fit), and pi's network (of the run's shape) travels
-    # with the checkpoint. 0 = regret matching (Deep CFR)
+    # untrained (sigma_1 = pi's network exactly), and that network (pi's own where it has the
+    # run's shape, else one fitted to pi) travels with the checkpoint. 0 = regret matching
+    # (Deep CFR)
     kl_temperature: float = Field(0.0, ge=0.0)
+    # with kl_temperature, a start that is no network of the run's shape (a bot) is fitted by one:
+    # its targets mix this share of the uniform policy in (a one-hot target's logits would be out of
+    # the regrets' reach)
+    smoothing: float = Field(0.1, ge=0.0, lt=1.0)
 
     @field_validator("spec")
     @classmethod

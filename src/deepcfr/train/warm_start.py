@@ -61,8 +61,10 @@ champion, tens of points weaker than it). Instead sigma_t is the maximiser of
 ``<sigma, R> - T KL(sigma || pi)``, ``pi(a) exp(R(a) / T)`` (``cfr.regret_matching.kl_regularized``),
 with R the advantage network's average regrets in the game's units: it moves from pi only where
 the regrets are large against T. Step 2 is then skipped: the advantage networks stay untrained, so
-sigma_1 is pi exactly (no fit), and a frozen copy of pi's network (it must have the run's shape;
-``Trainer.start_net``, network ``start`` in every executor) travels with the checkpoint. Step 3 is
+sigma_1 is pi's network exactly, and a frozen copy of it (``Trainer.start_net``, network ``start``
+in every executor) travels with the checkpoint. A start that is no network of the run's shape (a
+bot) is fitted by one first, against pi smoothed by ``init.smoothing`` of the uniform policy (a
+one-hot target's logits would be out of the regrets' reach). Step 3 is
 unchanged. Measured in docs/results.md ("Regularised toward the start").
 """
 
@@ -75,13 +77,14 @@ from typing import Any
 import torch
 
 from deepcfr.cfr.memory import ReservoirMemory
+from deepcfr.cfr.networks import masked_softmax
 from deepcfr.cfr.policies import UniformPolicy
 from deepcfr.cfr.regret_matching import regret_matching
 from deepcfr.cfr.samples import memory_fields
 from deepcfr.cfr.traversal import TraversalStats
 from deepcfr.games.base import Policy, sample_from_probs
 
-from .fit import FitSchedule, advantage_loss
+from .fit import FitSchedule, advantage_loss, strategy_loss
 
 
 @dataclass(frozen=True)
@@ -209,17 +212,53 @@ def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
 
 
 def start_regularized(trainer, start: StartPolicy) -> dict[str, Any]:
-    """``init.kl_temperature``: keep a frozen copy of the start's network, toward which sigma_t is
-    regularised (its masked softmax: a greedy spec's network is regularised toward as sampled); the
-    advantage networks stay untrained, so sigma_1 is that network's policy exactly."""
-    if not _same_shape(start.network, trainer.strategy_net):
-        raise ValueError(f"init.kl_temperature regularises sigma_t toward the start's network, and {start.spec!r} "
-                         "is no network of this run's shape (start from a checkpoint's average policy or the "
-                         "champion with the run's network settings)")
+    """``init.kl_temperature``: keep a frozen network toward which sigma_t is regularised: a copy of
+    the start's network where it has the run's shape (its masked softmax: a greedy spec's network
+    is regularised toward as sampled), else one of the run's shape fitted to the start policy
+    (:func:`fit_start_network`: a bot, another shape). The advantage networks stay untrained, so
+    sigma_1 is that network's policy exactly."""
     net = trainer._new_network()
-    net.load_state_dict(start.network.state_dict())
+    figures: dict[str, Any] = {}
+    if _same_shape(start.network, trainer.strategy_net):
+        net.load_state_dict(start.network.state_dict())
+    else:
+        figures = fit_start_network(trainer, start, net)
     trainer.start_net = net.eval().requires_grad_(False)
-    return {}
+    return figures
+
+
+def fit_start_network(trainer, start: StartPolicy, net: torch.nn.Module) -> dict[str, Any]:
+    """Fit ``net`` (the run's shape) so that its masked softmax plays ``start.policy``: cross-entropy
+    (the strategy network's loss, steps and batch of ``init.train_steps`` and ``strategy``) against
+    the policy mixed with ``init.smoothing`` of the uniform one, on the decisions of ``init.games``
+    games of it (``init.explore`` of the moves uniform). The smoothing keeps every legal action's
+    logit within reach of the regrets: a deterministic policy (a bot) would otherwise fit logits
+    that no regret in the game's units could move. Figures: positions, loss, total variation
+    between the fitted network's policy and the start's."""
+    cfg = trainer.config.init
+    game, device, codec = trainer.game, trainer.device, trainer.codec
+    positions = sample_positions(game, start.policy, cfg.games, cfg.explore, trainer.generators["init"], device)
+    obs = torch.cat([o for o, _ in positions])
+    mask = torch.cat([m for _, m in positions])
+    with torch.no_grad():
+        probs = start.policy(obs, mask).float().to(mask.device) * mask
+    probs = probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
+    uniform = mask.float() / mask.float().sum(dim=1, keepdim=True).clamp(min=1.0)
+    targets = (1.0 - cfg.smoothing) * probs + cfg.smoothing * uniform
+    memory = ReservoirMemory(obs.shape[0], memory_fields(game, codec, "policy"), device=device)
+    packed, _ = codec.pack_values(targets, mask)
+    memory.add(generator=trainer.generators["memory"], obs=obs, mask=codec.pack_mask(mask), policy=packed,
+               iteration=torch.ones(obs.shape[0], dtype=torch.int32))
+    schedule = FitSchedule.of(trainer.config.strategy).replace(steps=cfg.train_steps)
+    loss = trainer.fitter.fit(net, net, trainer._new_optimizer(net, trainer.config.strategy.lr), memory, "policy",
+                              schedule, lambda it: torch.ones_like(it, dtype=torch.float32), strategy_loss,
+                              "init start network")
+    with torch.no_grad():  # in chunks: a Lost Cities start has hundreds of thousands of positions
+        played = torch.cat([masked_softmax(net(game.encode(obs[i:i + 65536].to(device))), mask[i:i + 65536].to(device))
+                            .cpu() for i in range(0, obs.shape[0], 65536)])
+    distance = policy_distance(played, probs.cpu())
+    return {"init/start_positions": int(obs.shape[0]), "init/start_loss": loss,
+            "init/start_distance": float(distance.mean())}
 
 
 def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
@@ -259,7 +298,10 @@ def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
     trainer.warm_start_record = {"spec": start.spec, "weight": int(cfg.weight)}
     copied = ", its network a copy of the start's" if figures.get("init/strategy_copied") else ""
     if cfg.kl_temperature > 0:
-        current = (f"sigma_t regularised toward its network at temperature {cfg.kl_temperature:g} "
+        fitted = (f" (a network fitted to it on {figures['init/start_positions']} positions, smoothing "
+                  f"{cfg.smoothing:g}: total variation {figures['init/start_distance']:.3g})"
+                  if "init/start_distance" in figures else "")
+        current = (f"sigma_t regularised toward its network{fitted} at temperature {cfg.kl_temperature:g} "
                    "(sigma_1 is that network's policy)")
     else:
         distances = ", ".join(f"p{p} mean {figures[f'init/policy_distance_p{p}']:.3g} "
