@@ -138,7 +138,7 @@ def test_the_end_of_make_train_names_the_champion_and_the_next_step():
 
     assert champion_card()["summary"] in text  # the card's figures, not a copy that goes stale
     assert "--checkpoint champion --config lost_cities/grow.yaml" in text
-    assert "--config lost_cities/from_champion.yaml" in text
+    assert "--config lost_cities/from_champion.yaml" in text and "--config lost_cities/from_bot.yaml" in text
     # a run started from a policy is told what it is, and how to measure it, not that it loses
     warm = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "champion"))
     assert "started from champion" in warm and "loses" not in warm

@@ -77,7 +77,7 @@ def test_one_config_tree_in_the_package():
     assert not (root / "configs").exists()  # no second copy to keep in step
     assert {"kuhn/default.yaml", "leduc/default.yaml", "liars_dice/default.yaml", "lost_cities/cpu.yaml",
             "lost_cities/default.yaml", "lost_cities/default_server.yaml", "lost_cities/smoke.yaml", "lost_cities/improve.yaml",
-            "lost_cities/grow.yaml", "lost_cities/from_champion.yaml"} == set(shipped_config_names())
+            "lost_cities/grow.yaml", "lost_cities/from_champion.yaml", "lost_cities/from_bot.yaml"} == set(shipped_config_names())
 
 
 @pytest.mark.parametrize("setting, key", RETIRED)

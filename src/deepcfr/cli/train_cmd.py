@@ -274,7 +274,9 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
                  "  heuristic_balanced (-17 to -21 points a game after 82-84 iterations, -42 after 10; docs/results.md).",
                  "  Expert iteration does not need it: with the bot teacher the improved network is the same",
                  "  whichever start network it is given (docs/results.md, \"What the blueprint is worth\").",
-                 "  Deep CFR from the champion instead: deepcfr train --config lost_cities/from_champion.yaml"]
+                 "  Deep CFR from the champion instead: deepcfr train --config lost_cities/from_champion.yaml",
+                 "  or from heuristic_balanced, regularised toward it (-2 against it, not -17, in the same 30 minutes):",
+                 "  deepcfr train --config lost_cities/from_bot.yaml"]
     else:
         # a regularised run's sigma_t is its strongest player; regret matching's is tens of points weaker
         player = f"{checkpoint}@current,greedy" if regularized else f"{checkpoint}@greedy"

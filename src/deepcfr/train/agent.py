@@ -55,13 +55,17 @@ class Agent:
         if self.start_net is not None:
             if not self.advantage_trained[player]:
                 return StrategyNetPolicy(self.start_net, self.game.encode, greedy=greedy)
-            temperature = float(self.config.init.kl_temperature) / float(self.target_scale or 1.0)
-            return KLRegularizedPolicy(self.advantage_nets[player], self.start_net, self.game.encode, temperature,
-                                       greedy=greedy)
+            return KLRegularizedPolicy(self.advantage_nets[player], self.start_net, self.game.encode,
+                                       self.kl_temperature_units(), greedy=greedy)
         if not self.advantage_trained[player]:
             return UniformPolicy()
         return RegretMatchingPolicy(self.advantage_nets[player], self.game.encode,
                                     self.config.regret_matching.fallback, greedy=greedy)
+
+    def kl_temperature_units(self) -> float:
+        """``init.kl_temperature`` in the advantage networks' output units (their targets are stored
+        divided by ``target_scale``)."""
+        return float(self.config.init.kl_temperature) / float(self.target_scale or 1.0)
 
     def policy(self, kind: str = "average", greedy: bool = False) -> Policy:
         """``average`` (strategy network), ``current`` (regret matching on the advantage

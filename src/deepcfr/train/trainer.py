@@ -266,13 +266,8 @@ class Trainer:
         name = f"advantage_{player}"
         networks[name] = self.advantage_nets[player]
         if self.start_net is not None:
-            return PolicySpec("regularized", name, start="start", temperature=self.kl_temperature_units())
+            return PolicySpec("regularized", name, start="start", temperature=self.agent().kl_temperature_units())
         return PolicySpec("regret", name)
-
-    def kl_temperature_units(self) -> float:
-        """``init.kl_temperature`` in the advantage networks' output units (targets are stored divided
-        by ``target_scale``)."""
-        return float(self.config.init.kl_temperature) / float(self.target_scale or 1.0)
 
     def _opponent_spec(self, opponent: int, networks: dict[str, torch.nn.Module]) -> tuple[PolicySpec, bool, str]:
         """(policy, plays sigma_t, label) for one chunk; adds the networks it uses to ``networks``."""
