@@ -145,6 +145,8 @@ def test_the_end_of_make_train_names_the_champion_and_the_next_step():
     assert "deepcfr exploit --game lost_cities --target runs/x/checkpoints/latest.pt@greedy" in warm
     regularized = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "champion", regularized=True))
     assert "--target runs/x/checkpoints/latest.pt@current,greedy" in regularized  # its sigma_t is its player
+    from_bot = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "heuristic_balanced", regularized=True))
+    assert "--b heuristic_balanced" in from_bot and "from_bot.yaml" in from_bot
 
 
 def test_search_over_the_champion_starts_from_the_settings_its_card_measured():

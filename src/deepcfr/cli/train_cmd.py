@@ -280,11 +280,18 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
     else:
         # a regularised run's sigma_t is its strongest player; regret matching's is tens of points weaker
         player = f"{checkpoint}@current,greedy" if regularized else f"{checkpoint}@greedy"
-        lines = ["", f"what this network is: Deep CFR started from {start}. From the champion, its sigma_t regularised",
-                 "  toward it (lost_cities/from_champion.yaml, 53 iterations), the current policy played greedily was",
-                 "  level with it head to head (+0.35 +- 0.57 a game) and beat heuristic_balanced by 17.9, and was not",
-                 "  less exploitable (docs/experiments.md, \"sigma_t regularised toward the champion\"): measure yours with",
-                 f"  deepcfr arena --a {player} --b champion@greedy --games 2000 --value-fn auto",
+        from_champion = start.split("@")[0] == "champion"
+        measured = ["  toward it (lost_cities/from_champion.yaml, 53 iterations), the current policy played greedily was",
+                    "  level with it head to head (+0.35 +- 0.57 a game) and beat heuristic_balanced by 17.9, and was not",
+                    "  less exploitable (docs/experiments.md, \"sigma_t regularised toward the champion\")"] if from_champion \
+            else ["  toward it (lost_cities/from_bot.yaml, 51 iterations), the current policy played greedily lost",
+                  "  2.1 a game to it, the cold start 19.9 (docs/experiments.md, \"Deep CFR from a bot, regularised",
+                  "  toward it\")"]
+        opponent = "champion@greedy" if from_champion else "heuristic_balanced"
+        lines = ["", f"what this network is: Deep CFR started from {start}. From "
+                     f"{'the champion' if from_champion else 'heuristic_balanced'}, its sigma_t regularised",
+                 *measured[:-1], measured[-1] + ": measure yours with",
+                 f"  deepcfr arena --a {player} --b {opponent} --games 2000 --value-fn auto",
                  f"  deepcfr exploit --game lost_cities --target {player}"]
     if CHAMPION_FILE.is_file() and CARD_FILE.is_file():
         lines += [f"the strongest agent ships with the package ({champion_card()['summary']}):",

@@ -223,7 +223,7 @@ class Trainer:
                      target_scale=self.target_scale)
 
     def current_policy_of(self, player: int) -> Policy:
-        """sigma_t of ``player``: regret matching on its advantage network (uniform before it trained)."""
+        """sigma_t of ``player`` (``Agent.current_policy_of``)."""
         return self.agent().current_policy_of(player)
 
     def _player(self, setting: str, spec: str):
