@@ -45,6 +45,11 @@ def test_rule_is_the_start_reweighted_by_the_advantages():
     cold = kl_regularized(adv, start_logits, mask, 1e-4)  # T small: the best legal action by R
     assert cold[0, 0] > 0.999 and cold[1, 0] > 0.999  # row 1's action 1 (R 7) is illegal
     assert torch.isfinite(kl_regularized(torch.full_like(adv, float("inf")), start_logits, mask, 1e-3)).all()
+    # a start that rules an action out (logit -inf) against an infinite regret: a distribution, not nan
+    ruled_out = start_logits.clone()
+    ruled_out[:, 0] = -float("inf")
+    odd = kl_regularized(torch.full_like(adv, float("inf")), ruled_out, mask, 1e-3)
+    assert torch.isfinite(odd).all() and torch.allclose(odd.sum(dim=1), torch.ones(2))
     with pytest.raises(ValueError, match="temperature"):
         kl_regularized(adv, start_logits, mask, 0.0)
     with pytest.raises(ValueError, match="equal"):

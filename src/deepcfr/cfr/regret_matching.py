@@ -56,7 +56,7 @@ def kl_regularized(advantages: torch.Tensor, start_logits: torch.Tensor, mask: t
     if advantages.shape != mask.shape or start_logits.shape != mask.shape or advantages.dim() != 2:
         raise ValueError(f"kl_regularized: advantages {tuple(advantages.shape)}, start_logits "
                          f"{tuple(start_logits.shape)} and mask {tuple(mask.shape)} must be equal [n, A]")
-    big = torch.finfo(torch.float32).max / 4
-    adv = advantages.float().nan_to_num(nan=0.0, posinf=big, neginf=-big)
-    logits = start_logits.float().nan_to_num(nan=0.0) + adv / float(temperature)
-    return masked_softmax(logits.clamp(min=-1e30, max=1e30), mask)  # finite: no inf - inf in the softmax
+    # every term finite before the sum, and the sum made finite again: no inf - inf anywhere
+    logits = start_logits.float().nan_to_num(posinf=1e30, neginf=-1e30) + \
+        advantages.float().nan_to_num(posinf=1e30, neginf=-1e30) / float(temperature)
+    return masked_softmax(logits.nan_to_num(posinf=1e30, neginf=-1e30), mask)
