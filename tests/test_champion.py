@@ -142,11 +142,14 @@ def test_the_end_of_make_train_names_the_champion_and_the_next_step():
     # a run started from a policy is told what it is, and how to measure it, not that it loses
     warm = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "champion"))
     assert "started from champion" in warm and "loses" not in warm
+    assert "regret matching" in warm and "regularised" not in warm  # the figures of the run it is
     assert "deepcfr exploit --game lost_cities --target runs/x/checkpoints/latest.pt@greedy" in warm
     regularized = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "champion", regularized=True))
     assert "--target runs/x/checkpoints/latest.pt@current,greedy" in regularized  # its sigma_t is its player
     from_bot = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "heuristic_balanced", regularized=True))
     assert "--b heuristic_balanced" in from_bot and "from_bot.yaml" in from_bot
+    from_other_bot = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "heuristic_greedy", regularized=True))
+    assert "--b heuristic_greedy" in from_other_bot  # measured against the policy it started from
 
 
 def test_search_over_the_champion_starts_from_the_settings_its_card_measured():

@@ -281,15 +281,25 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
         # a regularised run's sigma_t is its strongest player; regret matching's is tens of points weaker
         player = f"{checkpoint}@current,greedy" if regularized else f"{checkpoint}@greedy"
         from_champion = start.split("@")[0] == "champion"
-        measured = ["  toward it (lost_cities/from_champion.yaml, 53 iterations), the current policy played greedily was",
-                    "  level with it head to head (+0.35 +- 0.57 a game) and beat heuristic_balanced by 17.9, and was not",
-                    "  less exploitable (docs/experiments.md, \"sigma_t regularised toward the champion\")"] if from_champion \
-            else ["  toward it (lost_cities/from_bot.yaml, 51 iterations), the current policy played greedily lost",
-                  "  2.1 a game to it, the cold start 19.9 (docs/experiments.md, \"Deep CFR from a bot, regularised",
-                  "  toward it\")"]
-        opponent = "champion@greedy" if from_champion else "heuristic_balanced"
-        lines = ["", f"what this network is: Deep CFR started from {start}. From "
-                     f"{'the champion' if from_champion else 'heuristic_balanced'}, its sigma_t regularised",
+        if from_champion and regularized:
+            measured = ["From the champion, its sigma_t regularised toward it (lost_cities/from_champion.yaml, 53",
+                        "  iterations), the current policy played greedily was level with it head to head (+0.35 +- 0.57",
+                        "  a game) and beat heuristic_balanced by 17.9, and was not less exploitable (docs/experiments.md,",
+                        "  \"sigma_t regularised toward the champion\")"]
+        elif from_champion:
+            measured = ["From the champion with regret matching (the start weighing 150 iterations, linear weighting,",
+                        "  56 iterations), the average played greedily was level with it head to head (+0.08 +- 0.92",
+                        "  a game) and beat heuristic_balanced by 17.1; its sigma_t plays tens of points weaker",
+                        "  (docs/experiments.md, \"Deep CFR from the champion at the full budget\")"]
+        elif regularized:
+            measured = ["From heuristic_balanced, its sigma_t regularised toward it (lost_cities/from_bot.yaml, 51",
+                        "  iterations), the current policy played greedily lost 2.1 a game to it, the cold start 19.9",
+                        "  (docs/experiments.md, \"Deep CFR from a bot, regularised toward it\")"]
+        else:
+            measured = ["Regret matching from a policy relearns its regrets: its sigma_t starts tens of points below",
+                        "  the start (docs/experiments.md, \"Deep CFR from the champion\")"]
+        opponent = "champion@greedy" if from_champion else start
+        lines = ["", f"what this network is: Deep CFR started from {start}.",
                  *measured[:-1], measured[-1] + ": measure yours with",
                  f"  deepcfr arena --a {player} --b {opponent} --games 2000 --value-fn auto",
                  f"  deepcfr exploit --game lost_cities --target {player}"]
