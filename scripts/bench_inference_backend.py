@@ -50,7 +50,9 @@ def main() -> int:
         f"traversal.chunk_size={args.worker_batch}", f"traversal.traversals_per_player={args.traversals}",
         f"run.iterations={args.iterations}", "run.time_budget_seconds=null", "run.progress=false", "eval.every=0",
         f"advantage.train_steps={args.train_steps}", f"strategy.train_steps={args.train_steps}",
-        f"inference_server.device={args.server_device}", *args.overrides,
+        f"inference_server.device={args.server_device}",
+        "init.spec=null", "init.kl_temperature=0",  # the loop from a cold start: no start policy to build
+        *args.overrides,
     ]
     per_backend: dict[str, dict[str, list[float]]] = {}
     for r in range(args.repeats):

@@ -142,14 +142,16 @@ step cuda_tests 100 pytest,hypothesis,pydantic,yaml "$PYTHON" -m pytest -q -m cu
 if [ "$DRY" = 1 ]; then
   TRAIN_SIZE=(--set traversal.traversals_per_player=48 --set traversal.chunk_size=48 --set network.hidden_size=32
               --set critic.train_steps=3 --set advantage.train_steps=3 --set strategy.train_steps=3
-              --set strategy.final_train_steps=4 --set eval.games=8 "${TINY[@]}")
+              --set strategy.final_train_steps=4 --set eval.games=8 --set init.games=8 --set init.train_steps=3
+              "${TINY[@]}")
 else
   TRAIN_SIZE=(--set traversal.traversals_per_player=4096 --set traversal.chunk_size=4096
               --set critic.train_steps=200 --set advantage.train_steps=200 --set strategy.train_steps=200
               --set strategy.final_train_steps=400 --set eval.games=200 --set memory.advantage_capacity=1000000
               --set memory.strategy_capacity=1000000 --set critic.capacity=1000000)
 fi
-step train 60 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --config "$CONFIGS/cpu.yaml" \
+# make train's run: the fit of a network to heuristic_balanced, then sigma_t regularised toward it
+step train 90 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --config "$CONFIGS/cpu.yaml" \
   --run-dir "$WORK/run" --iterations 2 --set run.device="$DEVICE" --set run.time_budget_seconds=null \
   --set run.progress=false --set strategy.every=1 --set eval.every=2 \
   --set eval.opponents=[random] --set checkpoint.latest_every=1 "${TRAIN_SIZE[@]}"
@@ -260,16 +262,16 @@ fi
 step exploit 110 pydantic,yaml,numpy "$PYTHON" -m deepcfr.cli.main exploit "${EXPLOIT[@]}" --device "$DEVICE" --json
 # Deep CFR from the champion (issue 37): the warm start on the device (the start games, the fit of
 # the advantage networks to the champion, the strategy memory seeded) and one Deep CFR iteration,
-# evaluated head to head against champion@greedy. The dry run starts from the train step's network.
+# evaluated head to head against champion@greedy; regret matching (init.kl_temperature 0: the train step
+# ran the regularised rule). The dry run starts from the train step's network.
 if [ "$DRY" = 1 ]; then
-  WARM=(--init "$CK" --set init.games=8 --set init.train_steps=3 --set init.weight=2 --set "eval.opponents=[random]"
-        "${TRAIN_SIZE[@]}")
+  WARM=(--init "$CK" --set init.weight=2 --set "eval.opponents=[random]" "${TRAIN_SIZE[@]}")
 else
   WARM=(--init champion --set init.games=4096 --set "eval.opponents=[champion@greedy]" "${TRAIN_SIZE[@]}")
 fi
 step warm_start 90 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main train --config "$CONFIGS/cpu.yaml" \
   --run-dir "$WORK/warm" --iterations 1 --set run.device="$DEVICE" --set run.time_budget_seconds=null \
-  --set run.progress=false --set eval.every=1 "${WARM[@]}"
+  --set run.progress=false --set eval.every=1 --set init.kl_temperature=0 "${WARM[@]}"
 step improve 90 pydantic,yaml,numpy,rich,tensorboard "$PYTHON" -m deepcfr.cli.main improve --config lost_cities/grow.yaml \
   --run-dir "$WORK/improve" --rounds 1 --set run.device="$DEVICE" --set run.progress=false \
   --set improve.executor=inline "${GROW[@]}" --json

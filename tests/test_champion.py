@@ -138,7 +138,7 @@ def test_the_end_of_make_train_names_the_champion_and_the_next_step():
 
     assert champion_card()["summary"] in text  # the card's figures, not a copy that goes stale
     assert "--checkpoint champion --config lost_cities/grow.yaml" in text
-    assert "--config lost_cities/from_champion.yaml" in text and "--config lost_cities/from_bot.yaml" in text
+    assert "--config lost_cities/from_champion.yaml" in text and "make train (lost_cities/cpu.yaml)" in text
     # a run started from a policy is told what it is, and how to measure it, not that it loses
     warm = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "champion"))
     assert "started from champion" in warm and "loses" not in warm
@@ -147,7 +147,8 @@ def test_the_end_of_make_train_names_the_champion_and_the_next_step():
     regularized = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "champion", regularized=True))
     assert "--target runs/x/checkpoints/latest.pt@current,greedy" in regularized  # its sigma_t is its player
     from_bot = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "heuristic_balanced", regularized=True))
-    assert "--b heuristic_balanced" in from_bot and "from_bot.yaml" in from_bot
+    assert "--b heuristic_balanced" in from_bot and "make train's lost_cities/cpu.yaml" in from_bot
+    assert "--target runs/x/checkpoints/latest.pt@current,greedy" in from_bot and "loses to it" not in from_bot
     from_other_bot = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "heuristic_greedy", regularized=True))
     assert "--b heuristic_greedy" in from_other_bot  # measured against the policy it started from
 

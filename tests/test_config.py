@@ -77,7 +77,7 @@ def test_one_config_tree_in_the_package():
     assert not (root / "configs").exists()  # no second copy to keep in step
     assert {"kuhn/default.yaml", "leduc/default.yaml", "liars_dice/default.yaml", "lost_cities/cpu.yaml",
             "lost_cities/default.yaml", "lost_cities/default_server.yaml", "lost_cities/smoke.yaml", "lost_cities/improve.yaml",
-            "lost_cities/grow.yaml", "lost_cities/from_champion.yaml", "lost_cities/from_bot.yaml"} == set(shipped_config_names())
+            "lost_cities/grow.yaml", "lost_cities/from_champion.yaml"} == set(shipped_config_names())
 
 
 @pytest.mark.parametrize("setting, key", RETIRED)
@@ -130,7 +130,9 @@ def test_shipped_config_profiles():
     assert smoke.game.variant == "mini" and smoke.run.device == "cpu"
     cpu = load_config(shipped_config_path("lost_cities/cpu.yaml"))
     assert cpu.game.variant == "classic" and cpu.traversal.algorithm == "critic" and cpu.run.device == "cpu"
-    assert {"random", "discard_only", "heuristic_careful"} <= set(cpu.eval.opponents)
+    assert {"random", "discard_only", "heuristic_careful", "heuristic_balanced"} <= set(cpu.eval.opponents)
+    # make train's run: Deep CFR from heuristic_balanced, its sigma_t regularised toward the bot
+    assert cpu.init.spec == "heuristic_balanced" and cpu.init.kl_temperature > 0
     default = load_config(shipped_config_path("lost_cities/default.yaml"))
     assert (default.network.hidden_size, default.network.num_layers) == (512, 3)
     assert default.advantage.batch_size == 1024 and default.run.device == "auto"

@@ -270,13 +270,11 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
     from ..players.champion import CARD_FILE, CHAMPION_FILE, champion_card
 
     if start is None:
-        lines = ["", "what this network is: the Deep CFR average policy (a blueprint). On classic rules it still loses to",
-                 "  heuristic_balanced (-17 to -21 points a game after 82-84 iterations, -42 after 10; docs/results.md).",
-                 "  Expert iteration does not need it: with the bot teacher the improved network is the same",
-                 "  whichever start network it is given (docs/results.md, \"What the blueprint is worth\").",
-                 "  Deep CFR from the champion instead: deepcfr train --config lost_cities/from_champion.yaml",
-                 "  or from heuristic_balanced, regularised toward it (-2 against it, not -17, in the same 30 minutes):",
-                 "  deepcfr train --config lost_cities/from_bot.yaml"]
+        lines = ["", "what this network is: the Deep CFR average policy of a cold start (a blueprint). On classic rules it",
+                 "  loses to heuristic_balanced (-17 to -21 points a game after 82-84 iterations, -42 after 10;",
+                 "  docs/results.md). make train (lost_cities/cpu.yaml) starts from heuristic_balanced instead, its",
+                 "  sigma_t regularised toward it: about level with it in the same 30 minutes: deepcfr train",
+                 "  Deep CFR from the champion: deepcfr train --config lost_cities/from_champion.yaml"]
     else:
         # a regularised run's sigma_t is its strongest player; regret matching's is tens of points weaker
         player = f"{checkpoint}@current,greedy" if regularized else f"{checkpoint}@greedy"
@@ -292,8 +290,9 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
                         "  a game) and beat heuristic_balanced by 17.1; its sigma_t plays tens of points weaker",
                         "  (docs/experiments.md, \"Deep CFR from the champion at the full budget\")"]
         elif regularized:
-            measured = ["From heuristic_balanced, its sigma_t regularised toward it (lost_cities/from_bot.yaml, 51",
-                        "  iterations), the current policy played greedily lost 2.1 a game to it, the cold start 19.9",
+            measured = ["From heuristic_balanced, its sigma_t regularised toward it (make train's lost_cities/cpu.yaml,",
+                        "  65-70 iterations in 30 minutes on 2 cores), the current policy played greedily scored +1.0 and",
+                        "  -2.7 a game against it on two seeds (4000 paired games each), where the cold start loses 19.9",
                         "  (docs/experiments.md, \"Deep CFR from a bot, regularised toward it\")"]
         else:
             measured = ["Regret matching from a policy relearns its regrets: its sigma_t starts tens of points below",

@@ -49,8 +49,9 @@ from .config import TrainConfig
 from .iteration_metrics import memory_metrics
 from .trainer import Trainer
 
-# Overrides that make a trainer fit for benchmarking: no evaluation, no progress display.
-BENCH_OVERRIDES = ("eval.every=0", "run.progress=false")
+# Overrides that make a trainer fit for benchmarking: no evaluation, no progress display, the loop
+# from a cold start (a start policy is built above the trainer, by deepcfr train).
+BENCH_OVERRIDES = ("eval.every=0", "run.progress=false", "init.spec=null", "init.kl_temperature=0")
 
 
 def bench_overrides(overrides: list[str] | None = None) -> list[str]:
