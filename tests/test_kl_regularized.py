@@ -202,6 +202,11 @@ def test_bad_settings_are_named():
         leduc("init.kl_temperature=-1")
     with pytest.raises(ConfigError, match="init.smoothing"):
         leduc("init.kl_temperature=1", "init.smoothing=1")
+    # a Trainer without the start network would play regret matching in its place: refused by name
+    trainer = Trainer(leduc("init.kl_temperature=1", "init.spec=random"))
+    with pytest.raises(ValueError, match="start network"):
+        trainer.run_iteration()
+    assert trainer.iteration == 0
 
 
 def test_a_start_without_a_network_is_fitted_by_one(partly_trained):

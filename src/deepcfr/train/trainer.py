@@ -471,6 +471,11 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def run_iteration(self) -> dict[str, Any]:
         """One CFR iteration (both players); returns and logs its metrics."""
+        if self.config.init.kl_temperature > 0 and self.start_net is None:
+            # sigma_t would silently be regret matching: the start network comes from the warm start
+            raise ValueError("init.kl_temperature regularises sigma_t toward the start network, which this "
+                             "Trainer does not have: train() starts from init.spec's policy first (pass "
+                             "start=StartPolicy(...)), or set init.kl_temperature=0")
         self.iteration += 1
         t = self.iteration
         if self.thread_tuner is not None:
