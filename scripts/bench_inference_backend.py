@@ -30,6 +30,7 @@ def main() -> int:
     import torch
 
     from deepcfr.train.config import load_config
+    from deepcfr.train.throughput_bench import bench_overrides
     from deepcfr.train.trainer import Trainer
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -45,15 +46,14 @@ def main() -> int:
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
 
-    base = [
+    # the benches' overrides (no evaluation, no progress display, the loop from a cold start) first
+    base = bench_overrides([
         "traversal.executor=processes", f"traversal.num_workers={args.workers}",
         f"traversal.chunk_size={args.worker_batch}", f"traversal.traversals_per_player={args.traversals}",
-        f"run.iterations={args.iterations}", "run.time_budget_seconds=null", "run.progress=false", "eval.every=0",
+        f"run.iterations={args.iterations}", "run.time_budget_seconds=null",
         f"advantage.train_steps={args.train_steps}", f"strategy.train_steps={args.train_steps}",
-        f"inference_server.device={args.server_device}",
-        "init.spec=null", "init.kl_temperature=0",  # the loop from a cold start: no start policy to build
-        *args.overrides,
-    ]
+        f"inference_server.device={args.server_device}", *args.overrides,
+    ])
     per_backend: dict[str, dict[str, list[float]]] = {}
     for r in range(args.repeats):
         for backend in ("local", "server"):
