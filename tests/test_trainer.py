@@ -1,4 +1,5 @@
 import math
+import statistics
 
 import pytest
 import torch
@@ -288,6 +289,23 @@ def test_time_budget_keeps_room_for_the_final_strategy_training():
     trainer._strategy_step_seconds.extend([11.0, 11.0])  # 10 final steps would need 110 s of the 100
     trainer.train()
     assert trainer.iteration == 1 and trainer.strategy_final_iteration == 1
+
+
+def test_the_budget_reserve_without_strategy_training_is_timed_on_the_advantage_steps():
+    # strategy.every: 0 trains the strategy network only at the end: until then the advantage
+    # networks' steps (the same shape and batch) tell how long its final training will take
+    trainer = Trainer(tiny("kuhn", "run.iterations=50", "run.time_budget_seconds=100",
+                           "strategy.every=0", "strategy.final_train_steps=10"))
+    assert trainer._final_strategy_reserve() == 0.0
+    trainer.run_iteration()
+    assert not trainer._strategy_step_seconds and len(trainer._advantage_step_seconds) == 2
+    assert trainer._final_strategy_reserve() == pytest.approx(10 * statistics.median(trainer._advantage_step_seconds))
+    trainer._advantage_step_seconds.extend([11.0, 11.0, 11.0])  # 10 final steps would need 110 s of the 100
+    trainer.train()
+    assert trainer.iteration == 1 and trainer.strategy_final_iteration == 1
+    # once the strategy network has trained, its own steps decide
+    trainer._strategy_step_seconds.append(0.5)
+    assert trainer._final_strategy_reserve() == pytest.approx(5.0)
 
 
 def test_the_budget_reserve_is_the_median_step_time_and_counts_the_next_iteration():

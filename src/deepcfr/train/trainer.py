@@ -117,8 +117,11 @@ class Trainer:
         self.strategy_final_iteration = 0  # the iteration whose end the final strategy training followed
         # measured, to keep room for the final training and not to start an iteration that would
         # run over the budget: the median of the last iterations (one slowed by a busy moment
-        # does not decide alone)
+        # does not decide alone). The advantage networks' steps stand in for the strategy
+        # network's (the same shape and batch) until it trains (strategy.every: 0 trains it only
+        # at the end)
         self._strategy_step_seconds: deque[float] = deque(maxlen=9)
+        self._advantage_step_seconds: deque[float] = deque(maxlen=9)
         self._iteration_seconds: deque[float] = deque(maxlen=9)
 
         # Autocast + GradScaler (fp16) on CUDA; elsewhere one logged notice and plain float32.
@@ -395,9 +398,11 @@ class Trainer:
         if cfg.reinit:
             self._reinit_network(net)
             self.advantage_optimizers[player] = self._new_optimizer(net, cfg.lr)
+        started = time.perf_counter()
         loss = self.fitter.fit(net, self._train_forward[f"advantage_{player}"], self.advantage_optimizers[player],
                                memory, "target", FitSchedule.of(cfg), self.advantage_weights, advantage_loss,
                                f"iter {self.iteration} advantage p{player}")
+        self._advantage_step_seconds.append((time.perf_counter() - started) / cfg.train_steps)
         self.advantage_trained[player] = True
         return loss
 
@@ -406,9 +411,11 @@ class Trainer:
         cfg = self.config.strategy
         if len(self.strategy_memory) == 0 or cfg.train_steps == 0:
             return math.nan
+        started = time.perf_counter()
         loss = self.fitter.fit(self.strategy_net, self._train_forward["strategy"], self.strategy_optimizer,
                                self.strategy_memory, "policy", FitSchedule.of(cfg), self.strategy_weights,
                                strategy_loss, f"iter {self.iteration} strategy")
+        self._strategy_step_seconds.append((time.perf_counter() - started) / cfg.train_steps)
         self.strategy_trained = True
         return loss
 
@@ -432,9 +439,11 @@ class Trainer:
         return loss
 
     def _final_strategy_reserve(self) -> float:
-        """Seconds to keep for the final strategy training (0 until a strategy step was timed)."""
+        """Seconds to keep for the final strategy training: its steps at the median time of the
+        strategy network's recent steps, else of the advantage networks' (0 until one was timed)."""
         steps = self.config.strategy.final_train_steps
-        return steps * statistics.median(self._strategy_step_seconds) if steps and self._strategy_step_seconds else 0.0
+        timed = self._strategy_step_seconds or self._advantage_step_seconds
+        return steps * statistics.median(timed) if steps and timed else 0.0
 
     # ------------------------------------------------------------------ evaluation
     def evaluate(self) -> dict[str, float]:
@@ -509,8 +518,6 @@ class Trainer:
         if every > 0 and t % every == 0:
             with timer("strategy_train"):
                 metrics["loss/strategy"] = self.train_strategy()
-            if self.config.strategy.train_steps:
-                self._strategy_step_seconds.append(timer.seconds["strategy_train"] / self.config.strategy.train_steps)
         if self.config.traversal.opponent == "league":
             self.league.maybe_add(t, [net.state_dict() for net in self.advantage_nets])
         eval_every = self.config.eval.every
