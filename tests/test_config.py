@@ -107,10 +107,12 @@ def test_a_saved_config_of_an_older_run_still_loads():
 
 def test_defaults_are_the_recommended_run():
     """What is learned (network, traversal, memories, critic, training) defaults to the shipped
-    CPU run; how long it runs and how often it evaluates are the run's own choice."""
+    CPU run; how long it runs, how often it evaluates and whether the average network trains
+    during the run as well as at its end (strategy.every) are the run's own choice."""
     defaults, cpu = load_config(None), load_config("lost_cities/cpu.yaml")
-    for section in ("game", "network", "memory", "critic", "advantage", "strategy", "regret_matching", "league"):
+    for section in ("game", "network", "memory", "critic", "advantage", "regret_matching", "league"):
         assert getattr(defaults, section) == getattr(cpu, section), section
+    assert defaults.strategy.model_copy(update={"every": cpu.strategy.every}) == cpu.strategy
     assert defaults.traversal.options() == cpu.traversal.options()
     for key in ("algorithm", "traversals_per_player", "chunk_size", "opponent", "executor"):
         assert getattr(defaults.traversal, key) == getattr(cpu.traversal, key), key
@@ -133,6 +135,8 @@ def test_shipped_config_profiles():
     assert {"random", "discard_only", "heuristic_careful", "heuristic_balanced"} <= set(cpu.eval.opponents)
     # make train's run: Deep CFR from heuristic_balanced, its sigma_t regularised toward the bot
     assert cpu.init.spec == "heuristic_balanced" and cpu.init.kl_temperature > 0
+    # its average network trains once, from scratch, at the end
+    assert cpu.strategy.every == 0 and cpu.strategy.final_train_steps > 0
     default = load_config(shipped_config_path("lost_cities/default.yaml"))
     assert (default.network.hidden_size, default.network.num_layers) == (512, 3)
     assert default.advantage.batch_size == 1024 and default.run.device == "auto"
