@@ -335,6 +335,17 @@ def test_auto_threads_measure_each_count_then_keep_the_fastest(monkeypatch):
     assert set(chosen[1:3]) == {1, 2}  # each count timed once
     assert chosen[3:] == [1, 1, 1, 2, 1, 1]  # then the fastest, the other retried once 4 iterations old
     assert torch.get_num_threads() == chosen[-1]
+    # a burst of load while two threads were timed: their retry, once quiet, brings them back at once
+    tuner = ThreadTuner([1, 2], probe_every=4)
+    seconds = {1: 1.5, 2: 1.0}
+    chosen = []
+    for t in range(1, 12):
+        chosen.append(tuner.choose(t))
+        burst = t == 3 and tuner.current == 2
+        tuner.record(t, 5.0 if burst else seconds[tuner.current])
+    assert chosen[:3] == [2, 1, 2]  # warm-up, then each count timed once (two threads in the burst)
+    assert chosen[3:7] == [1, 1, 1, 2]  # one thread until two threads' timing is 4 iterations old
+    assert chosen[7:] == [2, 2, 1, 2]  # the quiet retry replaced the burst: two threads again (one retried in turn)
     monkeypatch.setattr(torch, "set_num_threads", lambda n: None)
     trainer = Trainer(tiny("kuhn", "run.iterations=3", "run.threads=auto"))
     metrics = [trainer.run_iteration() for _ in range(3)]
