@@ -118,8 +118,9 @@ class Trainer:
         # measured, to keep room for the final training and not to start an iteration that would
         # run over the budget: the median of the last iterations (one slowed by a busy moment
         # does not decide alone). The advantage networks' steps stand in for the strategy
-        # network's (the same shape and batch) until it trains (strategy.every: 0 trains it only
-        # at the end)
+        # network's (the same shape and batch) when it trains only at the end (strategy.every:
+        # 0); its one training at a warm start is not timed (a busy start kept 122 s for a 40 s
+        # training to the end of a run)
         self._strategy_step_seconds: deque[float] = deque(maxlen=9)
         self._advantage_step_seconds: deque[float] = deque(maxlen=9)
         self._iteration_seconds: deque[float] = deque(maxlen=9)
@@ -411,11 +412,9 @@ class Trainer:
         cfg = self.config.strategy
         if len(self.strategy_memory) == 0 or cfg.train_steps == 0:
             return math.nan
-        started = time.perf_counter()
         loss = self.fitter.fit(self.strategy_net, self._train_forward["strategy"], self.strategy_optimizer,
                                self.strategy_memory, "policy", FitSchedule.of(cfg), self.strategy_weights,
                                strategy_loss, f"iter {self.iteration} strategy")
-        self._strategy_step_seconds.append((time.perf_counter() - started) / cfg.train_steps)
         self.strategy_trained = True
         return loss
 
@@ -440,7 +439,8 @@ class Trainer:
 
     def _final_strategy_reserve(self) -> float:
         """Seconds to keep for the final strategy training: its steps at the median time of the
-        strategy network's recent steps, else of the advantage networks' (0 until one was timed)."""
+        strategy network's recent steps in the run's iterations, else of the advantage networks'
+        (0 until one was timed)."""
         steps = self.config.strategy.final_train_steps
         timed = self._strategy_step_seconds or self._advantage_step_seconds
         return steps * statistics.median(timed) if steps and timed else 0.0
@@ -518,6 +518,8 @@ class Trainer:
         if every > 0 and t % every == 0:
             with timer("strategy_train"):
                 metrics["loss/strategy"] = self.train_strategy()
+            if self.config.strategy.train_steps:
+                self._strategy_step_seconds.append(timer.seconds["strategy_train"] / self.config.strategy.train_steps)
         if self.config.traversal.opponent == "league":
             self.league.maybe_add(t, [net.state_dict() for net in self.advantage_nets])
         eval_every = self.config.eval.every
