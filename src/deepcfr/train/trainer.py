@@ -399,11 +399,9 @@ class Trainer:
         if cfg.reinit:
             self._reinit_network(net)
             self.advantage_optimizers[player] = self._new_optimizer(net, cfg.lr)
-        started = time.perf_counter()
         loss = self.fitter.fit(net, self._train_forward[f"advantage_{player}"], self.advantage_optimizers[player],
                                memory, "target", FitSchedule.of(cfg), self.advantage_weights, advantage_loss,
                                f"iter {self.iteration} advantage p{player}")
-        self._advantage_step_seconds.append((time.perf_counter() - started) / cfg.train_steps)
         self.advantage_trained[player] = True
         return loss
 
@@ -514,6 +512,8 @@ class Trainer:
             with timer("advantage_train"):
                 metrics[f"loss/advantage_p{player}"] = self.train_advantage(player)
 
+        if self.config.advantage.train_steps:  # both players' steps, as the strategy's below
+            self._advantage_step_seconds.append(timer.seconds["advantage_train"] / (2 * self.config.advantage.train_steps))
         every = self.config.strategy.every
         if every > 0 and t % every == 0:
             with timer("strategy_train"):
