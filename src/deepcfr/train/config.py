@@ -235,6 +235,8 @@ class InitConfig(Section):
     games: int = Field(2000, ge=1)  # self-play games of the start policy whose decisions the fit uses
     explore: float = Field(0.25, ge=0.0, le=1.0)  # uniform share of those games' moves (off-path states)
     train_steps: int = Field(1000, ge=1)  # steps fitting each advantage network (or the start network) to it
+    lr: float = Field(1e-3, gt=0)  # the fit's peak learning rate (a fit from scratch, so its own, not the run's)
+    lr_schedule: Literal["constant", "cosine"] = "constant"  # within the fit, as advantage.lr_schedule
     margin: float = Field(0.1, ge=0.0)  # target of the legal actions the start policy never plays: -margin
     # > 0: sigma_t stays regularised toward the start policy pi instead of regret matching (piKL,
     # Jacob et al. ICML 2022): sigma_t(a) ∝ pi(a) exp(R(a) / kl_temperature), R the advantage

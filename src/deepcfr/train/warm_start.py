@@ -17,7 +17,7 @@ What it does, and why:
    is what counts: on Leduc from a 0.61 policy, 2000 games reach 719 of the 936 information states
    and regret matching on the fit plays 0.78, 10000 games reach 887 and it plays 0.62.
 2. **Advantage networks play pi**: each player's advantage network is fitted (``init.train_steps``
-   steps, with ``advantage``'s batch size, learning rate, schedule and aggregation) to the target
+   steps at ``init.lr`` on ``init.lr_schedule``, with ``advantage``'s batch size and aggregation) to the target
    ``pi(a)`` on the actions pi plays and ``-init.margin`` on the legal actions it never plays.
    Regret matching normalises the positive advantages, so these targets make sigma_1 = pi
    exactly wherever the fit is exact (the positive targets sum to 1, so an error e on one action
@@ -182,7 +182,8 @@ def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
     cfg = trainer.config.init
     game, device, codec = trainer.game, trainer.device, trainer.codec
     positions = sample_positions(game, start.policy, cfg.games, cfg.explore, trainer.generators["init"], device)
-    schedule = FitSchedule.of(trainer.config.advantage).replace(steps=cfg.train_steps)
+    schedule = FitSchedule.of(trainer.config.advantage).replace(steps=cfg.train_steps, lr=cfg.lr,
+                                                                lr_schedule=cfg.lr_schedule)
     figures: dict[str, Any] = {}
     fallback = trainer.config.regret_matching.fallback
     for p, (obs, mask) in enumerate(positions):
@@ -195,7 +196,7 @@ def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
                    iteration=torch.ones(obs.shape[0], dtype=torch.int32))
         net = trainer.advantage_nets[p]
         figures[f"init/advantage_loss_p{p}"] = trainer.fitter.fit(
-            net, trainer._train_forward[f"advantage_{p}"], trainer.advantage_optimizers[p], memory, "target",
+            net, trainer._train_forward[f"advantage_{p}"], trainer._new_optimizer(net, cfg.lr), memory, "target",
             schedule, lambda it: torch.ones_like(it, dtype=torch.float32), advantage_loss, f"init advantage p{p}")
         trainer.advantage_trained[p] = True
         # a fresh optimizer: Adam's second moments from the fit's last, tiny gradients would make
@@ -229,7 +230,7 @@ def start_regularized(trainer, start: StartPolicy) -> dict[str, Any]:
 
 def fit_start_network(trainer, start: StartPolicy, net: torch.nn.Module) -> dict[str, Any]:
     """Fit ``net`` (the run's shape) so that its masked softmax plays ``start.policy``: cross-entropy
-    (the strategy network's loss, steps and batch of ``init.train_steps`` and ``strategy``) against
+    (the strategy network's loss and batch, ``init``'s steps, learning rate and schedule) against
     the policy mixed with ``init.smoothing`` of the uniform one, on the decisions of ``init.games``
     games of it (``init.explore`` of the moves uniform). The smoothing keeps every legal action's
     logit within reach of the regrets: a deterministic policy (a bot) would otherwise fit logits
@@ -249,8 +250,9 @@ def fit_start_network(trainer, start: StartPolicy, net: torch.nn.Module) -> dict
     packed, _ = codec.pack_values(targets, mask)
     memory.add(generator=trainer.generators["memory"], obs=obs, mask=codec.pack_mask(mask), policy=packed,
                iteration=torch.ones(obs.shape[0], dtype=torch.int32))
-    schedule = FitSchedule.of(trainer.config.strategy).replace(steps=cfg.train_steps)
-    loss = trainer.fitter.fit(net, net, trainer._new_optimizer(net, trainer.config.strategy.lr), memory, "policy",
+    schedule = FitSchedule.of(trainer.config.strategy).replace(steps=cfg.train_steps, lr=cfg.lr,
+                                                               lr_schedule=cfg.lr_schedule)
+    loss = trainer.fitter.fit(net, net, trainer._new_optimizer(net, cfg.lr), memory, "policy",
                               schedule, lambda it: torch.ones_like(it, dtype=torch.float32), strategy_loss,
                               "init start network")
     with torch.no_grad():  # in chunks: a Lost Cities start has hundreds of thousands of positions
