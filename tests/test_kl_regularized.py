@@ -235,19 +235,20 @@ def test_a_start_without_a_network_is_fitted_by_one(partly_trained):
 @pytest.mark.parametrize("kl_temperature", [0, 1])  # the advantage networks' fit / the start network's
 def test_the_fits_learning_rate_and_schedule_are_inits(partly_trained, kl_temperature):
     """A fit from scratch on a fixed set of positions takes init.lr and init.lr_schedule, not the
-    run's per-iteration settings: at a learning rate too small to move the network it stays far
-    from the start policy; at the run's own it comes close, and a cosine decay from a larger one
-    too."""
+    run's per-iteration settings: with those too small to move a network, the fit still comes
+    close to the start policy at init's learning rate, constant or cosine-decayed, and stays far
+    from it at a learning rate too small to move it."""
     torch.set_num_threads(1)
     _, policy, _, _ = partly_trained
     distance = "init/start_distance" if kl_temperature else "init/policy_distance_p0"
 
-    def fit(*extra):
+    def fit(lr, schedule):
         trainer = Trainer(leduc(f"init.kl_temperature={kl_temperature}", "init.train_steps=300",
-                                "advantage.lr=1e-3", "strategy.lr=1e-3", *extra))
+                                "advantage.lr=1e-9", "strategy.lr=1e-9", f"init.lr={lr}",
+                                f"init.lr_schedule={schedule}"))
         return warm_start(trainer, StartPolicy(policy, "start"))[distance]
 
-    still = fit("init.lr=1e-9")
+    still = fit(1e-9, "constant")
     assert still > 0.2, still
-    assert fit() < still / 2
-    assert fit("init.lr=3e-3", "init.lr_schedule=cosine") < still / 2
+    assert fit(1e-3, "constant") < still / 2
+    assert fit(3e-3, "cosine") < still / 2
