@@ -176,14 +176,18 @@ def start_policy_samples(samples: dict[str, torch.Tensor], policy: Policy, chunk
     return {**samples, "policy": probs.to(samples["policy"].dtype)}
 
 
+def _fit_schedule(section, cfg) -> FitSchedule:
+    """A fit from scratch to the start: the fitted network's batch (``section``: advantage or
+    strategy), init's steps, learning rate and schedule."""
+    return FitSchedule.of(section).replace(steps=cfg.train_steps, lr=cfg.lr, lr_schedule=cfg.lr_schedule)
+
+
 def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
     """Fit each advantage network so that regret matching plays ``start.policy`` (module docstring,
     steps 1 and 2); figures: positions, losses, total variation between the two on the positions."""
     cfg = trainer.config.init
     game, device, codec = trainer.game, trainer.device, trainer.codec
     positions = sample_positions(game, start.policy, cfg.games, cfg.explore, trainer.generators["init"], device)
-    schedule = FitSchedule.of(trainer.config.advantage).replace(steps=cfg.train_steps, lr=cfg.lr,
-                                                                lr_schedule=cfg.lr_schedule)
     figures: dict[str, Any] = {}
     fallback = trainer.config.regret_matching.fallback
     for p, (obs, mask) in enumerate(positions):
@@ -195,13 +199,13 @@ def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
         memory.add(generator=trainer.generators["memory"], obs=obs, mask=codec.pack_mask(mask), target=packed,
                    iteration=torch.ones(obs.shape[0], dtype=torch.int32))
         net = trainer.advantage_nets[p]
+        # the fit has an optimizer of its own and the run's stays fresh: Adam's second moments from
+        # the fit's last, tiny gradients would make iteration 1's first steps several times too large
         figures[f"init/advantage_loss_p{p}"] = trainer.fitter.fit(
             net, trainer._train_forward[f"advantage_{p}"], trainer._new_optimizer(net, cfg.lr), memory, "target",
-            schedule, lambda it: torch.ones_like(it, dtype=torch.float32), advantage_loss, f"init advantage p{p}")
+            _fit_schedule(trainer.config.advantage, cfg), lambda it: torch.ones_like(it, dtype=torch.float32),
+            advantage_loss, f"init advantage p{p}")
         trainer.advantage_trained[p] = True
-        # a fresh optimizer: Adam's second moments from the fit's last, tiny gradients would make
-        # iteration 1's first steps several times too large (the run's cold start has none)
-        trainer.advantage_optimizers[p] = trainer._new_optimizer(net, trainer.config.advantage.lr)
         with torch.no_grad():
             played = regret_matching(net(game.encode(obs.to(device))), mask.to(device), fallback)
         distance = policy_distance(played.cpu(), probs.cpu() * mask.cpu())
@@ -250,10 +254,9 @@ def fit_start_network(trainer, start: StartPolicy, net: torch.nn.Module) -> dict
     packed, _ = codec.pack_values(targets, mask)
     memory.add(generator=trainer.generators["memory"], obs=obs, mask=codec.pack_mask(mask), policy=packed,
                iteration=torch.ones(obs.shape[0], dtype=torch.int32))
-    schedule = FitSchedule.of(trainer.config.strategy).replace(steps=cfg.train_steps, lr=cfg.lr,
-                                                               lr_schedule=cfg.lr_schedule)
     loss = trainer.fitter.fit(net, net, trainer._new_optimizer(net, cfg.lr), memory, "policy",
-                              schedule, lambda it: torch.ones_like(it, dtype=torch.float32), strategy_loss,
+                              _fit_schedule(trainer.config.strategy, cfg),
+                              lambda it: torch.ones_like(it, dtype=torch.float32), strategy_loss,
                               "init start network")
     with torch.no_grad():  # in chunks: a Lost Cities start has hundreds of thousands of positions
         played = torch.cat([masked_softmax(net(game.encode(obs[i:i + 65536].to(device))), mask[i:i + 65536].to(device))
