@@ -291,8 +291,8 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
                         "  (docs/experiments.md, \"Deep CFR from the champion at the full budget\")"]
         elif regularized:
             measured = ["From heuristic_balanced, its sigma_t regularised toward it (make train's lost_cities/cpu.yaml,",
-                        "  78-80 iterations in 30 minutes on 2 cores), the current policy played greedily tied it: -0.31",
-                        "  +- 0.28 a game over three seeds (12,000 paired games; -0.5 over five, between -2.7 and +1.0),",
+                        "  72-79 iterations in 30 minutes on 2 cores), the current policy played greedily tied it: +0.01",
+                        "  +- 0.35 a game over two seeds (8,000 paired games: -0.05 and +0.07),",
                         "  where the cold start loses 19.9 (docs/experiments.md, \"Deep CFR from a bot, regularised",
                         "  toward it\")"]
         else:
