@@ -19,7 +19,7 @@ from deepcfr.evaluate.exploitability import exploitability
 from deepcfr.train.agent import load_agent
 from deepcfr.train.config import ConfigError, load_config
 from deepcfr.train.trainer import Trainer
-from deepcfr.train.warm_start import StartPolicy, policy_distance, sample_positions, warm_start
+from deepcfr.train.warm_start import StartPolicy, _fit_schedule, policy_distance, sample_positions, warm_start
 
 def leduc(*extra):
     return load_config("leduc/default.yaml", [*LEDUC_FAST, "init.spec=start", *extra])
@@ -252,3 +252,7 @@ def test_the_fits_learning_rate_and_schedule_are_inits(partly_trained, kl_temper
     assert still > 0.2, still
     assert fit(1e-3, "constant") < still / 2
     assert fit(3e-3, "cosine") < still / 2
+    # the schedule is init's too; the batch stays the fitted network's section's
+    config = leduc("init.lr_schedule=cosine", "init.lr=0.003", "init.train_steps=300", "advantage.batch_size=96")
+    schedule = _fit_schedule(config.advantage, config.init)
+    assert (schedule.steps, schedule.lr, schedule.lr_schedule, schedule.batch_size) == (300, 0.003, "cosine", 96)
