@@ -256,3 +256,98 @@ def test_the_fits_learning_rate_and_schedule_are_inits(partly_trained, kl_temper
     config = leduc("init.lr_schedule=cosine", "init.lr=0.003", "init.train_steps=300", "advantage.batch_size=96")
     schedule = _fit_schedule(config.advantage, config.init)
     assert (schedule.steps, schedule.lr, schedule.lr_schedule, schedule.batch_size) == (300, 0.003, "cosine", 96)
+
+
+def _lost_cities_mini(*extra):
+    return load_config(None, [
+        "game.name=lost_cities", "game.variant=mini", "traversal.traversals_per_player=64",
+        "traversal.chunk_size=32", "network.hidden_size=32", "advantage.train_steps=5", "advantage.batch_size=64",
+        "strategy.train_steps=5", "strategy.batch_size=64", "critic.train_steps=5", "critic.batch_size=64",
+        "eval.every=0", "memory.advantage_capacity=20000", "memory.strategy_capacity=20000", "run.progress=false",
+        "init.spec=heuristic_balanced", "init.kl_temperature=1", "init.weight=1", "strategy.final_train_steps=0",
+        *extra])
+
+
+def _bot_started(*extra) -> Trainer:
+    from deepcfr.cfr.policies import BotPolicy
+    from deepcfr.games.bots import make_bot
+
+    trainer = Trainer(_lost_cities_mini(*extra))
+    bot = make_bot(trainer.game, "heuristic_balanced")
+    warm_start(trainer, StartPolicy(BotPolicy(bot), "heuristic_balanced", bot="heuristic_balanced"))
+    return trainer
+
+
+def test_a_bot_start_is_its_own_anchor(tmp_path):
+    """From a bot, sigma_t is regularised toward the bot itself (its moves smoothed by
+    init.smoothing), not toward a network fitted to it: no start network, sigma_1 is the smoothed
+    bot exactly, every chunk policy names the bot, and the agent of a saved run (and a trainer
+    resumed from it) plays the same current policy."""
+    from deepcfr.cfr.policies import SmoothedBotPolicy
+    from deepcfr.games.bots import make_bot
+
+    torch.set_num_threads(1)
+    trainer = _bot_started("init.smoothing=0.2")
+    assert trainer.start_bot == "heuristic_balanced" and trainer.start_net is None
+    bot = make_bot(trainer.game, "heuristic_balanced")
+    smoothed = SmoothedBotPolicy(bot, 0.2)
+    positions = sample_positions(trainer.game, smoothed, 40, 0.25, torch.Generator().manual_seed(1), trainer.device)
+    for p, (obs, mask) in enumerate(positions):
+        played = trainer.current_policy_of(p)(obs, mask)
+        assert torch.allclose(played, smoothed(obs, mask), atol=1e-6)
+        moves = bot.act(obs, mask).long()
+        assert torch.allclose(played.gather(1, moves[:, None]).squeeze(1),
+                              0.8 + 0.2 / mask.sum(dim=1).float(), atol=1e-6)
+    networks = {}
+    assert trainer._sigma_spec(0, networks).kind == "bot" and not networks
+    trainer.run_iteration()
+    spec = trainer._sigma_spec(1, networks)
+    assert (spec.kind, spec.bot, spec.start, spec.smoothing) == ("regularized", "heuristic_balanced", None, 0.2)
+    assert "start" not in networks
+    # after the iteration the advantages move sigma_t away from the bot, through kl_regularized
+    obs, mask = positions[0]
+    advantages = trainer.advantage_nets[0](trainer.game.encode(obs)).detach()
+    expected = kl_regularized(advantages, smoothed(obs, mask).clamp(min=1e-30).log(), mask,
+                              trainer.agent().kl_temperature_units())
+    assert torch.allclose(trainer.current_policy_of(0)(obs, mask), expected, atol=1e-5)
+    assert not torch.allclose(expected, smoothed(obs, mask), atol=1e-3)
+    path = trainer.write_checkpoint(tmp_path / "bot.pt")
+    agent = load_agent(path)
+    assert agent.start_bot == "heuristic_balanced" and agent.start_net is None
+    for p, (obs, mask) in enumerate(positions):
+        assert torch.allclose(agent.current_policy_of(p)(obs, mask), trainer.current_policy_of(p)(obs, mask), atol=1e-6)
+        assert torch.equal(agent.current_policy_of(p, greedy=True)(obs, mask),
+                           greedy(trainer.current_policy_of(p)(obs, mask), mask))
+    resumed = Trainer(_lost_cities_mini("init.smoothing=0.2"))
+    resumed.load_state_dict(load_checkpoint(path))
+    assert resumed.start_bot == "heuristic_balanced"
+    trainer.run_iteration()
+    resumed.run_iteration()
+    for a, b in zip(trainer.advantage_nets, resumed.advantage_nets):
+        assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    payload = load_checkpoint(path)
+    payload["start_bot"] = None
+    with pytest.raises(ValueError, match="start network or bot"):
+        Trainer(_lost_cities_mini("init.smoothing=0.2")).load_state_dict(payload)
+
+
+def test_worker_processes_regularise_toward_the_bot_as_inline():
+    """The bot anchor is built by name in each worker: two iterations with processes give the
+    inline run's networks exactly."""
+    torch.set_num_threads(1)
+    states = {}
+    for executor in ("inline", "processes"):
+        with _bot_started(f"traversal.executor={executor}", "traversal.num_workers=2") as trainer:
+            for _ in range(2):
+                trainer.run_iteration()
+            states[executor] = [p.detach().clone() for net in trainer.advantage_nets for p in net.parameters()]
+    assert all(torch.equal(x, y) for x, y in zip(states["inline"], states["processes"]))
+
+
+def test_a_regularized_chunk_policy_names_one_start():
+    from deepcfr.parallel.chunks import PolicySpec
+
+    with pytest.raises(ValueError, match="not both"):
+        PolicySpec("regularized", "advantage_0", bot="heuristic_balanced", start="start", temperature=1.0)
+    with pytest.raises(ValueError, match="not both"):
+        PolicySpec("regularized", "advantage_0", temperature=1.0)

@@ -5,12 +5,14 @@ over the batch and return float32 probabilities that are exactly zero on illegal
 same callables serve traversal (one per player), evaluation (exploitability, arena) and play.
 
 - :class:`RegretMatchingPolicy`: sigma_t of one advantage network (regret matching).
-- :class:`KLRegularizedPolicy`: sigma_t of an advantage network regularised toward a start network.
+- :class:`KLRegularizedPolicy`: sigma_t of an advantage network regularised toward a start
+  network or a start policy (a smoothed bot).
 - :class:`StrategyNetPolicy`: the average-strategy network's masked softmax.
 - :class:`PerPlayerPolicy`: dispatches each row to the policy of ``game.obs_player(obs)``, one
   call per player over that player's rows (the "current policy" of both advantage networks).
 - :class:`ExactAveragePolicy`: the exact reach-weighted average of the sigma_t played (Kuhn, Leduc).
-- :class:`UniformPolicy`, :class:`BotPolicy` (a bot as a deterministic policy), :func:`greedy`.
+- :class:`UniformPolicy`, :class:`BotPolicy` (a bot as a deterministic policy),
+  :class:`SmoothedBotPolicy` (a bot's moves mixed with the uniform policy), :func:`greedy`.
 """
 
 from __future__ import annotations
@@ -71,13 +73,18 @@ class RegretMatchingPolicy(_NetworkPolicy):
 
 class KLRegularizedPolicy(_NetworkPolicy):
     """sigma_t regularised toward a start policy (config ``init.kl_temperature``): the start
-    network's masked softmax reweighted by ``exp(advantage / temperature)`` (``kl_regularized``;
-    ``temperature`` in the advantage network's output units). One encoding, two forwards."""
+    policy reweighted by ``exp(advantage / temperature)`` (``kl_regularized``; ``temperature`` in
+    the advantage network's output units). The start is a network (its masked softmax; one
+    encoding, two forwards) or, given as ``start_policy``, any policy on the observations (a
+    :class:`SmoothedBotPolicy`: a bot itself, where a network fitted to it would be inexact)."""
 
-    def __init__(self, network: NetworkFn, start_network: NetworkFn, encode: Encoder, temperature: float,
-                 greedy: bool = False, device: str | torch.device | None = None):
+    def __init__(self, network: NetworkFn, start_network: NetworkFn | None, encode: Encoder, temperature: float,
+                 greedy: bool = False, device: str | torch.device | None = None, start_policy: Policy | None = None):
         super().__init__(network, encode, device)
+        if (start_network is None) == (start_policy is None):
+            raise ValueError("KLRegularizedPolicy needs exactly one start: a start network or a start policy")
         self.start_network = start_network
+        self.start_policy = start_policy
         self.temperature = float(temperature)
         self.greedy = greedy
 
@@ -85,7 +92,10 @@ class KLRegularizedPolicy(_NetworkPolicy):
         features = self.encode(obs.to(self.device) if self.device is not None else obs)
         with torch.no_grad():
             advantages = self.network(features).float().to(obs.device)
-            start_logits = self.start_network(features).float().to(obs.device)
+            if self.start_policy is None:
+                start_logits = self.start_network(features).float().to(obs.device)
+            else:  # its log-probabilities: their masked softmax is the policy again
+                start_logits = self.start_policy(obs, mask).float().to(obs.device).clamp(min=1e-30).log()
         probs = kl_regularized(advantages, start_logits, mask, self.temperature)
         return greedy(probs, mask) if self.greedy else probs
 
@@ -129,6 +139,30 @@ class BotPolicy:
     def __call__(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         actions = self.bot.act(obs, mask, self.generator).long()
         return torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).scatter_(1, actions[:, None], 1.0)
+
+
+class SmoothedBotPolicy:
+    """A bot's moves mixed with ``smoothing`` of the uniform policy over the legal actions: its
+    action probabilities where it has them (``bot.policy``), else the one-hot of its moves
+    (``bot.act`` without a generator: a deterministic bot). A start policy sigma_t is regularised
+    toward (``init.smoothing``): the smoothing keeps every legal action within the regrets' reach."""
+
+    def __init__(self, bot, smoothing: float):
+        if not 0.0 <= float(smoothing) < 1.0:
+            raise ValueError(f"SmoothedBotPolicy: smoothing must be in [0, 1), got {smoothing}")
+        self.bot = bot
+        self.smoothing = float(smoothing)
+        self.name = getattr(bot, "name", type(bot).__name__)
+
+    def __call__(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        legal = mask.to(torch.float32)
+        if hasattr(self.bot, "policy"):
+            probs = self.bot.policy(obs, mask).float().to(mask.device) * legal
+        else:
+            actions = self.bot.act(obs, mask, None).long().to(mask.device)
+            probs = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).scatter_(1, actions[:, None], 1.0)
+        uniform = legal / legal.sum(dim=1, keepdim=True).clamp(min=1.0)
+        return (1.0 - self.smoothing) * probs + self.smoothing * uniform
 
 
 class PerPlayerPolicy:

@@ -252,7 +252,8 @@ def start_policy(spec: str, config):
     if hasattr(player, "bot"):
         if player.bot.name == "random":
             return StartPolicy(UniformPolicy(), spec)
-        return StartPolicy(BotPolicy(player.bot, torch.Generator().manual_seed(int(config.run.seed))), spec)
+        return StartPolicy(BotPolicy(player.bot, torch.Generator().manual_seed(int(config.run.seed))), spec,
+                           bot=player.bot.name)
     if not hasattr(player, "policy"):
         raise ConfigError(f"{where}: the player has no policy to start from")
     if player.greedy:
@@ -273,7 +274,7 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
         lines = ["", "what this network is: the Deep CFR average policy of a cold start (a blueprint). On classic rules it",
                  "  loses to heuristic_balanced (-17 to -21 points a game after 82-84 iterations, -42 after 10;",
                  "  docs/results.md). make train (lost_cities/cpu.yaml) starts from heuristic_balanced instead, its",
-                 "  sigma_t regularised toward it: about level with it in the same 30 minutes: deepcfr train",
+                 "  sigma_t regularised toward it: +0.6 above it in the same 30 minutes: deepcfr train",
                  "  Deep CFR from the champion: deepcfr train --config lost_cities/from_champion.yaml"]
     else:
         # a regularised run's sigma_t is its strongest player; regret matching's is tens of points weaker
@@ -290,11 +291,10 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
                         "  a game) and beat heuristic_balanced by 17.1; its sigma_t plays tens of points weaker",
                         "  (docs/experiments.md, \"Deep CFR from the champion at the full budget\")"]
         elif regularized:
-            measured = ["From heuristic_balanced, its sigma_t regularised toward it (make train's lost_cities/cpu.yaml,",
-                        "  72-79 iterations in 30 minutes on 2 cores), the current policy played greedily tied it: +0.01",
-                        "  +- 0.35 a game over two seeds (8,000 paired games: -0.05 and +0.07),",
-                        "  where the cold start loses 19.9 (docs/experiments.md, \"Deep CFR from a bot, regularised",
-                        "  toward it\")"]
+            measured = ["From heuristic_balanced, its sigma_t regularised toward the bot itself",
+                        "  (make train's lost_cities/cpu.yaml, 80-86 iterations in 30 minutes on 2 cores), the current",
+                        "  policy played greedily beat it: +0.62 +- 0.19 a game over two seeds (8,000 paired games: +0.48 and +0.77),",
+                        "  where the cold start loses 19.9 (docs/experiments.md, session 32)"]
         else:
             measured = ["Regret matching from a policy relearns its regrets: its sigma_t starts tens of points below",
                         "  the start (docs/experiments.md, \"Deep CFR from the champion\")"]

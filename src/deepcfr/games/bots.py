@@ -29,6 +29,11 @@ class RandomBot:
     def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         return sample_from_probs(mask.to(torch.float32), generator)
 
+    def policy(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        """[n, A] the probabilities ``act`` samples from."""
+        legal = mask.to(torch.float32)
+        return legal / legal.sum(dim=1, keepdim=True).clamp(min=1.0)
+
 
 def _generic_bots(game) -> dict[str, Callable[[], Bot]]:
     return {"random": RandomBot}

@@ -32,7 +32,14 @@ from typing import Any, Callable, Mapping, Protocol, Sequence
 import numpy as np
 import torch
 
-from deepcfr.cfr.policies import BotPolicy, KLRegularizedPolicy, RegretMatchingPolicy, StrategyNetPolicy, UniformPolicy
+from deepcfr.cfr.policies import (
+    BotPolicy,
+    KLRegularizedPolicy,
+    RegretMatchingPolicy,
+    SmoothedBotPolicy,
+    StrategyNetPolicy,
+    UniformPolicy,
+)
 from deepcfr.cfr.traversal import OutcomeSampling, TraversalOptions, TraversalStats, traverse
 
 POLICY_KINDS = ("uniform", "regret", "regularized", "strategy", "bot")
@@ -58,23 +65,26 @@ class GameSpec:
 @dataclass(frozen=True)
 class PolicySpec:
     """A seat's policy in a chunk. ``regret``: regret matching on network ``network``;
-    ``regularized``: network ``network``'s advantages over start network ``start`` at
-    ``temperature`` (``kl_regularized``); ``strategy``: masked softmax of network ``network``;
-    ``uniform``; ``bot``: bot ``bot`` (drawing from the chunk's generator)."""
+    ``regularized``: network ``network``'s advantages over start network ``start``, or over bot
+    ``bot`` smoothed by ``smoothing``, at ``temperature`` (``kl_regularized``); ``strategy``:
+    masked softmax of network ``network``; ``uniform``; ``bot``: bot ``bot`` (drawing from the
+    chunk's generator; with ``smoothing``, its moves mixed with the uniform policy)."""
 
     kind: str
     network: str | None = None
     bot: str | None = None
     start: str | None = None
     temperature: float | None = None
+    smoothing: float | None = None
 
     def __post_init__(self):
         if self.kind not in POLICY_KINDS:
             raise ValueError(f"PolicySpec.kind must be one of {POLICY_KINDS}, got {self.kind!r}")
         if self.kind in ("regret", "regularized", "strategy") and not self.network:
             raise ValueError(f"PolicySpec(kind={self.kind!r}) needs a network name")
-        if self.kind == "regularized" and (not self.start or not (self.temperature or 0) > 0):
-            raise ValueError("PolicySpec(kind='regularized') needs a start network name and a temperature > 0")
+        if self.kind == "regularized" and ((not self.start) == (not self.bot) or not (self.temperature or 0) > 0):
+            raise ValueError("PolicySpec(kind='regularized') needs a start network name or a bot name (not both) "
+                             "and a temperature > 0")
         if self.kind == "bot" and not self.bot:
             raise ValueError("PolicySpec(kind='bot') needs a bot name")
 
@@ -200,17 +210,25 @@ class ChunkRunner:
         if spec.kind == "uniform":
             return UniformPolicy()
         if spec.kind == "bot":
-            if spec.bot not in self._bots:
-                from deepcfr.games.bots import make_bot
-
-                self._bots[spec.bot] = make_bot(self.game, spec.bot)
-            return BotPolicy(self._bots[spec.bot], generator)
+            if spec.smoothing is not None:
+                return SmoothedBotPolicy(self._bot(spec.bot), spec.smoothing)
+            return BotPolicy(self._bot(spec.bot), generator)
         net = networks.network(spec.network)
         if spec.kind == "regret":
             return RegretMatchingPolicy(net, self.game.encode, fallback)
         if spec.kind == "regularized":
+            if spec.bot is not None:
+                return KLRegularizedPolicy(net, None, self.game.encode, spec.temperature,
+                                           start_policy=SmoothedBotPolicy(self._bot(spec.bot), spec.smoothing or 0.0))
             return KLRegularizedPolicy(net, networks.network(spec.start), self.game.encode, spec.temperature)
         return StrategyNetPolicy(net, self.game.encode)
+
+    def _bot(self, name: str):
+        if name not in self._bots:
+            from deepcfr.games.bots import make_bot
+
+            self._bots[name] = make_bot(self.game, name)
+        return self._bots[name]
 
     def run(self, spec: Task, networks: NetworkSource) -> Any:
         return spec.run(self, networks)

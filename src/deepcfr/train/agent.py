@@ -15,11 +15,13 @@ from deepcfr.cfr.policies import (
     KLRegularizedPolicy,
     PerPlayerPolicy,
     RegretMatchingPolicy,
+    SmoothedBotPolicy,
     StrategyNetPolicy,
     UniformPolicy,
     greedy as to_greedy,
 )
 from deepcfr.games.base import Policy
+from deepcfr.games.bots import make_bot
 from deepcfr.games.registry import make_game_from_config
 
 from deepcfr.checkpoints import DEEPCFR_RUN, checkpoint_kind, load_checkpoint
@@ -47,11 +49,19 @@ class Agent:
     # its advantage targets were divided by (the temperature's units)
     start_net: DeepCFRMLP | None = None
     target_scale: float | None = None
+    # or the bot it is regularised toward (by name; smoothed by init.smoothing)
+    start_bot: str | None = None
 
     def current_policy_of(self, player: int, greedy: bool = False) -> Policy:
         """sigma_t of ``player``: regret matching on its advantage network (uniform before it
-        trained); with a start network, its advantages over that network (``kl_regularized``; the
-        start network's policy before it trained)."""
+        trained); with a start network or bot, its advantages over that start (``kl_regularized``;
+        the start's policy before it trained)."""
+        if self.start_bot is not None:
+            start = SmoothedBotPolicy(make_bot(self.game, self.start_bot), self.config.init.smoothing)
+            if not self.advantage_trained[player]:
+                return (lambda obs, mask: to_greedy(start(obs, mask), mask)) if greedy else start
+            return KLRegularizedPolicy(self.advantage_nets[player], None, self.game.encode,
+                                       self.kl_temperature_units(), greedy=greedy, start_policy=start)
         if self.start_net is not None:
             if not self.advantage_trained[player]:
                 return StrategyNetPolicy(self.start_net, self.game.encode, greedy=greedy)
@@ -118,9 +128,9 @@ def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.d
         return net.to(device).eval()
 
     if (deep_cfr_run and config.init.kl_temperature > 0 and payload.get("warm_start") is not None
-            and payload.get("start_net") is None):
-        raise ValueError("checkpoint: its config sets init.kl_temperature but it holds no start network (its "
-                         "current policy is regularised toward that network)")
+            and payload.get("start_net") is None and payload.get("start_bot") is None):
+        raise ValueError("checkpoint: its config sets init.kl_temperature but it holds no start network or bot "
+                         "(its current policy is regularised toward that start)")
     exact = None
     if payload.get("exact_average") is not None:
         exact = ExactAveragePolicy(game)
@@ -134,6 +144,7 @@ def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.d
         has_current_policy="advantage_nets" in payload and deep_cfr_run,
         start_net=net_from(payload["start_net"]) if deep_cfr_run and payload.get("start_net") is not None else None,
         target_scale=payload.get("target_scale"),
+        start_bot=payload.get("start_bot") if deep_cfr_run else None,
     )
 
 

@@ -241,13 +241,13 @@ class InitConfig(Section):
     # > 0: sigma_t stays regularised toward the start policy pi instead of regret matching (piKL,
     # Jacob et al. ICML 2022): sigma_t(a) ∝ pi(a) exp(R(a) / kl_temperature), R the advantage
     # network's average regrets in the game's units (points, chips). The advantage networks start
-    # untrained (sigma_1 = pi's network exactly), and that network (pi's own where it has the
-    # run's shape, else one fitted to pi) travels with the checkpoint. 0 = regret matching
-    # (Deep CFR)
+    # untrained (sigma_1 = pi exactly): pi is a bot itself (by name), else a network that travels
+    # with the checkpoint (pi's own where it has the run's shape, else one fitted to pi).
+    # 0 = regret matching (Deep CFR)
     kl_temperature: float = Field(0.0, ge=0.0)
-    # with kl_temperature, a start that is no network of the run's shape (a bot) is fitted by one:
-    # its targets mix this share of the uniform policy in (a one-hot target's logits would be out of
-    # the regrets' reach)
+    # with kl_temperature, a bot's moves (or the targets of a network fitted to a policy that is
+    # no network of the run's shape) mix this share of the uniform policy in (a one-hot policy's
+    # logits would be out of the regrets' reach)
     smoothing: float = Field(0.1, ge=0.0, lt=1.0)
 
     @field_validator("spec")

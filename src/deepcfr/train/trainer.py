@@ -113,6 +113,8 @@ class Trainer:
         self.advantage_trained = [False, False]
         # init.kl_temperature: the start policy's network (frozen), which sigma_t is regularised toward
         self.start_net: DeepCFRMLP | None = None
+        # init.kl_temperature from a bot: the bot sigma_t is regularised toward, by name (in place of start_net)
+        self.start_bot: str | None = None
         self.strategy_trained = False
         self.strategy_final_iteration = 0  # the iteration whose end the final strategy training followed
         # measured, to keep room for the final training and not to start an iteration that would
@@ -224,7 +226,7 @@ class Trainer:
         """The agent as it stands: its policies are what evaluation and play use."""
         return Agent(self.game, self.config, self.iteration, self.advantage_nets, self.strategy_net,
                      self.advantage_trained, self.device, self.exact_average, start_net=self.start_net,
-                     target_scale=self.target_scale)
+                     start_bot=self.start_bot, target_scale=self.target_scale)
 
     def current_policy_of(self, player: int) -> Policy:
         """sigma_t of ``player`` (``Agent.current_policy_of``)."""
@@ -260,8 +262,12 @@ class Trainer:
     def _sigma_spec(self, player: int, networks: dict[str, torch.nn.Module]) -> PolicySpec:
         """sigma_t of ``player`` as a chunk policy: regret matching on its advantage network
         (uniform before that network trained); with ``init.kl_temperature``, its advantages over
-        the start network (the start policy itself before that network trained)."""
-        if self.start_net is not None:
+        the start network or bot (the start policy itself before that network trained)."""
+        smoothing = self.config.init.smoothing
+        if self.start_bot is not None:
+            if not self.advantage_trained[player]:
+                return PolicySpec("bot", bot=self.start_bot, smoothing=smoothing)
+        elif self.start_net is not None:
             networks["start"] = self.start_net
             if not self.advantage_trained[player]:
                 return PolicySpec("strategy", "start")
@@ -269,6 +275,9 @@ class Trainer:
             return PolicySpec("uniform")
         name = f"advantage_{player}"
         networks[name] = self.advantage_nets[player]
+        if self.start_bot is not None:
+            return PolicySpec("regularized", name, bot=self.start_bot, smoothing=smoothing,
+                              temperature=self.agent().kl_temperature_units())
         if self.start_net is not None:
             return PolicySpec("regularized", name, start="start", temperature=self.agent().kl_temperature_units())
         return PolicySpec("regret", name)
@@ -478,8 +487,8 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def run_iteration(self) -> dict[str, Any]:
         """One CFR iteration (both players); returns and logs its metrics."""
-        if self.config.init.kl_temperature > 0 and self.start_net is None:
-            # sigma_t would silently be regret matching: the start network comes from the warm start
+        if self.config.init.kl_temperature > 0 and self.start_net is None and self.start_bot is None:
+            # sigma_t would silently be regret matching: the start network (or bot) comes from the warm start
             raise ValueError("init.kl_temperature regularises sigma_t toward the start network, which this "
                              "Trainer does not have: train() starts from init.spec's policy first (pass "
                              "start=StartPolicy(...)), or set init.kl_temperature=0")

@@ -25,6 +25,7 @@ def trainer_state(self) -> dict[str, Any]:
         "advantage_nets": [cpu_state(net) for net in self.advantage_nets],
         "strategy_net": cpu_state(self.strategy_net),
         "start_net": cpu_state(self.start_net) if self.start_net is not None else None,
+        "start_bot": self.start_bot,
         "advantage_optimizers": [optimizer_state(opt) for opt in self.advantage_optimizers],
         "strategy_optimizer": optimizer_state(self.strategy_optimizer),
         "advantage_trained": list(self.advantage_trained),
@@ -66,13 +67,14 @@ def load_trainer_state(self, state: Mapping[str, Any]) -> None:
     for net, sd in zip(self.advantage_nets, state["advantage_nets"]):
         net.load_state_dict(sd)
     self.strategy_net.load_state_dict(state["strategy_net"])
+    self.start_bot = state.get("start_bot")
     if state.get("start_net") is not None:
         self.start_net = self._new_network()
         self.start_net.load_state_dict(state["start_net"])
         self.start_net.eval().requires_grad_(False)
-    elif self.config.init.kl_temperature > 0 and state.get("warm_start") is not None:
-        raise ValueError("checkpoint: init.kl_temperature is set but the checkpoint holds no start network "
-                         "(it was saved by a run without it)")
+    elif self.config.init.kl_temperature > 0 and state.get("warm_start") is not None and self.start_bot is None:
+        raise ValueError("checkpoint: init.kl_temperature is set but the checkpoint holds no start network or "
+                         "bot (it was saved by a run without it)")
     self.advantage_optimizers = [self._new_optimizer(net, self.config.advantage.lr) for net in self.advantage_nets]
     for opt, sd in zip(self.advantage_optimizers, state["advantage_optimizers"]):
         opt.load_state_dict(sd)

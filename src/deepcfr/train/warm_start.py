@@ -62,10 +62,15 @@ champion, tens of points weaker than it). Instead sigma_t is the maximiser of
 with R the advantage network's average regrets in the game's units: it moves from pi only where
 the regrets are large against T. Step 2 is then skipped: the advantage networks stay untrained, so
 sigma_1 is pi's network exactly, and a frozen copy of it (``Trainer.start_net``, network ``start``
-in every executor) travels with the checkpoint. A start that is no network of the run's shape (a
-bot) is fitted by one first, against pi smoothed by ``init.smoothing`` of the uniform policy (a
-one-hot target's logits would be out of the regrets' reach). Step 3 is
-unchanged. Measured in docs/results.md ("Regularised toward the start").
+in every executor) travels with the checkpoint. A bot is its own anchor: pi is the bot's moves
+smoothed by ``init.smoothing`` of the uniform policy (a one-hot pi's logits would be out of the
+regrets' reach), computed by the batched bot wherever sigma_t is (``Trainer.start_bot``, a bot by
+name in every executor). Measured on Lost Cities from ``heuristic_balanced`` at temperature 1:
++0.48 above the bot after 30 minutes, where the network fitted to it (which alone loses 4-5
+points to it) ended level at any temperature (docs/experiments.md, session 32). Any other start
+that is no network of the run's shape (a one-hot policy, another shape) is fitted by one first,
+against pi smoothed the same way. Step 3 is unchanged. Measured in docs/results.md ("Regularised
+toward the start").
 """
 
 from __future__ import annotations
@@ -97,6 +102,9 @@ class StartPolicy:
     # the network whose masked softmax ``policy`` is (a checkpoint's average policy, the
     # champion), or None: where its shape is the run's, the strategy network starts as a copy
     network: torch.nn.Module | None = None
+    # the bot ``policy`` plays, by name (a start that is a bot): with ``init.kl_temperature``,
+    # sigma_t is regularised toward that bot itself, not toward a network fitted to it
+    bot: str | None = None
 
     @classmethod
     def uniform(cls, spec: str = "random") -> "StartPolicy":
@@ -217,11 +225,15 @@ def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
 
 
 def start_regularized(trainer, start: StartPolicy) -> dict[str, Any]:
-    """``init.kl_temperature``: keep a frozen network toward which sigma_t is regularised: a copy of
-    the start's network where it has the run's shape (its masked softmax: a greedy spec's network
-    is regularised toward as sampled), else one of the run's shape fitted to the start policy
-    (:func:`fit_start_network`: a bot, another shape). The advantage networks stay untrained, so
-    sigma_1 is that network's policy exactly."""
+    """``init.kl_temperature``: what sigma_t is regularised toward: a bot itself (by name, its
+    moves smoothed by ``init.smoothing``), else a frozen network: a copy of the start's network
+    where it has the run's shape (its masked softmax: a greedy spec's network is regularised
+    toward as sampled), else one of the run's shape fitted to the start policy
+    (:func:`fit_start_network`: another shape, a one-hot policy). The advantage networks stay
+    untrained, so sigma_1 is that start policy exactly."""
+    if start.bot is not None:
+        trainer.start_bot = start.bot
+        return {}
     net = trainer._new_network()
     figures: dict[str, Any] = {}
     if _same_shape(start.network, trainer.strategy_net):
@@ -306,8 +318,12 @@ def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
         fitted = (f" (a network fitted to it on {figures['init/start_positions']} positions, smoothing "
                   f"{cfg.smoothing:g}: total variation {figures['init/start_distance']:.3g})"
                   if "init/start_distance" in figures else "")
-        current = (f"sigma_t regularised toward its network{fitted} at temperature {cfg.kl_temperature:g} "
-                   "(sigma_1 is that network's policy)")
+        if trainer.start_bot is not None:
+            current = (f"sigma_t regularised toward the bot itself (its moves, smoothing {cfg.smoothing:g}) at "
+                       f"temperature {cfg.kl_temperature:g} (sigma_1 is that policy)")
+        else:
+            current = (f"sigma_t regularised toward its network{fitted} at temperature {cfg.kl_temperature:g} "
+                       "(sigma_1 is that network's policy)")
     else:
         distances = ", ".join(f"p{p} mean {figures[f'init/policy_distance_p{p}']:.3g} "
                               f"max {figures[f'init/policy_distance_max_p{p}']:.3g}" for p in range(2))
