@@ -94,6 +94,11 @@ def _started(start, *extra) -> Trainer:
     return trainer
 
 
+def _assert_same_advantage_nets(a: Trainer, b: Trainer) -> None:
+    for x, y in zip(a.advantage_nets, b.advantage_nets):
+        assert all(torch.equal(p, q) for p, q in zip(x.state_dict().values(), y.state_dict().values()))
+
+
 def _distance(trainer, policy, player_policy=None, seed=7):
     positions = sample_positions(trainer.game, policy, 500, 0.25, torch.Generator().manual_seed(seed), trainer.device)
     out = []
@@ -166,8 +171,7 @@ def test_checkpoint_carries_the_start_network_and_resumes_exactly(partly_trained
     resumed.load_state_dict(load_checkpoint(path))
     trainer.run_iteration()
     resumed.run_iteration()
-    for a, b in zip(trainer.advantage_nets, resumed.advantage_nets):
-        assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    _assert_same_advantage_nets(trainer, resumed)
     payload = load_checkpoint(path)
     payload["start_net"] = None
     broken = save_checkpoint(tmp_path / "broken.pt", payload)
@@ -323,8 +327,7 @@ def test_a_bot_start_is_its_own_anchor(tmp_path):
     assert resumed.start_bot == "heuristic_balanced"
     trainer.run_iteration()
     resumed.run_iteration()
-    for a, b in zip(trainer.advantage_nets, resumed.advantage_nets):
-        assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    _assert_same_advantage_nets(trainer, resumed)
     payload = load_checkpoint(path)
     payload["start_bot"] = None
     with pytest.raises(ValueError, match="start network or bot"):

@@ -44,6 +44,17 @@ def greedy(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     return torch.zeros_like(probs, dtype=torch.float32).scatter_(1, best, 1.0) * mask
 
 
+def uniform_probs(mask: torch.Tensor) -> torch.Tensor:
+    """[n, A] float32: uniform over each row's legal actions (zero where a row has none)."""
+    legal = mask.to(torch.float32)
+    return legal / legal.sum(dim=1, keepdim=True).clamp(min=1.0)
+
+
+def mix_uniform(probs: torch.Tensor, mask: torch.Tensor, share: float) -> torch.Tensor:
+    """``(1 - share) probs + share uniform`` over the legal actions."""
+    return (1.0 - share) * probs + share * uniform_probs(mask)
+
+
 class _NetworkPolicy:
     def __init__(self, network: NetworkFn, encode: Encoder, device: str | torch.device | None = None):
         self.network = network
@@ -124,8 +135,7 @@ class UniformPolicy:
     """Uniform over legal actions (sigma_1 before any advantage network is trained)."""
 
     def __call__(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        m = mask.to(torch.float32)
-        return m / m.sum(dim=1, keepdim=True).clamp(min=1.0)
+        return uniform_probs(mask)
 
 
 class BotPolicy:
@@ -155,14 +165,12 @@ class SmoothedBotPolicy:
         self.name = getattr(bot, "name", type(bot).__name__)
 
     def __call__(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-        legal = mask.to(torch.float32)
         if hasattr(self.bot, "policy"):
-            probs = self.bot.policy(obs, mask).float().to(mask.device) * legal
+            probs = self.bot.policy(obs, mask).float().to(mask.device) * mask
         else:
             actions = self.bot.act(obs, mask, None).long().to(mask.device)
             probs = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device).scatter_(1, actions[:, None], 1.0)
-        uniform = legal / legal.sum(dim=1, keepdim=True).clamp(min=1.0)
-        return (1.0 - self.smoothing) * probs + self.smoothing * uniform
+        return mix_uniform(probs, mask, self.smoothing)
 
 
 class PerPlayerPolicy:

@@ -83,7 +83,7 @@ import torch
 
 from deepcfr.cfr.memory import ReservoirMemory
 from deepcfr.cfr.networks import masked_softmax
-from deepcfr.cfr.policies import UniformPolicy
+from deepcfr.cfr.policies import UniformPolicy, mix_uniform, uniform_probs
 from deepcfr.cfr.regret_matching import regret_matching
 from deepcfr.cfr.samples import memory_fields
 from deepcfr.cfr.traversal import TraversalStats
@@ -132,9 +132,8 @@ def sample_positions(game, policy: Policy, games: int, explore: float, generator
         probs = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
         probs[rows] = policy(obs[rows], mask[rows]).float().to(mask.device) * mask[rows]
         probs = probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
-        uniform = mask.float() / mask.float().sum(dim=1, keepdim=True).clamp(min=1.0)
-        mixed = (1.0 - explore) * probs + explore * uniform
-        actions = sample_from_probs(torch.where(live[:, None], mixed, uniform), generator)
+        actions = sample_from_probs(torch.where(live[:, None], mix_uniform(probs, mask, explore), uniform_probs(mask)),
+                                    generator)
         for p in range(2):
             mine = (live & (player == p)).nonzero().squeeze(1)
             if mine.numel():
@@ -260,8 +259,7 @@ def fit_start_network(trainer, start: StartPolicy, net: torch.nn.Module) -> dict
     with torch.no_grad():
         probs = start.policy(obs, mask).float().to(mask.device) * mask
     probs = probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
-    uniform = mask.float() / mask.float().sum(dim=1, keepdim=True).clamp(min=1.0)
-    targets = (1.0 - cfg.smoothing) * probs + cfg.smoothing * uniform
+    targets = mix_uniform(probs, mask, cfg.smoothing)
     memory = ReservoirMemory(obs.shape[0], memory_fields(game, codec, "policy"), device=device)
     packed, _ = codec.pack_values(targets, mask)
     memory.add(generator=trainer.generators["memory"], obs=obs, mask=codec.pack_mask(mask), policy=packed,
