@@ -118,6 +118,7 @@ def test_the_recipe_runs_on_the_mini_variant(tmp_path):
     assert card["improve_rounds"] == 1 + 1 + 1
     assert card["teacher"][0].endswith(":heuristic_balanced") and "rollout_policy=base" in card["teacher"][1]
     assert card["search_settings"]["rollout_policy"] == "base"  # what search:champion plays
+    assert "belief" not in card["search_settings"]  # no hand belief is shipped for the mini rules
     assert "rollout_policy=base" in (out / "CARD.md").read_text()
     agent = load_agent(str(out / "lost_cities.pt"))
     assert agent.game.rules.n_colors == 3 and not agent.has_current_policy

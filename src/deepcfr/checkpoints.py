@@ -13,6 +13,7 @@ refuses to load into a run whose game, rules or network shapes differ. The kinds
 - ``network``: an exported strategy network (the champion: config, game, ``strategy_net``,
   ``improve_rounds``), made from an improvement run by :func:`export_network`;
 - ``value_function``: the full-state value function of ``deepcfr fit-value`` (``value_net``).
+- ``hand_belief``: the learned belief of the opponent's hand of ``deepcfr fit-belief`` (``hand_net``).
 
 Files written before ``meta.kind`` existed are upgraded on reading: the kind is what their keys
 say (``improve``: an improvement run; ``distilled``: a network; else a Deep CFR run).
@@ -40,9 +41,11 @@ DEEPCFR_RUN = "deepcfr_run"
 IMPROVE_RUN = "improve_run"
 NETWORK = "network"
 VALUE_FUNCTION = "value_function"
-KINDS = (DEEPCFR_RUN, IMPROVE_RUN, NETWORK, VALUE_FUNCTION)
+HAND_BELIEF = "hand_belief"
+KINDS = (DEEPCFR_RUN, IMPROVE_RUN, NETWORK, VALUE_FUNCTION, HAND_BELIEF)
 KIND_NAMES = {DEEPCFR_RUN: "Deep CFR run (deepcfr train)", IMPROVE_RUN: "improvement run (deepcfr improve)",
-              NETWORK: "exported network (as the champion)", VALUE_FUNCTION: "value function (deepcfr fit-value)"}
+              NETWORK: "exported network (as the champion)", VALUE_FUNCTION: "value function (deepcfr fit-value)",
+              HAND_BELIEF: "hand belief (deepcfr fit-belief)"}
 
 
 class CheckpointError(ValueError):

@@ -18,6 +18,19 @@ def register(subparsers) -> None:
         "and save it (a checkpoint of kind value_function; its meta says what it was trained on). "
         "`--value-fn PATH` of arena and eval uses it.",
     )
+    add_fit_arguments(p, steps=16000)
+    p.add_argument("--start", default=None, metavar="FILE",
+                   help="a value function to continue fitting from (same hidden size and layers); on a game that "
+                        "names its chance kinds its state value teaches the new file's chance head (the value after "
+                        "each card a draw could bring, from one forward per draw)")
+    p.add_argument("--out", required=True, help="where to write the value function")
+    add_json_flag(p)
+    p.set_defaults(func=run)
+
+
+def add_fit_arguments(p, steps: int) -> None:
+    """The options ``fit-value`` and ``fit-belief`` share: the game, the matches whose positions
+    they fit, and the network and its training."""
     p.add_argument("--game", default=None, help=game_help(DEFAULT_GAME))
     p.add_argument("--variant", default=None, help="Lost Cities rule variant (classic, mini)")
     p.add_argument("--matchup", nargs=2, action="append", metavar=("A", "B"), default=None,
@@ -26,20 +39,35 @@ def register(subparsers) -> None:
                         "plays this game, else every pair of the game's evaluation bots)")
     p.add_argument("--games", type=int, default=4000, help="games per matchup (even)")
     p.add_argument("--keep", type=float, default=0.3, help="fraction of the positions kept (they are correlated)")
-    p.add_argument("--steps", type=int, default=16000, help="training steps")
+    p.add_argument("--steps", type=int, default=steps, help="training steps")
     p.add_argument("--batch-size", type=int, default=1024)
     p.add_argument("--lr", type=float, default=1e-3)
     p.add_argument("--hidden-size", type=int, default=256)
     p.add_argument("--num-layers", type=int, default=2)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--device", default="cpu")
-    p.add_argument("--start", default=None, metavar="FILE",
-                   help="a value function to continue fitting from (same hidden size and layers); on a game that "
-                        "names its chance kinds its state value teaches the new file's chance head (the value after "
-                        "each card a draw could bring, from one forward per draw)")
-    p.add_argument("--out", required=True, help="where to write the value function")
-    add_json_flag(p)
-    p.set_defaults(func=run)
+
+
+def matchup_positions(args, game, teacher=None):
+    """(the positions of ``args``' matchups, their names, the seconds it took), progress on stderr."""
+    from ..players import load_player
+    from ..train.value_fn import collect_positions
+
+    if args.games < 2 or args.games % 2:
+        raise ValueError(f"--games must be a positive even number (paired deals), got {args.games}")
+    if not 0 < args.keep <= 1:
+        raise ValueError(f"--keep must be in (0, 1], got {args.keep}")
+    names = [tuple(pair) for pair in args.matchup] if args.matchup else default_matchups(game)
+    players = {name: load_player(name, game, args.device) for pair in names for name in pair}
+    start = time.perf_counter()
+
+    def collected(done, total, seconds):
+        print(f"positions: {done}/{total} games ({seconds:.0f}s)", file=sys.stderr, flush=True)
+
+    positions = collect_positions(game, [(players[a], players[b]) for a, b in names], args.games, args.seed,
+                                  args.keep, teacher=teacher, on_batch=collected)
+    print(f"fitting on {len(positions)} positions", file=sys.stderr, flush=True)
+    return positions, names, time.perf_counter() - start
 
 
 def default_matchups(game) -> list[tuple[str, str]]:
@@ -58,27 +86,13 @@ def run(args) -> int:
     import torch
 
     from ..games.base import has_capability
-    from ..players import load_player
-    from ..train.value_fn import FullStateValue, collect_positions, fit_value, load_value_function, save_value_function
+    from ..train.value_fn import FullStateValue, fit_value, load_value_function, save_value_function
 
-    if args.games < 2 or args.games % 2:
-        raise ValueError(f"--games must be a positive even number (paired deals), got {args.games}")
-    if not 0 < args.keep <= 1:
-        raise ValueError(f"--keep must be in (0, 1], got {args.keep}")
     game = make_named_game(args.game, args.variant)
     start_value = load_value_function(args.start, game) if args.start else None
     teacher = start_value if start_value is not None and has_capability(game, "chance_kinds") else None
-    names = [tuple(pair) for pair in args.matchup] if args.matchup else default_matchups(game)
-    players = {name: load_player(name, game, args.device) for pair in names for name in pair}
     start = time.perf_counter()
-
-    def collected(done, total, seconds):
-        print(f"positions: {done}/{total} games ({seconds:.0f}s)", file=sys.stderr, flush=True)
-
-    positions = collect_positions(game, [(players[a], players[b]) for a, b in names], args.games, args.seed,
-                                  args.keep, teacher=teacher, on_batch=collected)
-    collect_seconds = time.perf_counter() - start
-    print(f"fitting on {len(positions)} positions", file=sys.stderr, flush=True)
+    positions, names, collect_seconds = matchup_positions(args, game, teacher)
 
     def fitted(step, steps, mse):
         print(f"fit: step {step}/{steps}, train mse {mse:.1f} ({time.perf_counter() - start:.0f}s)",

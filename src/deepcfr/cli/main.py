@@ -17,6 +17,7 @@ COMMANDS = {
     "bench": "bench_cmd",
     "exploitability": "exploitability_cmd",
     "fit-value": "fit_value_cmd",
+    "fit-belief": "fit_belief_cmd",
     "strength": "strength_cmd",
     "exploit": "exploit_cmd",
     "play": "play_cmd",

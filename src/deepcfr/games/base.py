@@ -67,9 +67,15 @@ class BatchedGame(Protocol):
 # Optional capabilities: a game that has one offers the attribute or method of that name, with
 # the meaning given here (``tests/test_game_contract.py`` checks each one a game declares).
 CAPABILITIES: dict[str, str] = {
-    "determinize": "determinization for the search: determinize(obs, d, generator) -> n * d full states "
-                   "consistent with the observations (row i * d + j is sample j of obs[i]; the hidden "
-                   "information drawn uniformly)",
+    "determinize": "determinization for the search: determinize(obs, d, generator, hand_logits=None) -> n * d "
+                   "full states consistent with the observations (row i * d + j is sample j of obs[i]; the hidden "
+                   "information drawn uniformly, or, with hand_logits [n, obs cards] (games with hidden_hand), "
+                   "the opponent's unknown cards drawn one by one in proportion to exp(logit))",
+    "hidden_hand": "hidden_hand(obs, other_obs) -> (unknown [n, hand_kind_count], held [n, hand_kind_count]): by "
+                   "kind of card (copies no observer can tell apart share one), the cards obs's observer cannot "
+                   "see and how many of them the other seat holds (other_obs: its view of the same states); "
+                   "card_kinds(device) -> [cards] each card's kind: what a learned belief of the opponent's hand "
+                   "is fitted to (train/hand_belief.py)",
     "symmetry": "a relabelling the rules cannot tell apart, with sample(n, generator, device), obs(obs, r), "
                 "action_columns(r), actions(actions, r) and inverse(r)",
     "scores": "scores(state) -> [n, 2] points of each seat (the utilities are a function of them)",

@@ -210,14 +210,28 @@ def search_player(base, name: str, device: str | torch.device = "cpu", *settings
     leaf_value = None
     if config.rollout_plies is not None:
         leaf_value = rollout_value_function(config.value_fn, base.game, device, "search.rollout_plies")
-    opponent = None
-    if config.belief != "none":
+    opponent, hand_belief = None, None
+    if config.belief == "learned":
+        hand_belief = search_hand_belief(config.hand_belief, base.game, device)
+    elif config.belief != "none":
         modelled = base if config.belief == "base" else _helper_player(
             config.belief, "search.belief", "model the opponent of", "'base' or 'none'", base.game, device)
         opponent = OpponentModel(modelled)
     search = RolloutSearch(base.game, base, config, rollout_policy=rollout, device=device, leaf_value=leaf_value,
-                           opponent=opponent)
+                           opponent=opponent, hand_belief=hand_belief)
     return SearchPlayer(base, search, name)
+
+
+def search_hand_belief(choice: str, game, device: str | torch.device):
+    """The hand belief ``choice`` (a ``hand_belief`` setting) names for ``game``; an error naming
+    the setting where there is none."""
+    from .champion import HAND_BELIEF_CHOICES, resolve_hand_belief
+
+    belief = resolve_hand_belief(choice, game, device)
+    if belief is None:
+        raise ValueError(f"search.belief='learned' needs a hand belief and hand_belief={quote(choice)} gives none "
+                         f"for {describe_game(game)}: {HAND_BELIEF_CHOICES}")
+    return belief
 
 
 def _helper_player(text: str, setting: str, role: str, alternatives: str, game, device):

@@ -18,6 +18,7 @@ CARD_MARKDOWN_FILE = HERE / "CARD.md"
 # the value function of the full state the arena's luck corrections use (deepcfr fit-value; what
 # it was trained on is in its own meta, ``trained_on``)
 VALUE_FILE = HERE / "lost_cities_value.pt"
+HAND_BELIEF_FILE = HERE / "lost_cities_hand.pt"
 
 
 def champion_file() -> Path:
@@ -185,3 +186,20 @@ def resolve_value_function(choice: str | None, game, device="cpu"):
 
 
 __all__ += ["shipped_value_function", "resolve_value_function", "VALUE_FILE", "VALUE_CHOICES"]
+
+
+HAND_BELIEF_CHOICES = ("auto (the one shipped beside the champion where it was made for the game and rules) or a "
+                       "file of `deepcfr fit-belief`")
+
+
+def resolve_hand_belief(choice: str, game, device="cpu"):
+    """The hand belief a ``hand_belief`` setting names for ``game`` (HAND_BELIEF_CHOICES); None
+    where ``auto`` finds nothing shipped for the game and rules."""
+    from ..train.hand_belief import hand_belief_for, load_hand_belief
+
+    if choice != "auto":
+        return load_hand_belief(choice, game, device)
+    return hand_belief_for(HAND_BELIEF_FILE, game, device) if HAND_BELIEF_FILE.is_file() else None
+
+
+__all__ += ["resolve_hand_belief", "HAND_BELIEF_FILE", "HAND_BELIEF_CHOICES"]

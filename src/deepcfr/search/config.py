@@ -63,11 +63,14 @@ class SearchConfig(BaseModel):
     # The opponent's hidden cards drawn from the posterior given its past moves (belief.py, the
     # exploiter's belief) instead of uniformly: the opponent modelled by a player's move probabilities.
     belief: str = Field("none", description="how the hidden cards of each determinization are drawn: none "
-                        "(uniformly, given what the decider has seen), base (from the posterior given the "
+                        "(uniformly, given what the decider has seen), learned (the opponent's unknown cards "
+                        "weighed by the hand_belief network from what the decider sees), base (from the posterior given the "
                         "opponent's past moves, the opponent modelled as the base player: a network by the "
                         "probabilities it samples from, @greedy or a bot by its moves), or a player spec "
                         "modelling the opponent so (a network or a bot, not a search); the same belief as "
                         "deepcfr exploit's")
+    hand_belief: str = Field("auto", description="the network of belief=learned: auto (the one shipped beside "
+                             "the champion where it was made for the game and rules) or a file of `deepcfr fit-belief`")
     belief_particles: int = Field(16, ge=1, description="the belief's particles (its cost: each replays the game "
                                   "so far); the determinizations are drawn from them, each with its own order of "
                                   "the undrawn deck")

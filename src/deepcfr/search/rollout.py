@@ -1,9 +1,10 @@
 """Determinized rollout search: a policy-improvement operator over any base policy.
 
 For each decision: the base policy's top-k legal actions are the candidates; D determinizations
-of the decider's observation (the hidden cards dealt uniformly, or, with a ``belief``, drawn from
-the posterior given the opponent's past moves: belief.py's particles, one a determinization,
-resampled to equal weights) are shared by every candidate,
+of the decider's observation (the hidden cards dealt uniformly; with ``belief=learned`` the
+opponent's unknown cards weighed by a network of what the decider sees; or, with a particle
+``belief``, drawn from the posterior given the opponent's past moves: belief.py's particles, one
+a determinization, resampled to equal weights) are shared by every candidate,
 and so are the random numbers of the rollouts (common random numbers: deck luck and rollout luck
 cancel between candidates); each candidate is rolled out to the end of the game by the rollout
 policy playing both seats (or, with ``rollout_plies``, for that many decisions, then valued by a
@@ -162,10 +163,12 @@ class RolloutSearch:
     setting is "base"); ``leaf_value`` values the rollouts cut at ``config.rollout_plies``
     (``states -> [n]`` seat 0 minus seat 1, e.g. train.value_fn.FullStateValue), built from
     ``config.value_fn`` by the caller; ``opponent`` models the opponent for ``config.belief``
-    (an ``OpponentModel``, built from that setting by the caller)."""
+    (an ``OpponentModel``, built from that setting by the caller); ``hand_belief`` weighs the
+    opponent's unknown cards for ``belief=learned`` (``obs -> [n, cards]`` logits, e.g.
+    train.hand_belief.HandBelief, built from ``config.hand_belief`` by the caller)."""
 
     def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
-                 device: str | torch.device = "cpu", leaf_value=None, opponent=None):
+                 device: str | torch.device = "cpu", leaf_value=None, opponent=None, hand_belief=None):
         self._determinize = capability(game, "determinize")  # MissingCapability (a ValueError) names the game
         self.game = game
         self.base = base
@@ -181,7 +184,13 @@ class RolloutSearch:
                              "(deepcfr.players.search_player does)")
         self.leaf_value = leaf_value if self.config.rollout_plies is not None else None
         self.belief = None
-        if self.config.belief != "none":
+        self.hand_belief = None
+        if self.config.belief == "learned":
+            if hand_belief is None:
+                raise ValueError("search.belief='learned' weighs the hidden cards by a hand belief: pass the one "
+                                 "built from search.hand_belief as hand_belief (deepcfr.players.search_player does)")
+            self.hand_belief = hand_belief
+        elif self.config.belief != "none":
             if opponent is None:
                 raise ValueError(f"search.belief={self.config.belief!r} models the opponent: pass the OpponentModel "
                                  "built from it as opponent (deepcfr.players.search_player does)")
@@ -354,7 +363,9 @@ class RolloutSearch:
         None, dealt uniformly here."""
         game = self.game
         m, k = candidates.shape
-        if states is None:
+        if states is None and self.hand_belief is not None:
+            states = self._determinize(obs, d, self.generator, hand_logits=self.hand_belief(obs))
+        elif states is None:
             states = self._determinize(obs, d, self.generator)  # [m * d], row i * d + j
         # [m, k, d] layout: candidate-major inside a decision, determinizations innermost.
         order = torch.arange(m * d, device=self.device).view(m, 1, d).expand(m, k, d).reshape(-1)

@@ -344,36 +344,49 @@ def _start_from(net: DeepCFRMLP, start: nn.Module) -> None:
 
 
 # ------------------------------------------------------------------------------ files
+def save_game_network(path: str | Path, kind: str, key: str, game, net: DeepCFRMLP, trained_on: dict) -> Path:
+    """Write ``net`` atomically as a checkpoint of ``kind`` (under ``key``) made for ``game``, its meta
+    saying what it was trained on: the value function's and the hand belief's files."""
+    meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": kind, **game_meta(game),
+            "network": net.shape_dict(), "trained_on": trained_on,
+            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    return save_checkpoint(path, {"meta": meta, key: cpu_state(net)})
+
+
+def game_network_for(path: str | Path, kind: str, key: str, what: str, command: str, game,
+                     device: str | torch.device = "cpu", required: bool = False) -> tuple[DeepCFRMLP, dict] | None:
+    """(the network, the meta) of the checkpoint of ``kind`` at ``path`` if it was made for ``game``,
+    else None, or with ``required`` a CheckpointError naming both games; a file of another kind (or
+    a corrupt one) raises CheckpointError naming ``what`` it is not and the ``command`` that makes one."""
+    payload = load_checkpoint(path)
+    meta = payload["meta"]
+    if meta.get("kind") != kind or key not in payload:
+        raise CheckpointError(f"{path} is not a {what} (kind {meta.get('kind')!r}); make one with `{command}`")
+    found = {k: meta.get(k) for k in ("game", "game_version", "game_config")}
+    if found != game_meta(game):
+        if required:
+            raise CheckpointError(f"{what} {path} was made for {found}, not {game_meta(game)}")
+        return None
+    shape = meta["network"]
+    net = DeepCFRMLP(shape["input_size"], shape["output_size"], shape["hidden_size"], shape["num_layers"])
+    net.load_state_dict(payload[key])
+    return net.to(device), meta
+
+
 def save_value_function(path: str | Path, value: FullStateValue) -> Path:
     """Write the value function atomically as a checkpoint of kind ``value_function``."""
-    net = value.net
-    meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": VALUE_FUNCTION, **game_meta(value.game),
-            "network": net.shape_dict(), "trained_on": value.trained_on,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
-    return save_checkpoint(path, {"meta": meta, "value_net": cpu_state(net)})
+    return save_game_network(path, VALUE_FUNCTION, "value_net", value.game, value.net, value.trained_on)
 
 
 def load_value_function(path: str | Path, game, device: str | torch.device = "cpu") -> FullStateValue:
     """A saved value function, refused unless it was made for ``game`` (its name, version and rules)."""
-    value = value_function_for(path, game, device)
-    if value is None:
-        meta = load_checkpoint(path)["meta"]
-        found = {k: meta.get(k) for k in ("game", "game_version", "game_config")}
-        raise CheckpointError(f"value function {path} was made for {found}, not {game_meta(game)}")
-    return value
+    net, meta = game_network_for(path, VALUE_FUNCTION, "value_net", "value function", "deepcfr fit-value", game, device,
+                                 required=True)
+    return FullStateValue(game, net, meta.get("trained_on"))
 
 
 def value_function_for(path: str | Path, game, device: str | torch.device = "cpu") -> FullStateValue | None:
     """The value function saved at ``path`` if it was made for ``game``, else None (a file that is
     not a value function, or is corrupt, raises CheckpointError)."""
-    payload = load_checkpoint(path)
-    meta = payload["meta"]
-    if meta.get("kind") != VALUE_FUNCTION or "value_net" not in payload:
-        raise CheckpointError(f"{path} is not a value function (kind {meta.get('kind')!r}); "
-                              f"make one with `deepcfr fit-value`")
-    if {k: meta.get(k) for k in ("game", "game_version", "game_config")} != game_meta(game):
-        return None
-    shape = meta["network"]
-    net = DeepCFRMLP(shape["input_size"], shape["output_size"], shape["hidden_size"], shape["num_layers"])
-    net.load_state_dict(payload["value_net"])
-    return FullStateValue(game, net.to(device), meta.get("trained_on"))
+    found = game_network_for(path, VALUE_FUNCTION, "value_net", "value function", "deepcfr fit-value", game, device)
+    return FullStateValue(game, found[0], found[1].get("trained_on")) if found is not None else None

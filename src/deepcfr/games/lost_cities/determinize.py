@@ -5,7 +5,9 @@
 sample ``j`` of observation ``i``) such that ``game.observe(state, observer) == obs`` bit for bit.
 The cards the observer cannot see (location code 0) are dealt uniformly at random: a random
 permutation of them fills the opponent's unknown hand slots first and the deck after (in random
-order), and the cards known to be in the opponent's hand (code 4) stay there. Everything else
+order), and the cards known to be in the opponent's hand (code 4) stay there; with
+``hand_logits`` (a learned belief) the opponent's unknown cards are drawn by weight instead and the
+deck is a uniform order of the rest. Everything else
 (hands, expeditions, piles in order, the turn) is copied from the observation.
 
 The states are built directly (no replay of a history), all rows at once: the engine's arena row
@@ -30,10 +32,15 @@ from .layout import card_kinds, LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN
 
 
 def determinize(game: "LostCitiesGame", obs: torch.Tensor, d: int,
-                generator: torch.Generator | None = None) -> LostCitiesState:
+                generator: torch.Generator | None = None, hand_logits: torch.Tensor | None = None) -> LostCitiesState:
     """``n * d`` states consistent with the observations ``obs [n, obs_size]`` (uint8 rows of
     layout.py, any observer), on ``obs.device``; row ``i * d + j`` is sample ``j`` of ``obs[i]``.
-    ``generator`` must be on ``obs.device`` (or None for the default one)."""
+    ``generator`` must be on ``obs.device`` (or None for the default one).
+
+    ``hand_logits [n, deck_size]`` (a learned belief: search/hand_belief.py): each unknown card's
+    log-weight of being in the opponent's hand. The opponent's unknown cards are then drawn one
+    after another, each with probability in proportion to exp(logit) among the cards left (the
+    Gumbel top-k draw), and the undrawn deck is still a uniform order of the rest."""
     r = game.rules
     D = r.deck_size
     if obs.dim() != 2 or obs.shape[1] != game.obs_size:
@@ -49,12 +56,29 @@ def determinize(game: "LostCitiesGame", obs: torch.Tensor, d: int,
     unknown = loc == LOC_UNKNOWN
     opp_free = opponent_hand_size(game, obs) - (loc == LOC_OPP_KNOWN).sum(dim=1)
     keys = torch.rand(N, D, generator=generator, device=device)
-    keys = torch.where(unknown, keys, 2.0)  # the known cards sort last
-    order = keys.argsort(dim=1)  # order[:, i] = the card of rank i
-    rank = torch.empty_like(order).scatter_(1, order, torch.arange(D, device=device).expand(N, D))
-    to_opp = unknown & (rank < opp_free[:, None])
-    deck_pos = torch.where(unknown & ~to_opp, rank - opp_free[:, None], -1)
+    if hand_logits is None:
+        rank = _ranks(torch.where(unknown, keys, 2.0))  # the known cards sort last
+        to_opp = unknown & (rank < opp_free[:, None])
+        deck_pos = torch.where(unknown & ~to_opp, rank - opp_free[:, None], -1)
+        return state_from_hidden(game, obs, to_opp, deck_pos)
+    if hand_logits.shape != (obs.shape[0] // d, D):
+        raise ValueError(f"hand_logits must have shape [{obs.shape[0] // d}, {D}], got {tuple(hand_logits.shape)}")
+    # Gumbel top-k: the opp_free largest logit + Gumbel noise are a draw without replacement
+    # in proportion to exp(logit); smaller keys sort first, hence the minus.
+    gumbel = -torch.log(-torch.log(keys.clamp(min=1e-12, max=1 - 1e-7)))
+    logits = hand_logits.to(device=device, dtype=torch.float32).repeat_interleave(d, dim=0)
+    to_opp = unknown & (_ranks(torch.where(unknown, -(logits + gumbel), torch.inf)) < opp_free[:, None])
+    rest = unknown & ~to_opp
+    order_keys = torch.rand(N, D, generator=generator, device=device)
+    deck_pos = torch.where(rest, _ranks(torch.where(rest, order_keys, 2.0)), -1)
     return state_from_hidden(game, obs, to_opp, deck_pos)
+
+
+def _ranks(keys: torch.Tensor) -> torch.Tensor:
+    """[N, D] each entry's rank in its row when sorted ascending."""
+    order = keys.argsort(dim=1)
+    D = keys.shape[1]
+    return torch.empty_like(order).scatter_(1, order, torch.arange(D, device=keys.device).expand_as(order))
 
 
 def opponent_hand_size(game: "LostCitiesGame", obs: torch.Tensor) -> torch.Tensor:

@@ -36,7 +36,7 @@ import torch
 from ..base import IllegalActionError, index_state
 from .bots import EVALUATION_OPPONENTS, bot_factories
 from .encoding import LostCitiesEncoder
-from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, OBS_DTYPE, decode, obs_size
+from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, LOC_UNKNOWN, OBS_DTYPE, decode, obs_size
 from .rules import VARIANTS, LostCitiesRules, make_rules
 # the state and its turn word live in state.py (determinize.py builds states without the engine)
 from .state import (CAP_FLAG, DECISION_BITS, DECK_FLAG, MAX_PLY_CAP, T_DECISIONS, T_DECK, T_DISCARD,  # noqa: F401
@@ -337,6 +337,7 @@ class LostCitiesGame:
         self.feature_size = self.encoder.feature_size
         self.symmetry = ColourRelabelling(r)
         self.chance_kind_count = r.num_kinds  # capability "chance_kinds": a drawn card's kind (wager copies alike)
+        self.hand_kind_count = r.num_kinds  # capability "hidden_hand"
         self._tables: dict[torch.device, _Tables] = {}
 
     variants = tuple(VARIANTS)  # capability "variants": the named rule sets, classic first
@@ -650,12 +651,32 @@ class LostCitiesGame:
         taken = kinds.gather(1, (deck - 1)[:, None]).squeeze(1)
         return rows, counts / deck[:, None].double(), taken
 
-    def determinize(self, obs: torch.Tensor, d: int, generator: torch.Generator | None = None) -> LostCitiesState:
+    def hidden_hand(self, obs: torch.Tensor, other_obs: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Capability "hidden_hand": by card kind ``[n, num_kinds]``, the copies ``obs``'s observer
+        cannot see and how many of them the other seat (observing ``other_obs``, the same states)
+        holds. By kind, because each view sorts its wager copies on its own (layout.py)."""
+        D, K = self.rules.deck_size, self.rules.num_kinds
+        kind = self.tables(obs.device).card_kind_index.long().expand(obs.shape[0], D)
+
+        def by_kind(cards: torch.Tensor) -> torch.Tensor:
+            return torch.zeros(obs.shape[0], K, dtype=torch.long, device=obs.device).scatter_add_(1, kind, cards.long())
+
+        unknown = by_kind(obs[:, :D] == LOC_UNKNOWN)
+        # the other's hand less what the observer knows of it (cards taken from a pile)
+        held = by_kind(other_obs[:, :D] == LOC_HAND) - by_kind(obs[:, :D] == LOC_OPP_KNOWN)
+        return unknown, held
+
+    def card_kinds(self, device: torch.device | str) -> torch.Tensor:
+        """[deck_size] each card's kind (capability "hidden_hand"; wager copies of a colour alike)."""
+        return self.tables(device).card_kind_index.long()
+
+    def determinize(self, obs: torch.Tensor, d: int, generator: torch.Generator | None = None,
+                    hand_logits: torch.Tensor | None = None) -> LostCitiesState:
         """``n * d`` states consistent with the observations ``obs [n, obs_size]`` (row ``i * d + j``
         is sample ``j`` of ``obs[i]``): see determinize.py."""
         from .determinize import determinize
 
-        return determinize(self, obs, d, generator)
+        return determinize(self, obs, d, generator, hand_logits)
 
     def history_deals(self, obs: torch.Tensor, history: torch.Tensor, d: int,
                       generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
