@@ -51,7 +51,7 @@ FIRST_GROW_SETTINGS = ["improve.temperature=5", "improve.train_steps=12000", "im
 # grow.yaml's teacher for rounds 9 and 10: rollouts cut after 4 decisions, 3 candidates (today's
 # has 5: head to head over round 9 they beat 3 by +2.4 a game; docs/results.md, "Round 10")
 CUT_ROLLOUT_K3_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=base,rollout_plies=4]:learner"]
-# rounds 13, 15 and 17 skipped the round's evaluation, as they ran (rounds 14 and 16, rejected at
+# rounds 13, 15, 17 and 18 skipped the round's evaluation, as they ran (rounds 14 and 16, rejected at
 # their gates, are not stages: a rejected round leaves the network as it was; round 15 ran today's
 # grow.yaml)
 NO_EVALUATION = ["improve.eval_games=0"]
@@ -59,10 +59,14 @@ NO_EVALUATION = ["improve.eval_games=0"]
 # them were rejected; docs/results.md, "Round 13 again" and "Round 17")
 DEALS_144_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4,determinizations=144]:learner",
                      *NO_EVALUATION]
+# grow.yaml's teacher for rounds 11-17, dealing the hidden cards uniformly (today's deals the
+# opponent's by the hand belief shipped beside the champion; docs/results.md, "Round 18")
+UNIFORM_DEALS_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4]:learner"]
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each
 SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, FULL_ROLLOUT_TEACHER),
-                  (1, FULL_ROLLOUT_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, []),
-                  (1, []), (1, DEALS_144_TEACHER), (1, NO_EVALUATION), (1, DEALS_144_TEACHER)]
+                  (1, FULL_ROLLOUT_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER),
+                  (1, UNIFORM_DEALS_TEACHER), (1, UNIFORM_DEALS_TEACHER), (1, DEALS_144_TEACHER),
+                  (1, UNIFORM_DEALS_TEACHER + NO_EVALUATION), (1, DEALS_144_TEACHER), (1, NO_EVALUATION)]
 # the search settings measured strongest over the champion (docs/results.md, "A teacher that
 # grows", "The search cut short by the value function" and "Round 10"): the network plays its
 # own rollouts, cut after 4 decisions and valued by the value function shipped beside it, over

@@ -11,7 +11,7 @@ code a card taken from a discard pile gets), and the game's own ``determinize`` 
 where they are. The ranking, the prior and the rollouts are the search's own.
 
     PYTHONPATH=src OMP_NUM_THREADS=1 .venv/bin/python scripts/search_hand_oracle.py \\
-        --search "search[candidates=5,rollout_policy=base,rollout_plies=4]:champion" \\
+        --search "search[candidates=5,rollout_policy=base,rollout_plies=4,belief=none]:champion" \\
         --opponent champion@greedy --games 1000 --seed 0
 """
 
@@ -83,8 +83,11 @@ def with_oracle(game, searcher, oracle: HandOracle) -> None:
             oracle.record(state, player, obs, observe)
         return obs
 
-    game.observe = observing
     search = searcher.search
+    if search.config.belief != "none":
+        raise ValueError(f"the oracle deals in place of the search's belief: give the search belief=none, "
+                         f"not {search.config.belief!r}")
+    game.observe = observing
     determinize = search._determinize
     decide = search.decide
 
@@ -104,7 +107,7 @@ def with_oracle(game, searcher, oracle: HandOracle) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--search", default="search[candidates=5,rollout_policy=base,rollout_plies=4]:champion")
+    parser.add_argument("--search", default="search[candidates=5,rollout_policy=base,rollout_plies=4,belief=none]:champion")
     parser.add_argument("--opponent", default="champion@greedy")
     parser.add_argument("--games", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
