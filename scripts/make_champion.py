@@ -9,8 +9,9 @@
      shipped campaign ran in (SHIPPED_STAGES: a run of 4 rounds, a run of 1 from its network, both
      with the settings grow.yaml had then, two runs of 1 with today's settings but the teacher's
      rollouts played to the end, two runs of 1 with today's grow.yaml but 3 candidates in its
-     teacher's search, two runs of 1 with today's grow.yaml, one with 144 deals in its teacher's
-     search, one more with today's grow.yaml, and one more with 144 deals; each run starts from
+     teacher's search, two runs of 1 with grow.yaml's uniform-deal teacher, one with 144 deals in its
+     teacher's search, one more with the uniform-deal teacher, one more with 144 deals, and one with
+     today's grow.yaml (its teacher deals by the learned hand belief); each run starts from
      the network of the one before and with no positions, as a campaign that goes on from a
      shipped network does);
   3. the distilled network exported into the package (``deepcfr.players.champion``);
