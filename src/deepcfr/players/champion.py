@@ -165,9 +165,9 @@ def shipped_value_function(game, device="cpu"):
     version and rules), else None: what ``arena``, ``eval`` and the gate correct for luck with."""
     if not VALUE_FILE.is_file():
         return None
-    from ..train.value_fn import value_function_for
+    from ..train.value_fn import load_value_function
 
-    return value_function_for(VALUE_FILE, game, device)
+    return load_value_function(VALUE_FILE, game, device, required=False)
 
 
 VALUE_CHOICES = "auto (the one shipped beside the champion where it was made for the game and rules), none, or a file of `deepcfr fit-value`"
@@ -195,11 +195,11 @@ HAND_BELIEF_CHOICES = ("auto (the one shipped beside the champion where it was m
 def resolve_hand_belief(choice: str, game, device="cpu"):
     """The hand belief a ``hand_belief`` setting names for ``game`` (HAND_BELIEF_CHOICES); None
     where ``auto`` finds nothing shipped for the game and rules."""
-    from ..train.hand_belief import hand_belief_for, load_hand_belief
+    from ..train.hand_belief import load_hand_belief
 
     if choice != "auto":
         return load_hand_belief(choice, game, device)
-    return hand_belief_for(HAND_BELIEF_FILE, game, device) if HAND_BELIEF_FILE.is_file() else None
+    return load_hand_belief(HAND_BELIEF_FILE, game, device, required=False) if HAND_BELIEF_FILE.is_file() else None
 
 
 __all__ += ["resolve_hand_belief", "HAND_BELIEF_FILE", "HAND_BELIEF_CHOICES"]

@@ -104,7 +104,7 @@ def fit_hand_belief(game, positions: Positions, hidden_size: int = 256, num_laye
         if on_progress is not None and (step % 500 == 0 or step == steps):
             on_progress(step, steps, running)
     net.eval()
-    fitted, uniform = 0.0, 0.0
+    fitted, uniform, cards = 0.0, 0.0, 0.0  # log losses summed over the held-out unknown cards
     with torch.no_grad():
         for chunk in held_rows.split(8192):
             unknown, held, prior = (t.to(device) for t in hand_targets(game, views[chunk]))
@@ -112,7 +112,7 @@ def fit_hand_belief(game, positions: Positions, hidden_size: int = 256, num_laye
             out = net(game.encode(views[chunk][:, 0]).to(device)) + prior[:, None]
             fitted += float(_log_loss(out, unknown.float(), held.float())) * weight
             uniform += float(_log_loss(prior[:, None].expand_as(out), unknown.float(), held.float())) * weight
-    cards = float(game.hidden_hand(views[held_rows][:, 0], views[held_rows][:, 1])[0].sum())
+            cards += weight
     info = {"positions": int(views.shape[0]), "held_out": int(n_held), "steps": steps, "batch_size": batch_size,
             "lr": lr, "hidden_size": hidden_size, "num_layers": num_layers,
             "held_out_log_loss": fitted / cards, "uniform_log_loss": uniform / cards,
@@ -126,15 +126,11 @@ def save_hand_belief(path: str | Path, belief: HandBelief) -> Path:
     return save_game_network(path, HAND_BELIEF, "hand_net", belief.game, belief.net, belief.trained_on)
 
 
-def load_hand_belief(path: str | Path, game, device: str | torch.device = "cpu") -> HandBelief:
-    """A saved hand belief, refused unless it was made for ``game`` (its name, version and rules)."""
-    net, meta = game_network_for(path, HAND_BELIEF, "hand_net", "hand belief", "deepcfr fit-belief", game, device,
-                                 required=True)
-    return HandBelief(game, net, meta.get("trained_on"))
-
-
-def hand_belief_for(path: str | Path, game, device: str | torch.device = "cpu") -> HandBelief | None:
-    """The hand belief saved at ``path`` if it was made for ``game``, else None (a file that is not
-    a hand belief, or is corrupt, raises CheckpointError)."""
-    found = game_network_for(path, HAND_BELIEF, "hand_net", "hand belief", "deepcfr fit-belief", game, device)
+def load_hand_belief(path: str | Path, game, device: str | torch.device = "cpu",
+                     required: bool = True) -> HandBelief | None:
+    """A saved hand belief, refused (CheckpointError) unless it was made for ``game`` (its name,
+    version and rules); with ``required=False`` None for another game's (a file that is not a hand
+    belief, or is corrupt, raises CheckpointError either way)."""
+    found = game_network_for(path, HAND_BELIEF, "hand_net", "hand belief", "deepcfr fit-belief", game, device,
+                             required)
     return HandBelief(game, found[0], found[1].get("trained_on")) if found is not None else None

@@ -378,15 +378,11 @@ def save_value_function(path: str | Path, value: FullStateValue) -> Path:
     return save_game_network(path, VALUE_FUNCTION, "value_net", value.game, value.net, value.trained_on)
 
 
-def load_value_function(path: str | Path, game, device: str | torch.device = "cpu") -> FullStateValue:
-    """A saved value function, refused unless it was made for ``game`` (its name, version and rules)."""
-    net, meta = game_network_for(path, VALUE_FUNCTION, "value_net", "value function", "deepcfr fit-value", game, device,
-                                 required=True)
-    return FullStateValue(game, net, meta.get("trained_on"))
-
-
-def value_function_for(path: str | Path, game, device: str | torch.device = "cpu") -> FullStateValue | None:
-    """The value function saved at ``path`` if it was made for ``game``, else None (a file that is
-    not a value function, or is corrupt, raises CheckpointError)."""
-    found = game_network_for(path, VALUE_FUNCTION, "value_net", "value function", "deepcfr fit-value", game, device)
+def load_value_function(path: str | Path, game, device: str | torch.device = "cpu",
+                        required: bool = True) -> FullStateValue | None:
+    """A saved value function, refused (CheckpointError) unless it was made for ``game`` (its name,
+    version and rules); with ``required=False`` None for another game's (a file that is not a value
+    function, or is corrupt, raises CheckpointError either way)."""
+    found = game_network_for(path, VALUE_FUNCTION, "value_net", "value function", "deepcfr fit-value", game, device,
+                             required)
     return FullStateValue(game, found[0], found[1].get("trained_on")) if found is not None else None
