@@ -10,7 +10,7 @@
      with the settings grow.yaml had then, two runs of 1 with today's settings but the teacher's
      rollouts played to the end, two runs of 1 with today's grow.yaml but 3 candidates in its
      teacher's search, two runs of 1 with grow.yaml's uniform-deal teacher, one with 144 deals in its
-     teacher's search, one more with the uniform-deal teacher, one more with 144 deals, and one with
+     teacher's search, one more with the uniform-deal teacher, one more with 144 deals, and two with
      today's grow.yaml (its teacher deals by the learned hand belief); each run starts from
      the network of the one before and with no positions, as a campaign that goes on from a
      shipped network does);
@@ -67,7 +67,7 @@ UNIFORM_DEALS_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=bas
 SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, FULL_ROLLOUT_TEACHER),
                   (1, FULL_ROLLOUT_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER),
                   (1, UNIFORM_DEALS_TEACHER), (1, UNIFORM_DEALS_TEACHER), (1, DEALS_144_TEACHER),
-                  (1, UNIFORM_DEALS_TEACHER + NO_EVALUATION), (1, DEALS_144_TEACHER), (1, NO_EVALUATION)]
+                  (1, UNIFORM_DEALS_TEACHER + NO_EVALUATION), (1, DEALS_144_TEACHER), (1, NO_EVALUATION), (1, [])]
 # the search settings measured strongest over the champion (docs/results.md, "A teacher that
 # grows", "The search cut short by the value function" and "Round 10"): the network plays its
 # own rollouts, cut after 4 decisions and valued by the value function shipped beside it, over
