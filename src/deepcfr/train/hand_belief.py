@@ -100,9 +100,10 @@ def fit_hand_belief(game, positions: Positions, hidden_size: int = 256, num_laye
         loss.backward()
         opt.step()
         sched.step()
-        running = loss.item() if running is None else 0.98 * running + 0.02 * loss.item()
+        # kept on the device: the host reads it only to report (no sync a step)
+        running = loss.detach() if running is None else running.mul_(0.98).add_(loss.detach(), alpha=0.02)
         if on_progress is not None and (step % 500 == 0 or step == steps):
-            on_progress(step, steps, running)
+            on_progress(step, steps, float(running))
     net.eval()
     fitted, uniform, cards = 0.0, 0.0, 0.0  # log losses summed over the held-out unknown cards
     with torch.no_grad():

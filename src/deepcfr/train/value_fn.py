@@ -291,9 +291,10 @@ def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: in
         loss.backward()
         opt.step()
         sched.step()
-        running = loss.item() if running is None else 0.98 * running + 0.02 * loss.item()
+        # kept on the device: the host reads it only to report (no sync a step)
+        running = loss.detach() if running is None else running.mul_(0.98).add_(loss.detach(), alpha=0.02)
         if on_progress is not None and (step % 500 == 0 or step == steps):
-            on_progress(step, steps, running * scale ** 2)
+            on_progress(step, steps, float(running) * scale ** 2)
     # The output layer was fitted to targets / scale: fold the scale into it.
     with torch.no_grad():
         net.head.weight.mul_(scale)
