@@ -240,7 +240,7 @@ class _FakeRounds:
         search.clock = lambda: self.now
         search.candidate_values = self.values
 
-    def values(self, obs, candidates, valid, d, states=None):
+    def values(self, obs, candidates, valid, d, states=None, hand_logits=None):
         self.rounds.append(d)
         self.now += self.cost * d
         return torch.zeros(candidates.shape[0], candidates.shape[1], d, dtype=torch.float64)
@@ -293,7 +293,7 @@ def test_the_paired_test_keeps_the_base_move_unless_another_is_surely_better(mon
     obs, mask = decision_batch(game, n=16)
     gen = torch.Generator().manual_seed(0)
 
-    def values(obs_rows, candidates, valid, d, states=None):  # [m, k, d]: slot 1 is the base's value plus shift (+-noise)
+    def values(obs_rows, candidates, valid, d, states=None, hand_logits=None):  # [m, k, d]: slot 1 is the base's value plus shift (+-noise)
         base = torch.randn(obs_rows.shape[0], 1, d, generator=gen, dtype=torch.float64) * 10
         out = base.expand(-1, candidates.shape[1], -1).clone()
         spread = noise * (1 - 2 * (torch.arange(d, dtype=torch.float64) % 2))  # +-noise: mean 0, std noise

@@ -164,8 +164,9 @@ class RolloutSearch:
     (``states -> [n]`` seat 0 minus seat 1, e.g. train.value_fn.FullStateValue), built from
     ``config.value_fn`` by the caller; ``opponent`` models the opponent for ``config.belief``
     (an ``OpponentModel``, built from that setting by the caller); ``hand_belief`` weighs the
-    opponent's unknown cards for ``belief=learned`` (``obs -> [n, cards]`` logits, e.g.
-    train.hand_belief.HandBelief, built from ``config.hand_belief`` by the caller)."""
+    opponent's unknown cards for ``belief=learned`` (``(obs, history) -> [n, cards]`` logits, e.g.
+    train.hand_belief.HandBelief, built from ``config.hand_belief`` by the caller; where its
+    ``needs_history``, the search does too)."""
 
     def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
                  device: str | torch.device = "cpu", leaf_value=None, opponent=None, hand_belief=None):
@@ -197,7 +198,8 @@ class RolloutSearch:
             self.belief = DealPosterior(game, opponent, retries=0)  # a collapsed row falls back (belief.py)
         # where the observation holds the action history (the poker games) the belief reads it there
         self._history = capability(game, "action_history") if has_capability(game, "action_history") else None
-        self.needs_history = self.belief is not None and self._history is None
+        self.needs_history = ((self.belief is not None or getattr(self.hand_belief, "needs_history", False))
+                              and self._history is None)
         if self.device.type == "cpu":
             keep_freed_memory()  # a rollout step's features alone are tens of MB, allocated every step
         dtype = self.config.rollout_dtype
@@ -243,7 +245,7 @@ class RolloutSearch:
         cfg = self.config
         start = self.clock()
         obs, mask = obs.to(self.device), mask.to(self.device).bool()
-        if self.belief is not None and history is None:
+        if (self.belief is not None or self.needs_history) and history is None:
             if self._history is None:
                 raise ValueError(f"search.belief={cfg.belief!r} in {self.game.name} needs each game's public action "
                                  "history, which this caller does not pass (the arena's matches do: deepcfr arena, "
@@ -263,9 +265,12 @@ class RolloutSearch:
         single = valid.sum(dim=1) == 1  # nothing to compare: play the only move without rollouts
         todo = (~single).nonzero().squeeze(1)
 
-        pool = None
+        pool = hand_logits = None
         if self.belief is not None and todo.numel():
             pool = self.belief_states(obs[todo], history.to(self.device)[todo], cfg.determinizations)
+        if self.hand_belief is not None and todo.numel():  # one forward for the call's decisions
+            past = history.to(self.device)[todo] if getattr(self.hand_belief, "needs_history", False) else None
+            hand_logits = self.hand_belief(obs[todo], past)
         sums = torch.zeros(n, k, dtype=torch.float64, device=self.device)
         squares = torch.zeros_like(sums)
         diff_sums = torch.zeros_like(sums)
@@ -283,7 +288,9 @@ class RolloutSearch:
                     if pool is not None:  # determinizations done_d .. done_d + d of each row's belief
                         at = torch.arange(c0, c0 + rows.numel(), device=self.device)[:, None] * cfg.determinizations
                         states = index_state(pool, (at + done_d + torch.arange(d, device=self.device)).reshape(-1))
-                    values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d, states)  # [m, k, d]
+                    logits = hand_logits[c0:c0 + chunk] if hand_logits is not None else None
+                    values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d, states,
+                                                   logits)  # [m, k, d]
                     base_v = values[:, :1]
                     sums[rows] += values.sum(dim=2)
                     squares[rows] += (values ** 2).sum(dim=2)
@@ -355,16 +362,16 @@ class RolloutSearch:
         return states
 
     def candidate_values(self, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int,
-                         states=None) -> torch.Tensor:
+                         states=None, hand_logits: torch.Tensor | None = None) -> torch.Tensor:
         """Rollout utilities ``[m, k, d]`` for the decider of each of ``m`` observations: every
         candidate on the same d determinizations with the same random streams (invalid
         candidates are rolled out as the base move and get the base's values). The
         determinizations are ``states`` (``[m * d]``, row ``i * d + j``: the belief's), or, where
-        None, dealt uniformly here."""
+        None, dealt here: weighed by ``hand_logits [m, cards]`` (the hand belief's), else uniformly."""
         game = self.game
         m, k = candidates.shape
-        if states is None and self.hand_belief is not None:
-            states = self._determinize(obs, d, self.generator, hand_logits=self.hand_belief(obs))
+        if states is None and hand_logits is not None:
+            states = self._determinize(obs, d, self.generator, hand_logits=hand_logits)
         elif states is None:
             states = self._determinize(obs, d, self.generator)  # [m * d], row i * d + j
         # [m, k, d] layout: candidate-major inside a decision, determinizations innermost.
