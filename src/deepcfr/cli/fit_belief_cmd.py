@@ -22,10 +22,6 @@ def register(subparsers) -> None:
         "the uniform belief's). `search[belief=learned,hand_belief=PATH]` uses it.",
     )
     add_fit_arguments(p, steps=12000)
-    p.add_argument("--history", action="store_true",
-                   help="the belief reads each game's public action history too (who discarded what and when, the "
-                   "opponent's recent plays and pile draws: the game's history_features); the search then plays "
-                   "from the history, which every match and table passes")
     p.add_argument("--out", required=True, help="where to write the hand belief")
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -39,18 +35,15 @@ def run(args) -> int:
 
     game = make_named_game(args.game, args.variant)
     capability(game, "hidden_hand")  # before the matches: names the game that has no such belief
-    if args.history:
-        capability(game, "history_features")
     start = time.perf_counter()
-    positions, names, collect_seconds = matchup_positions(args, game, with_history=args.history)
+    positions, names, collect_seconds = matchup_positions(args, game)
 
     def fitted(step, steps, loss):
         print(f"fit: step {step}/{steps}, train log loss {loss:.4f} ({time.perf_counter() - start:.0f}s)",
               file=sys.stderr, flush=True)
 
     net, info = fit_hand_belief(game, positions, args.hidden_size, args.num_layers, args.steps, args.batch_size,
-                                args.lr, seed=args.seed, device=args.device, history=args.history,
-                                on_progress=fitted)
+                                args.lr, seed=args.seed, device=args.device, on_progress=fitted)
     trained_on = {"matchups": [f"{a} vs {b}" for a, b in names], "games_each": args.games, "keep": args.keep,
                   "seed": args.seed, "torch_threads": torch.get_num_threads(), **info}
     save_hand_belief(args.out, HandBelief(game, net, trained_on))

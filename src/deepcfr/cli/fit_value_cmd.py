@@ -48,7 +48,7 @@ def add_fit_arguments(p, steps: int) -> None:
     p.add_argument("--device", default="cpu")
 
 
-def matchup_positions(args, game, teacher=None, with_history: bool = False):
+def matchup_positions(args, game, teacher=None):
     """(the positions of ``args``' matchups, their names, the seconds it took), progress on stderr."""
     from ..players import load_player
     from ..train.value_fn import collect_positions
@@ -65,7 +65,7 @@ def matchup_positions(args, game, teacher=None, with_history: bool = False):
         print(f"positions: {done}/{total} games ({seconds:.0f}s)", file=sys.stderr, flush=True)
 
     positions = collect_positions(game, [(players[a], players[b]) for a, b in names], args.games, args.seed,
-                                  args.keep, teacher=teacher, with_history=with_history, on_batch=collected)
+                                  args.keep, teacher=teacher, on_batch=collected)
     print(f"fitting on {len(positions)} positions", file=sys.stderr, flush=True)
     return positions, names, time.perf_counter() - start
 

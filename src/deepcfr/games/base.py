@@ -76,9 +76,6 @@ CAPABILITIES: dict[str, str] = {
                    "see and how many of them the other seat holds (other_obs: its view of the same states); "
                    "card_kinds(device) -> [cards] each card's kind: what a learned belief of the opponent's hand "
                    "is fitted to (train/hand_belief.py)",
-    "history_features": "history_features(obs, history) -> [n, history_feature_size] float32: what the public "
-                        "action history [n, L] (-1 after the last) tells of the opponent's hand beyond the "
-                        "observation, as network features (a learned hand belief's second input)",
     "symmetry": "a relabelling the rules cannot tell apart, with sample(n, generator, device), obs(obs, r), "
                 "action_columns(r), actions(actions, r) and inverse(r)",
     "scores": "scores(state) -> [n, 2] points of each seat (the utilities are a function of them)",

@@ -164,9 +164,8 @@ class RolloutSearch:
     (``states -> [n]`` seat 0 minus seat 1, e.g. train.value_fn.FullStateValue), built from
     ``config.value_fn`` by the caller; ``opponent`` models the opponent for ``config.belief``
     (an ``OpponentModel``, built from that setting by the caller); ``hand_belief`` weighs the
-    opponent's unknown cards for ``belief=learned`` (``(obs, history) -> [n, cards]`` logits, e.g.
-    train.hand_belief.HandBelief, built from ``config.hand_belief`` by the caller; where its
-    ``needs_history``, the search does too)."""
+    opponent's unknown cards for ``belief=learned`` (``obs -> [n, cards]`` logits, e.g.
+    train.hand_belief.HandBelief, built from ``config.hand_belief`` by the caller)."""
 
     def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
                  device: str | torch.device = "cpu", leaf_value=None, opponent=None, hand_belief=None):
@@ -198,8 +197,7 @@ class RolloutSearch:
             self.belief = DealPosterior(game, opponent, retries=0)  # a collapsed row falls back (belief.py)
         # where the observation holds the action history (the poker games) the belief reads it there
         self._history = capability(game, "action_history") if has_capability(game, "action_history") else None
-        self.needs_history = ((self.belief is not None or getattr(self.hand_belief, "needs_history", False))
-                              and self._history is None)
+        self.needs_history = self.belief is not None and self._history is None
         if self.device.type == "cpu":
             keep_freed_memory()  # a rollout step's features alone are tens of MB, allocated every step
         dtype = self.config.rollout_dtype
@@ -245,7 +243,7 @@ class RolloutSearch:
         cfg = self.config
         start = self.clock()
         obs, mask = obs.to(self.device), mask.to(self.device).bool()
-        if (self.belief is not None or self.needs_history) and history is None:
+        if self.belief is not None and history is None:
             if self._history is None:
                 raise ValueError(f"search.belief={cfg.belief!r} in {self.game.name} needs each game's public action "
                                  "history, which this caller does not pass (the arena's matches do: deepcfr arena, "
@@ -269,8 +267,7 @@ class RolloutSearch:
         if self.belief is not None and todo.numel():
             pool = self.belief_states(obs[todo], history.to(self.device)[todo], cfg.determinizations)
         if self.hand_belief is not None and todo.numel():  # one forward for the call's decisions
-            past = history.to(self.device)[todo] if getattr(self.hand_belief, "needs_history", False) else None
-            hand_logits = self.hand_belief(obs[todo], past)
+            hand_logits = self.hand_belief(obs[todo])
         sums = torch.zeros(n, k, dtype=torch.float64, device=self.device)
         squares = torch.zeros_like(sums)
         diff_sums = torch.zeros_like(sums)
@@ -290,7 +287,7 @@ class RolloutSearch:
                         states = index_state(pool, (at + done_d + torch.arange(d, device=self.device)).reshape(-1))
                     logits = hand_logits[c0:c0 + chunk] if hand_logits is not None else None
                     values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d, states,
-                                                   logits)  # [m, k, d]
+                                                   hand_logits=logits)  # [m, k, d]
                     base_v = values[:, :1]
                     sums[rows] += values.sum(dim=2)
                     squares[rows] += (values ** 2).sum(dim=2)

@@ -33,45 +33,21 @@ from ..games.base import capability, has_capability
 from .value_fn import Positions, game_network_for, save_game_network
 
 
-def belief_input_size(game, history: bool) -> int:
-    """The features a hand belief reads: the encoded observation, and with ``history`` the
-    public history's (capability ``history_features``)."""
-    if not history:
-        return game.feature_size
-    capability(game, "history_features")  # MissingCapability (a ValueError) names the game
-    return game.feature_size + game.history_feature_size
-
-
-def belief_features(game, obs: torch.Tensor, history: torch.Tensor | None, device) -> torch.Tensor:
-    features = game.encode(obs.to(device)).float()
-    if history is None:
-        return features
-    return torch.cat([features, game.history_features(obs.to(device), history.to(device))], dim=1)
-
-
 class HandBelief:
-    """Observations (and, for a belief fitted with the history, each game's public action history)
-    -> ``[n, cards]`` log-weights of each card being in the opponent's hand (the cards the
-    observer sees get weights too; ``determinize`` only reads the unknown ones)."""
+    """Observations -> ``[n, cards]`` log-weights of each card being in the opponent's hand (the
+    cards the observer sees get weights too; ``determinize`` only reads the unknown ones)."""
 
     def __init__(self, game, net: DeepCFRMLP, trained_on: dict | None = None):
         capability(game, "hidden_hand")  # MissingCapability (a ValueError) names the game
-        sizes = {belief_input_size(game, False): False}
-        if has_capability(game, "history_features"):
-            sizes[belief_input_size(game, True)] = True
-        if net.output_size != game.hand_kind_count or net.input_size not in sizes:
-            raise ValueError(f"a hand belief of {game.name} maps {' or '.join(map(str, sizes))} features to "
+        if net.output_size != game.hand_kind_count or net.input_size != game.feature_size:
+            raise ValueError(f"a hand belief of {game.name} maps {game.feature_size} features to "
                              f"{game.hand_kind_count} kinds; this network maps {net.input_size} to {net.output_size}")
-        self.needs_history = sizes[net.input_size]
         self.game, self.net, self.trained_on = game, net.eval(), trained_on or {}
         self.device = next(net.parameters()).device
 
     @torch.no_grad()
-    def __call__(self, obs: torch.Tensor, history: torch.Tensor | None = None) -> torch.Tensor:
-        if self.needs_history and history is None:
-            raise ValueError("this hand belief reads each game's public action history as well as the observation "
-                             "(it was fitted with --history): pass history")
-        kind_logits = self.net(belief_features(self.game, obs, history if self.needs_history else None, self.device))
+    def __call__(self, obs: torch.Tensor) -> torch.Tensor:
+        kind_logits = self.net(self.game.encode(obs.to(self.device)).float())
         return kind_logits[:, self.game.card_kinds(self.device)].to(obs.device)
 
 
@@ -94,41 +70,31 @@ def _log_loss(kind_logits: torch.Tensor, unknown: torch.Tensor, held: torch.Tens
 
 def fit_hand_belief(game, positions: Positions, hidden_size: int = 256, num_layers: int = 2, steps: int = 12000,
                     batch_size: int = 1024, lr: float = 1e-3, held_out: float = 0.05, seed: int = 0,
-                    device: str | torch.device = "cpu", history: bool = False,
+                    device: str | torch.device = "cpu",
                     on_progress: Callable[[int, int, float], None] | None = None) -> tuple[DeepCFRMLP, dict]:
     """A hand-belief network fitted to ``positions`` (Adam, cosine decay; each batch relabelled by
-    a random symmetry where the game has one, both views and the history alike), and its figures:
-    the held-out log loss per unknown card beside the uniform belief's (``uniform_log_loss``;
-    ``explained``: the share of it removed). ``history``: the network reads the positions' public
-    histories too (``collect_positions(with_history=True)``). ``on_progress(step, steps, train
-    log loss)``."""
+    a random symmetry where the game has one, both views alike), and its figures: the held-out
+    log loss per unknown card beside the uniform belief's (``uniform_log_loss``; ``explained``:
+    the share of it removed). ``on_progress(step, steps, train log loss)``."""
     capability(game, "hidden_hand")
-    if history and positions.histories is None:
-        raise ValueError("a hand belief with the history is fitted on positions that kept it "
-                         "(collect_positions(with_history=True))")
-    histories = positions.histories if history else None
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     views = positions.views
     order = torch.randperm(views.shape[0], generator=gen)
     n_held = max(1, int(views.shape[0] * held_out))
     held_rows, train = order[:n_held], order[n_held:]
-    net = DeepCFRMLP(belief_input_size(game, history), game.hand_kind_count, hidden_size, num_layers).to(device)
+    net = DeepCFRMLP(game.feature_size, game.hand_kind_count, hidden_size, num_layers).to(device)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     symmetry = capability(game, "symmetry") if has_capability(game, "symmetry") else None
     running = None
     for step in range(1, steps + 1):
-        picked = train[torch.randint(train.numel(), (batch_size,), generator=gen)]
-        batch = views[picked]
-        past = histories[picked].long() if histories is not None else None
+        batch = views[train[torch.randint(train.numel(), (batch_size,), generator=gen)]]
         if symmetry is not None:  # the same relabelling of both views: a position the rules cannot tell apart
             relabel = symmetry.sample(batch_size, gen)
             batch = torch.stack([symmetry.obs(batch[:, 0], relabel), symmetry.obs(batch[:, 1], relabel)], dim=1)
-            if past is not None:
-                past = torch.where(past >= 0, symmetry.actions(past.clamp(min=0), relabel), -1)
         unknown, held, prior = (t.to(device) for t in hand_targets(game, batch))
-        out = net(belief_features(game, batch[:, 0], past, device)) + prior[:, None]
+        out = net(game.encode(batch[:, 0]).to(device)) + prior[:, None]
         loss = _log_loss(out, unknown.float(), held.float())
         opt.zero_grad(set_to_none=True)
         loss.backward()
@@ -144,13 +110,12 @@ def fit_hand_belief(game, positions: Positions, hidden_size: int = 256, num_laye
         for chunk in held_rows.split(8192):
             unknown, held, prior = (t.to(device) for t in hand_targets(game, views[chunk]))
             weight = float(unknown.sum())
-            past = histories[chunk].long() if histories is not None else None
-            out = net(belief_features(game, views[chunk][:, 0], past, device)) + prior[:, None]
+            out = net(game.encode(views[chunk][:, 0]).to(device)) + prior[:, None]
             fitted += float(_log_loss(out, unknown.float(), held.float())) * weight
             uniform += float(_log_loss(prior[:, None].expand_as(out), unknown.float(), held.float())) * weight
             cards += weight
     info = {"positions": int(views.shape[0]), "held_out": int(n_held), "steps": steps, "batch_size": batch_size,
-            "lr": lr, "hidden_size": hidden_size, "num_layers": num_layers, "history": history,
+            "lr": lr, "hidden_size": hidden_size, "num_layers": num_layers,
             "held_out_log_loss": fitted / cards, "uniform_log_loss": uniform / cards,
             "explained": 1.0 - fitted / uniform if uniform > 0 else float("nan")}
     return net.cpu(), info

@@ -34,7 +34,7 @@ from torch import nn
 
 from ..cfr.networks import DeepCFRMLP
 from ..devices import fast_bfloat16
-from ..evaluate.arena import ActionHistory, play_match
+from ..evaluate.arena import play_match
 from ..evaluate.variance import score_difference
 from ..games.base import capability, has_capability, index_state
 from ..checkpoints import (FORMAT_NAME, FORMAT_VERSION, VALUE_FUNCTION, CheckpointError, cpu_state, game_meta,
@@ -148,7 +148,6 @@ class Positions:
     views: torch.Tensor
     targets: torch.Tensor
     chance_targets: torch.Tensor | None = None  # [M, kinds] a teacher's values after each kind (NaN: none)
-    histories: torch.Tensor | None = None  # [M, L] int16 the public actions before each position (-1 after)
 
     def __len__(self) -> int:
         return self.targets.shape[0]
@@ -158,14 +157,11 @@ class _PositionRecorder:
     """A game whose ``step`` notes a random subset of the live positions passing through it (as
     evaluate.replay.RecordingGame notes actions), so a match records them unchanged."""
 
-    def __init__(self, game, keep: float, generator: torch.Generator, teacher: Callable | None = None,
-                 games: int | None = None):
+    def __init__(self, game, keep: float, generator: torch.Generator, teacher: Callable | None = None):
         self._game, self.keep, self.generator, self.teacher = game, keep, generator, teacher
         self.teacher_values = []
-        self.rows, self.views, self.movers, self.histories = [], [], [], []
+        self.rows, self.views, self.movers = [], [], []
         self.last_state = None
-        # with ``games`` (the batch's size) each kept position also keeps the actions before it
-        self.history = ActionHistory(game, games, torch.device("cpu")) if games is not None else None
 
     def __getattr__(self, name):
         return getattr(self._game, name)
@@ -182,11 +178,6 @@ class _PositionRecorder:
             self.rows.append(rows.cpu())
             self.views.append(views.cpu())
             self.movers.append(mover.cpu())
-            if self.history is not None:
-                width = max(1, int(self.history.moves.max()))  # the columns any game has reached
-                self.histories.append(self.history.actions[rows.cpu(), :width].to(torch.int16))
-        if self.history is not None:
-            self.history.record(actions.cpu(), live.cpu())
         self.last_state = self._game.step(state, actions, *args, **kwargs)
         return self.last_state
 
@@ -205,44 +196,30 @@ class _PositionRecorder:
         rows, mover = torch.cat(self.rows), torch.cat(self.movers)
         targets = torch.where(mover == 0, final[rows], -final[rows]).float()
         teacher = torch.cat(self.teacher_values) if self.teacher is not None else None
-        histories = None
-        if self.history is not None:
-            width = max(h.shape[1] for h in self.histories)
-            histories = torch.cat([_padded(h, width) for h in self.histories])
-        return Positions(torch.cat(self.views), targets, teacher, histories)
-
-
-def _padded(histories: torch.Tensor, length: int) -> torch.Tensor:
-    return torch.nn.functional.pad(histories, (0, length - histories.shape[1]), value=-1)
+        return Positions(torch.cat(self.views), targets, teacher)
 
 
 def collect_positions(game, matchups: Sequence[tuple[Any, Any]], games: int, seed: int = 0,
                       keep: float = 0.5, batch_games: int = 2000, teacher: Callable | None = None,
-                      with_history: bool = False,
                       on_batch: Callable[[int, int, float], None] | None = None) -> Positions:
     """Positions of ``games`` games (paired deals, in batches) of each matchup ``(side_a,
     side_b)``, each live position kept with probability ``keep``. With ``teacher`` (a value
     function of states) the positions before chance carry its value after every outcome, the
-    chance head's targets; ``with_history``: each position keeps the public actions before it
-    (``histories``). ``on_batch(done, total, seconds)`` reports progress."""
+    chance head's targets. ``on_batch(done, total, seconds)`` reports progress."""
     gen = torch.Generator().manual_seed(seed)
     parts, done, total, start = [], 0, games * len(matchups), time.perf_counter()
     for m, (side_a, side_b) in enumerate(matchups):
         for b in range(math.ceil(games / batch_games)):
             n = min(batch_games, games - b * batch_games)
             n += n % 2
-            recorder = _PositionRecorder(game, keep, gen, teacher, n if with_history else None)
+            recorder = _PositionRecorder(game, keep, gen, teacher)
             play_match(recorder, side_a, side_b, n, seed=seed + 1000 * m + 7 * b)
             parts.append(recorder.positions())
             done += n
             if on_batch is not None:
                 on_batch(done, total, time.perf_counter() - start)
-    histories = None
-    if with_history:
-        length = max(p.histories.shape[1] for p in parts)
-        histories = torch.cat([_padded(p.histories, length) for p in parts])
     return Positions(torch.cat([p.views for p in parts]), torch.cat([p.targets for p in parts]),
-                     torch.cat([p.chance_targets for p in parts]) if teacher is not None else None, histories)
+                     torch.cat([p.chance_targets for p in parts]) if teacher is not None else None)
 
 
 # ------------------------------------------------------------------------------ fitting

@@ -36,7 +36,6 @@ import torch
 from ..base import IllegalActionError, index_state
 from .bots import EVALUATION_OPPONENTS, bot_factories
 from .encoding import LostCitiesEncoder
-from .history_features import history_feature_size, history_features
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, LOC_UNKNOWN, OBS_DTYPE, decode, obs_size
 from .rules import VARIANTS, LostCitiesRules, make_rules
 # the state and its turn word live in state.py (determinize.py builds states without the engine)
@@ -339,7 +338,6 @@ class LostCitiesGame:
         self.symmetry = ColourRelabelling(r)
         self.chance_kind_count = r.num_kinds  # capability "chance_kinds": a drawn card's kind (wager copies alike)
         self.hand_kind_count = r.num_kinds  # capability "hidden_hand"
-        self.history_feature_size = history_feature_size(r)  # capability "history_features"
         self._tables: dict[torch.device, _Tables] = {}
 
     variants = tuple(VARIANTS)  # capability "variants": the named rule sets, classic first
@@ -667,10 +665,6 @@ class LostCitiesGame:
         # the other's hand less what the observer knows of it (cards taken from a pile)
         held = by_kind(other_obs[:, :D] == LOC_HAND) - by_kind(obs[:, :D] == LOC_OPP_KNOWN)
         return unknown, held
-
-    def history_features(self, obs: torch.Tensor, history: torch.Tensor) -> torch.Tensor:
-        """Capability "history_features": see history_features.py."""
-        return history_features(self, obs, history)
 
     def card_kinds(self, device: torch.device | str) -> torch.Tensor:
         """[deck_size] each card's kind (capability "hidden_hand"; wager copies of a colour alike)."""
