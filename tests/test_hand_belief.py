@@ -203,3 +203,26 @@ def test_the_oracle_of_the_bound_deals_the_opponents_true_hand(game):
                                                      observe(sampled, (1 - player).repeat_interleave(3)))
         assert torch.equal(drawn_held, held.repeat_interleave(3, 0))  # the same cards by kind, every deal
         assert torch.equal(game.observe(sampled, player.repeat_interleave(3))[:, D:], obs.repeat_interleave(3, 0)[:, D:])
+
+
+def test_each_chunk_of_a_search_call_deals_by_its_own_rows_logits(game, fitted):
+    """The search computes the belief's logits once for all its decisions and hands each chunk of
+    rows (max_batch smaller than the call) the logits of those rows, not another chunk's."""
+    from deepcfr.search.config import SearchConfig
+    from deepcfr.search.rollout import RolloutSearch
+
+    net, _ = fitted
+    belief = HandBelief(game, net)
+    base = BotPlayer(make_bot(game, "heuristic_balanced"), game)
+    config = SearchConfig(determinizations=4, candidates=2, belief="learned", max_batch=8)  # 1 decision a chunk
+    search = RolloutSearch(game, base, config, rollout_policy=BotPlayer(make_bot(game, "heuristic_balanced"), game),
+                           hand_belief=belief)
+    seen = []
+    determinize_ = search._determinize
+    search._determinize = lambda obs, d, gen, **kw: seen.append((obs, kw["hand_logits"])) or determinize_(obs, d, gen, **kw)
+    states = mid_game_states(game, 6, seed=9, bot_names=("heuristic_balanced",))[3]
+    obs = game.observe(states, game.current_player(states))
+    search.decide(obs, game.legal_mask(states))
+    assert len(seen) > 1  # several chunks
+    for rows_obs, logits in seen:
+        torch.testing.assert_close(logits, belief(rows_obs), rtol=0, atol=1e-5)  # batch sizes differ in the last bits

@@ -367,10 +367,9 @@ class RolloutSearch:
         None, dealt here: weighed by ``hand_logits [m, cards]`` (the hand belief's), else uniformly."""
         game = self.game
         m, k = candidates.shape
-        if states is None and hand_logits is not None:
-            states = self._determinize(obs, d, self.generator, hand_logits=hand_logits)
-        elif states is None:
-            states = self._determinize(obs, d, self.generator)  # [m * d], row i * d + j
+        if states is None:  # [m * d], row i * d + j (only games with hidden_hand take hand_logits)
+            weighed = {"hand_logits": hand_logits} if hand_logits is not None else {}
+            states = self._determinize(obs, d, self.generator, **weighed)
         # [m, k, d] layout: candidate-major inside a decision, determinizations innermost.
         order = torch.arange(m * d, device=self.device).view(m, 1, d).expand(m, k, d).reshape(-1)
         states = index_state(states, order)
