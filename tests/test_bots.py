@@ -8,6 +8,8 @@ from deepcfr.games.bots import RandomBot, bot_names, make_bot
 from deepcfr.games.registry import make_game
 
 LOST_CITIES_BOTS = ["random", "discard_only", "heuristic_careful", "heuristic_balanced", "heuristic_aggressive"]
+# the style bots of the benchmark population (tests/test_style_bots.py)
+STYLE_BOTS = ["never_pile", "denier", "rusher", "wager_gambler", "patient_opener"]
 
 
 def _play_checking_legality(game, bot, other, n: int, seed: int) -> int:
@@ -62,13 +64,13 @@ def test_random_bot_samples_uniformly_over_legal():
 
 def test_registry_lists_bots_per_game_and_rejects_unknown_names():
     lost_cities = make_game("lost_cities", variant="mini")
-    assert bot_names(lost_cities) == LOST_CITIES_BOTS
+    assert bot_names(lost_cities) == LOST_CITIES_BOTS + STYLE_BOTS
     assert bot_names(make_game("kuhn")) == ["random"]
     with pytest.raises(ValueError) as err:
         make_bot(lost_cities, "heuristic_reckless")
     message = str(err.value)
     assert "heuristic_reckless" in message
-    for name in LOST_CITIES_BOTS:
+    for name in LOST_CITIES_BOTS + STYLE_BOTS:
         assert name in message
     with pytest.raises(ValueError, match="random"):
         make_bot(make_game("kuhn"), "discard_only")

@@ -47,9 +47,10 @@ def test_corrupt_file_names_path(tmp_path, config, damage):
         path.write_bytes(b"not a checkpoint at all" * 10)
     else:
         path.write_bytes(b"")
-    with pytest.raises(CheckpointError, match="corrupt") as e:
+    with pytest.raises(CheckpointError, match="corrupt" if damage == "truncate" else "is not a checkpoint") as e:
         load_checkpoint(path)
     assert str(path) in str(e.value)
+    assert "not a checkpoint at all" not in str(e.value)  # nothing of what the file holds is quoted
 
 
 def test_wrong_format(tmp_path, config):
@@ -64,6 +65,17 @@ def test_wrong_format(tmp_path, config):
         load_checkpoint(path)
     with pytest.raises(CheckpointError, match="format_version"):
         save_checkpoint(path, {"weights": 1})
+
+
+@pytest.mark.parametrize("version", sorted({ckpt.FORMAT_VERSION - 1, 0}))
+def test_an_older_format_version_is_refused_by_name(tmp_path, config, version):
+    """Only this format version is read: an older file is refused as a newer one is, naming its version."""
+    path = tmp_path / "old.pt"
+    payload = _payload(config)
+    payload["meta"]["format_version"] = version
+    torch.save(payload, path)
+    with pytest.raises(CheckpointError, match=rf"format version {version}\b"):
+        load_checkpoint(path)
 
 
 @pytest.mark.parametrize(

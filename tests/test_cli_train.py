@@ -196,7 +196,7 @@ def test_errors_are_one_clear_line(tmp_path, smoke_run, capsys):
     bad = tmp_path / "bad.pt"
     bad.write_bytes(b"\x00garbage")
     line = _error_line(capsys, "eval", "--checkpoint", bad)
-    assert "corrupt" in line and str(bad) in line
+    assert "is not a checkpoint" in line and str(bad) in line and "garbage" not in line
     line = _error_line(capsys, "train", "--resume", run_dir, "--set", "network.hidden_size=64")
     assert "network.hidden_size" in line
     line = _error_line(capsys, "train", "--run-dir", run_dir, "--config", SMOKE)

@@ -3,6 +3,7 @@ consistent, the deck still uniform), the game's hidden_hand counts, the fit (it 
 observation tells), its file, and the search's belief=learned that uses it."""
 
 import json
+import math
 import subprocess
 import sys
 
@@ -17,7 +18,7 @@ from deepcfr.games.lost_cities.layout import LOC_HAND, LOC_UNKNOWN
 from deepcfr.players import BotPlayer, load_player
 from deepcfr.games.bots import make_bot
 from deepcfr.train.hand_belief import HandBelief, fit_hand_belief, hand_targets, load_hand_belief, save_hand_belief
-from deepcfr.train.value_fn import collect_positions
+from deepcfr.train.value_fn import Positions, collect_positions
 
 from test_determinize import mid_game_states
 
@@ -102,6 +103,26 @@ def test_the_fit_learns_more_than_the_uniform_belief(fitted):
     net, info = fitted
     assert info["held_out_log_loss"] < info["uniform_log_loss"]
     assert info["explained"] > 0.03
+
+
+@pytest.mark.parametrize("observer", [0, 1])
+def test_the_uniform_log_loss_is_the_cross_entropy_of_the_opponents_share(game, observer):
+    """The uniform belief gives every unknown card the probability s, the share of the observer's
+    unknown cards in the opponent's hand; over one position (copied, so every held-out row is it)
+    its reported log loss per unknown card is -(s log s + (1 - s) log(1 - s)), counted here from
+    the two seats' observations."""
+    state = mid_game_states(game, 4, seed=5, bot_names=("random",), pile_bias=4.0)[64]  # late: a short deck
+    state = index_state(state, torch.tensor([0]))
+    mine, theirs = game.observe(state, observer), game.observe(state, 1 - observer)
+    D = game.rules.deck_size
+    unknown = mine[0, :D] == LOC_UNKNOWN
+    s = float((unknown & (theirs[0, :D] == LOC_HAND)).sum()) / float(unknown.sum())
+    assert 0.3 < s < 0.7  # far from 0, where log s and logit s would be alike
+    views = torch.stack([mine, theirs], dim=1).expand(64, -1, -1).contiguous()
+    _, info = fit_hand_belief(game, Positions(views, torch.zeros(64)), hidden_size=8, num_layers=1, steps=1,
+                              batch_size=8, held_out=0.25)
+    assert info["uniform_log_loss"] == pytest.approx(-(s * math.log(s) + (1 - s) * math.log(1 - s)), rel=1e-5)
+    assert info["explained"] == pytest.approx(1 - info["held_out_log_loss"] / info["uniform_log_loss"])
 
 
 def test_a_saved_belief_loads_and_weighs_the_same(game, fitted, tmp_path, positions):

@@ -1,5 +1,5 @@
 """`deepcfr export --onnx`: the exported network answers as PyTorch does on recorded positions
-(logits within 1e-4 absolute + 1e-5 relative, probabilities within 1e-6, the same greedy move),
+(logits within 1e-4 absolute + 1e-5 relative, probabilities within 1e-5 absolute, the same greedy move),
 the rules and the encoding version are in its metadata, and a player that is not one network is
 refused by name."""
 
@@ -20,7 +20,10 @@ from web_helpers import positions, record_game
 pytestmark = pytest.mark.skipif(not onnx_available(), reason="onnx and onnxruntime are not installed "
                                 "(pip install -c constraints.txt -e '.[onnx]'; the dev extra has them)")
 
-LOGIT_ATOL, LOGIT_RTOL, PROB_ATOL = 1e-4, 1e-5, 1e-6
+# float32 rounding of two runtimes: over 3,834 positions of 42 recorded games the champion's logits differed
+# by at most 3.1e-5 and its probabilities by at most 2.0e-6 (9 positions above 1e-6; issue 64 saw 1.73e-6
+# in 14 of 5,596), so the probabilities are held to 1e-5, not to a 1e-6 that some positions exceed
+LOGIT_ATOL, LOGIT_RTOL, PROB_ATOL = 1e-4, 1e-5, 1e-5
 
 
 def onnx_outputs(path, features, masks):

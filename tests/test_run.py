@@ -151,5 +151,5 @@ def test_resume_errors(tmp_path):
         Run.open(tmp_path / "missing")
     with Run(tmp_path, _config(), console=False) as run:
         run.latest_path.write_bytes(b"garbage")
-        with pytest.raises(CheckpointError, match="corrupt"):
+        with pytest.raises(CheckpointError, match="is not a checkpoint"):
             run.load_latest()

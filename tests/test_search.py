@@ -6,7 +6,7 @@ import torch
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.engine import LostCitiesGame
 from deepcfr.players import BotPlayer, load_player
-from deepcfr.search import RolloutSearch, SearchConfig, SearchConfigError, search_config
+from deepcfr.search import RolloutSearch, SearchConfig, SearchConfigError, paired_choice, search_config
 
 from search_helpers import decision_batch, tiny_checkpoint, winning_endgame_obs
 
@@ -306,6 +306,24 @@ def test_the_paired_test_keeps_the_base_move_unless_another_is_surely_better(mon
     rolled = (search.last.candidates >= 0).sum(dim=1) > 2
     assert bool(rolled.any())
     assert torch.equal(chosen[rolled], search.last.candidates[rolled, chosen_slot])
+
+
+def test_the_prior_term_favours_the_moves_the_base_policy_likes():
+    """paired_choice's ``prior_weight * log pi``: between allowed moves of equal value the one the
+    base gives more probability wins; a large enough weight keeps the base's likely greedy move
+    over a slightly better unlikely one, which wins without the prior."""
+    def choose(mean, prior, weight):
+        mean = torch.tensor([mean], dtype=torch.float64)
+        diff = mean - mean[:, :1]
+        return int(paired_choice(mean, diff, torch.full_like(mean, 0.01), torch.ones_like(mean, dtype=torch.bool),
+                                 torch.tensor([prior]).log(), weight, min_z=1.0)[1])
+
+    # two moves surely better than the base's, by the same amount: the likelier one
+    assert choose([0.0, 1.0, 1.0], [0.1, 0.2, 0.7], 1.0) == 2
+    assert choose([0.0, 1.0, 1.0], [0.1, 0.7, 0.2], 1.0) == 1
+    # a better move the base thinks unlikely: played without the prior, not with a large one
+    assert choose([0.0, 0.1], [0.9, 0.1], 0.0) == 1
+    assert choose([0.0, 0.1], [0.9, 0.1], 1.0) == 0
 
 
 @pytest.mark.parametrize("seat", [0, 1])

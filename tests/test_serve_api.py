@@ -161,7 +161,7 @@ def test_refused_requests_are_4xx_json_and_change_nothing(tmp_path):
         # files a search's settings name are confined too (a checkpoint is unpickled when loaded)
         ({"opponent": "search[rollout_policy=../outside.pt]:random"}, 400, "not one this server serves"),
         ({"opponent": "search[rollout_policy=/etc/passwd@greedy]:random"}, 400, "not one this server serves"),
-        ({"opponent": "search[rollout_plies=2,value_fn=/etc/passwd]:random"}, 400, "value_fn=auto"),
+        ({"opponent": "search[rollout_plies=2,value_fn=/etc/passwd]:random"}, 400, "not one this server serves"),
         ({"opponent": "random", "colour": 1}, 422, "colour"),
     ]
     for body, status, words in bad_games:
@@ -258,8 +258,9 @@ def test_checkpoint_players_with_probabilities_and_confinement(tmp_path):
     (runs / "r1" / "config.yaml").write_text("game:\n  name: lost_cities\n  variant: mini\n")
     client = _client(tmp_path, runs=runs, checkpoints=[str(listed)])
     specs = [c["spec"] for c in client.get("/api/info").json()["checkpoints"]]
-    assert str(listed) in specs and "r1/checkpoints/latest.pt" in specs
-    for spec in ("r1/checkpoints/latest.pt", "r1/checkpoints/latest.pt@current", "r1/checkpoints/latest.pt@current,greedy", str(listed), str(inside)):
+    assert specs == ["agent.pt", "r1/checkpoints/latest.pt"]  # served names: never where the files lie
+    for spec in ("r1/checkpoints/latest.pt", "r1/checkpoints/latest.pt@current", "r1/checkpoints/latest.pt@current,greedy",
+                 "agent.pt", str(listed)):  # a --checkpoint file by its served name or as given
         view = client.post("/api/games", json={"opponent": spec, "seat": 1, "seed": 3}).json()
         assert view["rules"]["n_colors"] == 3, view  # the checkpoint's own rules (mini)
         # While the game runs the agent's probabilities (which name the cards it holds) stay on
@@ -275,8 +276,9 @@ def test_checkpoint_players_with_probabilities_and_confinement(tmp_path):
             assert 0 < sum(p["p"] for p in m["probs"]) <= 1.0001
     r = client.post("/api/games", json={"opponent": "r1/checkpoints/latest.pt@best"})
     assert r.status_code == 400 and "unknown checkpoint option" in r.json()["error"]
-    r = client.post("/api/games", json={"opponent": str(unlisted)})
-    assert r.status_code == 400 and "not one this server serves" in r.json()["error"]
+    for outside in (str(unlisted), str(inside)):  # a file under --runs is named by its path there, not absolutely
+        r = client.post("/api/games", json={"opponent": outside})
+        assert r.status_code == 400 and "not one this server serves" in r.json()["error"]
     r = client.post("/api/games", json={"opponent": "r1/checkpoints/latest.pt", "variant": "classic"})
     assert r.status_code == 400 and "other rules" in r.json()["error"]
     # A search over the checkpoint: its moves come with the candidates' values (watched: both
@@ -425,6 +427,8 @@ def test_serve_command_prints_a_localhost_url_and_answers(tmp_path):
         with urllib.request.urlopen(url + "api/info", timeout=30) as r:
             info = json.loads(r.read())
             assert "server" not in {k.lower() for k in r.headers} and r.headers["x-content-type-options"] == "nosniff"
+        with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"), timeout=30) as r:
+            assert r.status == 200 and r.read() == b"" and "text/html" in r.headers["content-type"]  # uptime monitors
         foreign = urllib.request.Request(url + "api/info", headers={"Host": "rebound.example"})
         with pytest.raises(urllib.error.HTTPError) as refused:
             urllib.request.urlopen(foreign, timeout=30)
@@ -814,6 +818,10 @@ def test_a_finished_run_is_not_shown_running(tmp_path):
     assert [r["running"] for r in client.get("/api/runs").json()["runs"]] == [True]
     run.close()  # metrics written a moment ago, but the run is over
     assert [r["running"] for r in client.get("/api/runs").json()["runs"]] == [False]
+    assert [r["status"] for r in client.get("/api/runs").json()["runs"]] == ["stopped"]  # 1 of its 100 iterations
+    with open(runs / "live" / "metrics.jsonl", "a") as f:
+        f.write(_metrics_line(TrainConfig().run.iterations, 0.5) + "\n")
+    assert [r["status"] for r in client.get("/api/runs").json()["runs"]] == ["finished"]  # all of them (issue 64)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
     _mark_running(runs / "live", int(dead.stdout))  # a killed run: its process is gone
     assert [r["running"] for r in client.get("/api/runs").json()["runs"]] == [False]
@@ -828,3 +836,43 @@ def test_a_list_valued_search_setting_is_named_whole_without_command_line_flags(
     forms = error.split("valid player specs:\n", 1)[1].splitlines()
     assert len({line.index(line.split()[1]) for line in forms if not line.startswith("  " * 3)}) == 1  # one column
     assert "--" not in client.get("/api/info").json()["spec_forms"]
+
+
+# HEAD wherever GET is (issue 64: uptime monitors and link checkers ask with HEAD) -----------------
+def test_every_get_route_answers_head_with_the_same_status_and_headers_and_no_body(tmp_path):
+    from fastapi.routing import APIRoute
+    from starlette.routing import Mount, Route
+
+    runs = tmp_path / "runs"
+    _run_with_checkpoint(runs)
+    app = create_app(ServeSettings(runs=str(runs)))  # replays: the runs directory
+    client = TestClient(app)
+    done = _play_to_end(client, client.post("/api/games", json={"opponent": "random", "seed": 5, "variant": "mini"}).json(),
+                        random.Random(5))
+    assert client.post(f"/api/games/{done['id']}/save").status_code == 200
+    assert client.get("/api/runs/report", params={"run": "r1"}).status_code == 200  # draws the plots
+    # a value for every path or query parameter a GET route takes: a new route's new parameter fails here
+    values = {"game_id": done["id"], "file": "web_games.jsonl", "run": "r1", "name": "losses.png", "game": 0, "step": 3}
+    urls = []
+    for route in app.routes:
+        if isinstance(route, Mount):  # the static files: every one of them
+            static = Path(route.app.directory)
+            urls += [f"{route.path}/{p.relative_to(static).as_posix()}" for p in sorted(static.rglob("*")) if p.is_file()]
+        elif isinstance(route, (APIRoute, Route)) and "GET" in route.methods:
+            params = route.dependant.query_params if isinstance(route, APIRoute) else []
+            path = route.path.format(**{name: values[name] for name in route.param_convertors})
+            urls.append(path + ("?" + "&".join(f"{p.name}={values[p.name]}" for p in params) if params else ""))
+    assert "/" in urls and "/api/info" in urls and "/static/app.js" in urls and len(urls) >= 14, urls
+    for url in urls:
+        get, head = client.get(url), client.head(url)
+        assert get.status_code == 200, (url, get.text[:300])  # the walk reaches every route's real answer
+        assert head.status_code == get.status_code, (url, head.status_code, head.text[:300])
+        assert head.content == b"", url
+        without_timing = lambda r: {k: v for k, v in r.headers.items() if k != "server-timing"}  # noqa: E731
+        assert without_timing(head) == without_timing(get), url
+        assert int(head.headers["content-length"]) == len(get.content), url
+        assert "server-timing" in head.headers and head.headers["x-frame-options"] == "DENY", url
+    # where GET is refused, HEAD is refused the same way (a path without GET, a missing game)
+    for url in (f"/api/games/{done['id']}/move", "/api/games/nope", "/no/such/page"):
+        get, head = client.get(url), client.head(url)
+        assert head.status_code == get.status_code and head.status_code in (404, 405) and head.content == b"", url

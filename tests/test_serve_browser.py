@@ -9,7 +9,10 @@ and the status on it. Then: an illegal (lower) card cannot be played by hand or 
 switches, Back and Forward keep the game; "New game" mid-game asks first; a board whose game the
 server lost says so; the spec field and the dropdown agree; Runs' "Play it" starts a game and
 its plots keep their aspect ratio; Replays queue quick key presses after a select was used, show a
-bad file's error and list the newest file first. Screenshots go to the test's temporary
+bad file's error and list the newest file first. At phone width the Runs table and a report's
+evaluation fit with every word whole and a finished run reads "finished"; no text is under 11 px
+(the board's chips, the hand's cards, a whole expedition in two rows); a touch screen names no
+keys; the champion's players have one name each. Screenshots go to the test's temporary
 directory (and to $SERVE_SCREENSHOTS when set).
 """
 
@@ -42,6 +45,13 @@ def server(tmp_path_factory):
     _tiny_checkpoint(run / "checkpoints" / "latest.pt")
     (run / "config.yaml").write_text("game:\n  name: lost_cities\n  variant: mini\n")
     (run / "metrics.jsonl").write_text("".join(_metrics_line(i, 0.4 + i / 20) + "\n" for i in range(1, 6)))
+    # the Runs table at phone width (issue 64): a run that logged every iteration its config asks for
+    # (finished), one that stopped after 3 of 5, with a long name
+    for name, logged in (("smoke", 5), ("lost_cities-2024-06-01-123456", 3)):
+        other = root / "runs" / name
+        other.mkdir(parents=True)
+        (other / "config.yaml").write_text("game:\n  name: lost_cities\n  variant: mini\nrun:\n  iterations: 5\n")
+        (other / "metrics.jsonl").write_text("".join(_metrics_line(i, 0.4 + i / 20) + "\n" for i in range(1, logged + 1)))
     (root / "replays").mkdir()
     (root / "replays" / "bad.jsonl").write_text('{"format": 1}\n')
     os.utime(root / "replays" / "bad.jsonl", (1000, 1000))  # an old file: listed after the saved games
@@ -106,7 +116,9 @@ def _assert_fits(page, size: str, when: str) -> dict:
 
 
 # Every chip's label lies whole inside its chip and is not covered by the next chip of its row; the
-# opponent's bar lies on the screen; the rows say whose side is whose; "x2 6/8" is said in words.
+# opponent's bar lies on the screen; the rows say whose side is whose; "x2 6/8" is said in words. A long
+# expedition goes on in a second row (a phone's row holds about nine chips): a chip is compared with
+# the next one of its own row, and the rows read in the order played, row after row.
 LABELS = """() => {
   const bad = [];
   for (const chip of document.querySelectorAll('.chip')) {
@@ -116,14 +128,14 @@ LABELS = """() => {
     const t = range.getBoundingClientRect(), c = chip.getBoundingClientRect();
     const next = chip.nextElementSibling && chip.nextElementSibling.classList.contains('chip') ? chip.nextElementSibling.getBoundingClientRect() : null;
     if (t.left < c.left - 0.5 || t.right > c.right + 0.5 || t.top < c.top - 0.5 || t.bottom > c.bottom + 0.5 ||
-        (next && next.left < t.right - 0.5) || chip.scrollWidth > chip.clientWidth + 1 ||
+        (next && Math.abs(next.top - c.top) < 0.5 && next.left < t.right - 0.5) || chip.scrollWidth > chip.clientWidth + 1 ||
         t.right > chip.parentElement.getBoundingClientRect().right + 0.5)
       bad.push(chip.textContent + ' at ' + Math.round(c.left) + ',' + Math.round(c.top));
   }
-  // both sides read left to right in the order played
+  // both sides read left to right in the order played (row after row)
   const backwards = [...document.querySelectorAll('.exp .chips')].filter((row) => {
-    const xs = [...row.querySelectorAll('.chip')].map((c) => c.getBoundingClientRect().left);
-    return xs.some((x, i) => i > 0 && x <= xs[i - 1]);
+    const bs = [...row.querySelectorAll('.chip')].map((c) => c.getBoundingClientRect());
+    return bs.some((b, i) => i > 0 && (b.top < bs[i - 1].top - 0.5 || (Math.abs(b.top - bs[i - 1].top) < 0.5 && b.left <= bs[i - 1].left)));
   }).length;
   if (backwards) bad.push(backwards + ' expeditions read right to left');
   const opp = document.querySelector('.opp-bar').getBoundingClientRect();
@@ -316,6 +328,19 @@ def _play_game(page, app, size: str, tmp_path: Path, name: str, keyboard: bool, 
     bottom = page.evaluate("bottomSeat()")
     assert totals == [scores[bottom], scores[1 - bottom]]
     return {"decisions": decisions, "lower_checked": lower_checked}
+
+
+def _game_in(context, url: str, opponent: str, seed: str = "5"):
+    """A page of ``context`` with a game against ``opponent`` started, waiting for your move."""
+    page = context.new_page()
+    page.set_default_timeout(TIMEOUT_MS)
+    page.goto(url)
+    page.wait_for_selector("#play-opponent option", state="attached")
+    page.select_option("#play-opponent", opponent)
+    page.fill("#play-seed", seed)
+    page.click("#new-game")
+    page.wait_for_selector("#status.yours")
+    return page
 
 
 @pytest.mark.parametrize("size", list(SIZES))
@@ -521,14 +546,7 @@ def test_a_touch_screen_drags_cards_and_shows_no_keyboard_hint(browser, server, 
     width, height = SIZES["phone"]
     context = browser.new_context(viewport={"width": width, "height": height}, has_touch=True, is_mobile=True,
                                   bypass_csp=True)
-    page = context.new_page()
-    page.set_default_timeout(TIMEOUT_MS)
-    page.goto(url)
-    page.wait_for_selector("#play-opponent option", state="attached")
-    page.select_option("#play-opponent", "heuristic_careful")
-    page.fill("#play-seed", "5")
-    page.click("#new-game")
-    page.wait_for_selector("#status.yours")
+    page = _game_in(context, url, "heuristic_careful")
     assert page.evaluate("matchMedia('(pointer: coarse)').matches")
     assert not page.is_visible("#keys-hint")
     cdp = context.new_cdp_session(page)
@@ -602,3 +620,208 @@ def test_a_bad_spec_names_its_value_whole_and_keeps_the_forms_aligned(browser, s
     }""")
     assert len(starts) >= 5 and len(set(starts)) == 1, starts
     assert errors == []
+
+
+# Small things a person meets (issue 64) ------------------------------------------------------------
+# Every word of every cell on one line (a line may break only after a separator of a name, where the
+# page puts its break points: "lost_" "cities-" "2024-"), no cell's text wider than its cell, and each
+# table's last column on the screen and inside its scroll container (nothing to scroll to).
+WHOLE_WORDS = """(selector) => {
+  const broken = [], overflowing = [], cut = [];
+  for (const table of document.querySelectorAll(selector)) {
+    for (const cell of table.querySelectorAll('th, td')) {
+      if (cell.scrollWidth > cell.clientWidth + 1) overflowing.push(cell.textContent.trim());
+      const walker = document.createTreeWalker(cell, NodeFilter.SHOW_TEXT);
+      for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+        for (const m of node.textContent.matchAll(/[^\\s_\\-\\/.@:=,]+[_\\-\\/.@:=,]*/g)) {
+          const range = document.createRange();
+          range.setStart(node, m.index); range.setEnd(node, m.index + m[0].length);
+          const tops = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+          if (tops.size > 1) broken.push(`${m[0]} (in "${cell.textContent.trim()}")`);
+        }
+      }
+    }
+    const wrap = table.parentElement;
+    const right = Math.max(...[...table.querySelectorAll('tr')].map((tr) => tr.lastElementChild.getBoundingClientRect().right));
+    if (right > Math.min(window.innerWidth, wrap.getBoundingClientRect().right) + 0.5 || wrap.scrollWidth > wrap.clientWidth + 1)
+      cut.push(`${table.id}: its last column ends at ${right}, its container shows ${wrap.clientWidth} of ${wrap.scrollWidth} px`);
+  }
+  return {tables: document.querySelectorAll(selector).length, broken, overflowing, cut};
+}"""
+
+
+def test_the_runs_table_fits_a_phone_with_whole_words_and_says_finished(browser, server, tmp_path):
+    page, errors = _open(browser, server, "phone")
+    page.click(".tab[data-tab=runs]")
+    page.wait_for_selector("#runs-table tbody tr[data-run='smoke']")
+    page.click("#runs-table tbody tr[data-run='smoke']")
+    page.wait_for_selector("#eval-table")
+    m = page.evaluate(WHOLE_WORDS, "#runs-table, #eval-table")
+    assert m == {"tables": 2, "broken": [], "overflowing": [], "cut": []}, m
+    assert page.evaluate("document.documentElement.scrollWidth") <= SIZES["phone"][0]
+    # a run that logged every iteration its config asks for is finished, not stopped like a killed one
+    status = dict(page.eval_on_selector_all("#runs-table tbody tr[data-run]",
+                                            "rows => rows.map((r) => [r.dataset.run, r.children[2].textContent.trim()])"))
+    assert status == {"smoke": "finished", "lost_cities-2024-06-01-123456": "stopped", "r1": "stopped"}, status
+    assert page.get_attribute("#runs-table tr[data-run='smoke'] td:nth-child(3) span", "title") == "5 of 5 iteration(s) logged"
+    _shot(page, tmp_path, "phone-runs")
+    assert not errors, errors
+
+
+# Every rendered text at least 11 px: HTML text by its computed font size (pseudo-elements' content
+# too), an SVG's text by the size it is drawn at (its font size times the SVG's scale).
+SMALL_TEXT = """() => {
+  const small = [], seen = new Set();
+  for (const el of document.querySelectorAll('body *')) {
+    const box = el.getBoundingClientRect();
+    if (!box.width || !box.height) continue;  // not rendered (hidden, a closed dialog)
+    for (const pseudo of [null, '::before', '::after']) {
+      const cs = getComputedStyle(el, pseudo);
+      if (cs.display === 'none' || cs.visibility === 'hidden') continue;
+      const text = pseudo ? (['none', 'normal'].includes(cs.content) ? '' : cs.content)
+        : [...el.childNodes].filter((n) => n.nodeType === 3).map((n) => n.textContent).join('');
+      if (!text.trim()) continue;
+      let size = parseFloat(cs.fontSize);
+      if (el instanceof SVGElement) { const m = el.getScreenCTM(); size *= Math.hypot(m.a, m.b); }
+      const name = `${el.tagName.toLowerCase()}${[...el.classList].map((c) => '.' + c).join('')}${pseudo || ''}`;
+      seen.add(el instanceof SVGElement ? 'svg ' + text.trim() : name);
+      if (size < 11 - 1e-6) small.push(`${name} "${text.trim().slice(0, 20)}" at ${size.toFixed(2)} px`);
+    }
+  }
+  return {small: [...new Set(small)], seen: [...seen]};
+}"""
+
+
+def test_no_text_on_the_page_is_smaller_than_11px(browser, server, tmp_path):
+    """At phone width (the smallest sizes): a whole watched game (every board drawn, scanned as it is
+    drawn), the rules, the runs and their report."""
+    page, errors = _open(browser, server, "phone")
+    small, seen = set(), set()
+
+    def scan():
+        found = page.evaluate(SMALL_TEXT)
+        small.update(found["small"])
+        seen.update(found["seen"])
+
+    scan()
+    page.click(".tab[data-tab=watch]")
+    page.select_option("#watch-a", "heuristic_careful")
+    page.select_option("#watch-b", "heuristic_balanced")
+    page.fill("#watch-seed", "3")
+    page.evaluate("document.querySelector('#watch-speed').value = 50")
+    page.click("#watch-start")
+    page.wait_for_selector("#board .lane")
+    for _ in range(400):  # the board at every step the page draws, until the end
+        scan()
+        if page.is_visible("#final"):
+            break
+        before = page.evaluate("view.decisions")
+        page.wait_for_function(f"view.decisions > {before} || !document.querySelector('#final').classList.contains('hidden')")
+    assert page.is_visible("#final")
+    scan()
+    page.click("#rules-open")
+    assert page.is_visible("#rules p")
+    scan()
+    page.keyboard.press("Escape")
+    page.click(".tab[data-tab=runs]")
+    page.click("#runs-table tbody tr[data-run='smoke']")
+    page.wait_for_selector("#eval-table")
+    scan()
+    assert not small, sorted(small)
+    # what was measured: the chips of the board (wagers, tens), the piles' counts, the hand's cards (a
+    # wager's word, the "known" mark), the figures beside the expeditions, the "drawn" mark, the tables
+    for kind in (r"^span\.chip\b", r"^span\.chip\..*\bwager\b", r"^span\.chip\..*\bten\b", r"^span\.pile-count$",
+                 r"^span\.exp-bonus$", r"^svg wager$", r"^svg known$", r"last-draw.*::after$", r"^th$", r"^td$"):
+        assert any(re.search(kind, s) for s in seen), (kind, sorted(seen))
+    assert not errors, errors
+
+
+def test_key_hints_only_where_a_keyboard_is_likely(browser, server, tmp_path):
+    """A laptop's page names the keys; a touch screen's says "tap" and names none (its hints, the
+    rules), like the key bar it already hid."""
+    url, _ = server
+    width, height = SIZES["phone"]
+    touch = browser.new_context(viewport={"width": width, "height": height}, has_touch=True, is_mobile=True, bypass_csp=True)
+    laptop = browser.new_context(viewport={"width": SIZES["laptop"][0], "height": SIZES["laptop"][1]}, bypass_csp=True)
+    texts = {}
+    for name, context in (("touch", touch), ("laptop", laptop)):
+        page = _game_in(context, url, "random")
+        card_hint = page.inner_text("#action-hint")
+        page.click("#hand-area .hand-card >> nth=0")  # the first turn: every card may be played
+        page.wait_for_selector(".hand-card.selected")
+        row_hint = page.inner_text("#action-hint")
+        page.click("#board .pile.target")  # discarded
+        page.wait_for_function("!busy && view.phase === 'draw' && view.to_move === view.human_seat")
+        draw_hint = page.inner_text("#action-hint")
+        page.click("#rules-open")
+        texts[name] = {"hints": [card_hint, row_hint, draw_hint], "rules": page.inner_text("#rules"),
+                       "page": page.inner_text("body"), "coarse": page.evaluate("matchMedia('(pointer: coarse)').matches")}
+        _shot(page, tmp_path, f"{name}-hints")
+        context.close()
+    touch_, laptop_ = texts["touch"], texts["laptop"]
+    assert touch_["coarse"] and not laptop_["coarse"]
+    assert laptop_["hints"][0] == "Click or drag a card of your hand (keys 1-8)."
+    assert "Space: the deck" in laptop_["hints"][2] and "Esc" in laptop_["hints"][1]
+    assert "Keys: 1-8" in laptop_["rules"] and "keys: 1-8" in laptop_["page"]
+    assert touch_["hints"][0] == "Tap or drag a card of your hand.", touch_["hints"]
+    assert touch_["hints"][1].startswith("Now tap its row") and touch_["hints"][2].startswith("Tap the deck"), touch_["hints"]
+    for text in (*touch_["hints"], touch_["rules"], touch_["page"]):
+        assert not re.search(r"\bkeys?\b|1-8|1-5|\bEsc\b|Space", text, re.IGNORECASE), text
+
+
+def test_one_name_per_opponent(browser, server, tmp_path):
+    """The champion's players are called by their labels everywhere on the page (the list, the board,
+    the moves, the result of a game), their specs only in tooltips."""
+    url, app = server
+    champions = {c["spec"]: c["label"] for c in _info(app)["champions"]}
+    if "champion@greedy" not in champions:
+        pytest.skip("the champion is not shipped")
+    page, errors = _open(browser, server, "laptop")
+    options = dict(page.eval_on_selector_all("#play-opponent option", "os => os.map((o) => [o.value, o.textContent])"))
+    assert options["champion@greedy"].startswith("champion network alone")
+    assert page.input_value("#play-opponent-spec") == ""  # the default, the champion with search: no second name
+    page.select_option("#play-opponent", "champion@greedy")
+    assert page.input_value("#play-opponent-spec") == ""
+    assert page.get_attribute("#play-opponent option[value='champion@greedy']", "title") == "champion@greedy"
+    page.select_option("#play-seat", "1")  # the champion moves first: its move is listed
+    page.fill("#play-seed", "4")
+    page.click("#new-game")
+    page.wait_for_selector("#status.yours")
+    assert page.evaluate("view.players[0].name") == "champion@greedy"  # the server's record keeps the spec
+    assert page.inner_text("#seat-0 .seat-name") == "champion network alone"
+    assert page.get_attribute("#seat-0 .seat-name", "title") == "champion@greedy"
+    page_text = page.inner_text("body") + " ".join(page.eval_on_selector_all("input", "els => els.map((e) => e.value)"))
+    assert "champion network alone's expeditions" in page_text and "champion network alone:" in page_text, page_text
+    for spec in champions:
+        assert spec not in page_text, (spec, page_text)
+    _shot(page, tmp_path, "laptop-champion-name")
+    assert not errors, errors
+
+
+def _info(app) -> dict:
+    from fastapi.testclient import TestClient
+
+    return TestClient(app, base_url="http://127.0.0.1").get("/api/info").json()
+
+
+def test_a_whole_expedition_of_11px_chips_fits_a_phone(browser, server, tmp_path):
+    """The longest expeditions (three wagers and 2 to 10 on both sides of a row) at phone width: every
+    chip's label whole and uncovered (a second row where one is not enough), the board on the screen."""
+    page, errors = _open(browser, server, "phone")
+    page.select_option("#play-opponent", "random")
+    page.fill("#play-seed", "5")
+    page.click("#new-game")
+    page.wait_for_selector("#status.yours")
+    page.evaluate("""() => {
+      const whole = (color, first) => [0, 0, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((value, i) => ({id: first + i, color, value}));
+      view.expeditions[0][0].cards = whole(0, 1000); view.expeditions[1][0].cards = whole(0, 2000);
+      view.expeditions[0][1].cards = whole(1, 3000).slice(0, 9); view.expeditions[1][1].cards = whole(1, 4000).slice(3);
+      render();
+    }""")
+    rows = page.evaluate("""() => [...document.querySelectorAll('.exp .chips')].slice(0, 4).map((row) =>
+      new Set([...row.querySelectorAll('.chip')].map((c) => Math.round(c.getBoundingClientRect().top))).size)""")
+    assert max(rows) == 2, rows  # the 12 chips take two rows at 390 px
+    _assert_fits(page, "phone", "twelve chips in a row")
+    assert page.evaluate(SMALL_TEXT)["small"] == []
+    _shot(page, tmp_path, "phone-long-expeditions")
+    assert not errors, errors

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 
 import pytest
 
@@ -204,3 +206,41 @@ def test_a_report_is_drawn_again_only_when_the_metrics_change(tmp_path, monkeypa
         lib.report("empty")
     with pytest.raises(PathError, match="contains '..'"):
         lib.report("../r")
+
+
+def test_a_run_that_logged_all_its_iterations_is_finished_not_stopped(tmp_path):
+    """A run that ended after every iteration (deepcfr train) or round (deepcfr improve) its config asks
+    for reads "finished"; one that ended short of them (killed, out of its time budget) "stopped"; one
+    whose process has it open "running", whatever it logged."""
+    root = tmp_path / "runs"
+
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+
+    def make(name: str, config: str, logged: int, tail: str = "", marker: int | None = None, pad: int = 0):
+        run = root / name
+        run.mkdir(parents=True)
+        (run / "config.yaml").write_text(config)
+        lines = [json.dumps({"iteration": i, "pad": "x" * pad, **json.loads(_metrics(i))}) for i in range(1, logged + 1)]
+        (run / "metrics.jsonl").write_text("".join(line + "\n" for line in lines) + tail)
+        if marker is not None:  # the run's process: this one (running), or one that is gone (killed)
+            (run / "running.json").write_text(json.dumps({"pid": marker, "host": socket.gethostname(), "started": 0}))
+
+    train = "game:\n  name: lost_cities\nrun:\n  iterations: 3\n"
+    make("done", train, 3)
+    make("killed", train, 2)
+    make("live", train, 3, marker=os.getpid())
+    make("killed_in_the_final_fit", train, 3, marker=int(dead.stdout))  # every iteration logged, never closed
+    make("improved", "improve:\n  rounds: 2\nrun:\n  seed: 0\n", 2)  # deepcfr improve: its rounds
+    make("unknown", "game:\n  name: lost_cities\n", 4)  # no iterations named: it cannot be said finished
+    make("long", train, 3, pad=40_000)  # a log longer than the tail read: its last line counts
+    make("writing", train, 2, tail='{"iteration": 3, "loss')  # a last line being written is not logged yet
+    make("final_fit", train, 3, tail=json.dumps({"iteration": 3, "loss/strategy_final": 0.1}) + "\n")
+    runs = {r["run"]: r for r in RunLibrary(root, tmp_path / "cache").runs()}
+    assert {name: r["status"] for name, r in runs.items()} == {
+        "done": "finished", "killed": "stopped", "live": "running", "improved": "finished", "unknown": "stopped",
+        "long": "finished", "writing": "stopped", "final_fit": "finished", "killed_in_the_final_fit": "stopped"}
+    assert (runs["done"]["last_iteration"], runs["done"]["target_iterations"]) == (3, 3)
+    assert (runs["killed"]["last_iteration"], runs["improved"]["target_iterations"]) == (2, 2)
+    assert runs["unknown"]["target_iterations"] is None and runs["live"]["running"]
+    assert [library.run_status(False, None, 3), library.run_status(False, 5, 3), library.run_status(True, 3, 3),
+            library.run_status(False, 3, 3, closed=False)] == ["stopped", "finished", "running", "stopped"]

@@ -40,3 +40,102 @@ def test_strength_command(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["champion@greedy vs random"]["games"] == 20
     assert out["champion@greedy vs random"]["score_diff"] > 0
+
+
+# --- the benchmark population (players/population.py, `deepcfr strength SPEC --population`) -------------
+
+def _row(member, diff, ci):
+    return {"member": member, "score_diff": diff, "score_diff_ci": ci}
+
+
+def test_population_summary_is_the_mean_its_ci_and_the_worst_member():
+    from deepcfr.players.population import member_target, population_summary
+
+    rows = [_row("a", 10.0, 3.0), _row("b", -2.0, 4.0), _row("c", 4.0, 0.0)]
+    summary = population_summary(rows)
+    assert summary["population_score"] == 4.0
+    assert summary["population_ci"] == 5.0 / 3  # independent matches: sqrt(9 + 16 + 0) / 3
+    assert (summary["worst_member"], summary["worst_score_diff"], summary["worst_score_diff_ci"]) == ("b", -2.0, 4.0)
+    assert summary["member_count"] == 3
+    assert member_target(1.0, 4) == 2.0 and member_target(None, 4) is None  # each member's CI for the mean's
+
+
+def test_population_lists_every_kind_of_member_and_past_champions_when_shipped(tmp_path):
+    from deepcfr.players.population import POPULATION_BOTS, POPULATION_VERSION, population_specs
+    from deepcfr.players.strength import REFERENCE_FILE
+
+    assert POPULATION_VERSION >= 1
+    specs = population_specs(tmp_path / "absent")
+    assert [m.spec for m in specs] == list(POPULATION_BOTS) + [f"{REFERENCE_FILE}@greedy", "champion"]
+    assert len(set(POPULATION_BOTS)) >= 10 and "heuristic_balanced" in POPULATION_BOTS and "denier" in POPULATION_BOTS
+    for name in ("round_13.pt", "round_1.pt", "round_7.pt", "notes.txt", "round_x.pt"):
+        (tmp_path / name).write_bytes(b"")
+    past = [m for m in population_specs(tmp_path) if m.kind == "past_champion"]
+    assert [m.name for m in past] == [f"champion round {n}@greedy" for n in (1, 7, 13)]
+    assert past[0].spec == f"{tmp_path / 'round_1.pt'}@greedy"
+
+
+def test_population_skips_what_cannot_play_with_a_reason():
+    from deepcfr.players.population import POPULATION_BOTS, past_champion_files, population_members, same_player
+
+    mini = make_game("lost_cities", variant="mini")
+    members, skipped = population_members(mini, "heuristic_balanced")
+    assert [m.name for m in members] == list(POPULATION_BOTS)
+    assert [m.name for m in members if m.kind == "self"] == ["heuristic_balanced"]  # counted, as 0 +- 0
+    reasons = {s["member"]: s["reason"] for s in skipped}
+    past = {f"champion round {n}@greedy" for n, _ in past_champion_files()}
+    assert past >= {"champion round 7@greedy", "champion round 13@greedy"}
+    assert set(reasons) == {"reference@greedy", "champion"} | past  # networks of the classic rules
+    assert "mini" in reasons["champion"] and "mini" in reasons["reference@greedy"]
+    kuhn_members, _ = population_members(make_game("kuhn"))
+    assert [m.name for m in kuhn_members] == ["random"]
+    assert same_player("reference/../reference/x.pt@greedy", "reference/x.pt@greedy")
+    assert not same_player("champion", "champion@greedy")
+    assert same_player("search:denier", "search:denier") and not same_player("search:denier", "denier")
+
+
+def test_population_rows_have_every_member_and_the_summary_reads_them():
+    from deepcfr.players.population import population_members, population_rows, population_summary
+
+    game = make_game("lost_cities", variant="mini")
+    members, _ = population_members(game, "heuristic_careful")
+    seen = []
+    rows = population_rows(game, "heuristic_careful", members, 4, seed=2, on_row=seen.append)
+    assert [r["member"] for r in rows] == [m.name for m in members] and seen == rows
+    assert all(r["games"] == (0 if r["kind"] == "self" else 4) and r["a"] == "heuristic_careful" for r in rows)
+    (itself,) = [r for r in rows if r["kind"] == "self"]
+    assert itself["member"] == "heuristic_careful" and itself["score_diff"] == itself["score_diff_ci"] == 0
+    summary = population_summary(rows)
+    assert abs(summary["population_score"] - sum(r["score_diff"] for r in rows) / len(rows)) < 1e-12
+    assert summary["worst_score_diff"] == min(r["score_diff"] for r in rows)
+
+
+def test_strength_population_command(capsys):
+    from deepcfr.cli.main import main
+    from deepcfr.cli.strength_cmd import population_spec
+    from deepcfr.players.population import POPULATION_BOTS
+
+    assert population_spec("champion") == "champion@greedy" and population_spec("champion@average") == "champion@average"
+    assert population_spec("x/net.pt") == "x/net.pt@greedy" and population_spec("denier") == "denier"
+    assert main(["strength", "heuristic_careful", "--population", "--variant", "mini", "--games", "4",
+                 "--value-fn", "none", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["player"] == "heuristic_careful" and out["population_version"] >= 1
+    rows = out["members"]
+    assert [r["member"] for r in rows] == list(POPULATION_BOTS)
+    assert abs(out["population_score"] - sum(r["score_diff"] for r in rows) / len(rows)) < 1e-9
+    assert abs(out["population_ci"] - sum(r["score_diff_ci"] ** 2 for r in rows) ** 0.5 / len(rows)) < 1e-9
+    assert out["worst_member"] == min(rows, key=lambda r: r["score_diff"])["member"]
+    assert {s["member"] for s in out["skipped"]} >= {"reference@greedy", "champion"}
+
+
+def test_strength_population_of_the_champion_plays_the_networks(capsys):
+    from deepcfr.cli.main import main
+
+    assert main(["strength", "champion", "--population", "--games", "2", "--value-fn", "none", "--json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["player"] == "champion@greedy"
+    members = {r["member"]: r for r in out["members"]}
+    assert {"reference@greedy", "champion", "random", "patient_opener"} <= set(members)
+    assert members["champion"]["kind"] == "champion" and members["champion"]["games"] == 2
+    assert out["skipped"] == []

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from deepcfr.evaluate.arena import legal_probabilities, play_match
-from deepcfr.evaluate.variance import score_difference
+from deepcfr.evaluate.variance import cross_fitted, score_difference
 from deepcfr.games.base import clone_state, has_capability, index_state, uniform_policy
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.layout import LOC_HAND
@@ -130,6 +130,32 @@ def test_without_value_function_the_match_is_unchanged():
     assert watched.to_dict()["corrected_score_diff"] == pytest.approx(watched.corrected_score_diff)
 
 
+def test_cross_fitting_weighs_each_half_by_the_other_halfs_fit():
+    """cross_fitted: the weights of the games of one half (even rows, odd rows) are the least-squares
+    fit of the outcome on the corrections over the *other* half only, so a game's own outcome
+    never sets the weight applied to it (what keeps the corrected mean unbiased)."""
+    gen = torch.Generator().manual_seed(0)
+    p = 200
+    corrections = torch.randn(p, 2, generator=gen, dtype=torch.float64)
+    outcome = 3.0 + corrections @ torch.tensor([1.5, -0.5], dtype=torch.float64) + torch.randn(p, generator=gen, dtype=torch.float64)
+    outcome[0::2] += 2.0 * corrections[0::2, 0]  # the halves differ: even rows follow 3.5, odd rows 1.5
+    fixed, weights = cross_fitted(outcome, corrections)
+    half = torch.arange(p) % 2
+    for h in (0, 1):
+        other = half != h
+        x = torch.cat([torch.ones(int(other.sum()), 1, dtype=torch.float64), corrections[other]], dim=1)
+        fit = torch.linalg.lstsq(x, outcome[other][:, None]).solution[1:, 0]  # with an intercept
+        assert torch.allclose(weights[h], fit, rtol=1e-6, atol=1e-9)
+        assert torch.allclose(fixed[half == h], outcome[half == h] - corrections[half == h] @ fit)
+    assert weights[0].tolist() == pytest.approx([1.5, -0.5], abs=0.3)  # odd rows' slope for the even rows
+    assert weights[1].tolist() == pytest.approx([3.5, -0.5], abs=0.3)
+    # changing one half's outcomes leaves the weights applied to that half alone
+    changed = outcome.clone()
+    changed[0::2] += 5.0 * corrections[0::2, 1]
+    _, again = cross_fitted(changed, corrections)
+    assert torch.equal(again[0], weights[0]) and not torch.allclose(again[1], weights[1])
+
+
 # ------------------------------------------------------------------ the chance outcomes
 def lost_cities_at_draw(n=64, seed=0, variant="mini"):
     game = make_game("lost_cities", variant=variant)
@@ -245,7 +271,7 @@ def test_fitted_value_function_reduces_variance_and_round_trips(tmp_path):
     with pytest.raises(CheckpointError, match="was made for"):
         load_value_function(path, make_game("lost_cities"))
     (tmp_path / "bad.pt").write_bytes(b"not a checkpoint")
-    with pytest.raises(CheckpointError, match="corrupt"):
+    with pytest.raises(CheckpointError, match="is not a checkpoint"):
         load_value_function(tmp_path / "bad.pt", game)
 
 
@@ -399,6 +425,44 @@ def test_lost_cities_chance_head_corrections_have_mean_zero_untrained():
     bound = 3.5 * (result.score_diff_ci95 + result.corrected_ci95) / 1.96
     assert abs(result.corrected_score_diff - result.mean_score_diff) < bound
     assert result.corrected_score_diff != result.mean_score_diff
+
+
+def test_the_chance_head_values_are_in_seat_0s_frame_like_the_state_value():
+    """A chance head whose every kind is a copy of the state value's output (as fit_value(start=...)
+    grows one) values each kind as the state value values the state: seat 0 minus seat 1, whichever
+    seat is about to draw (not the mover's frame, nor the other seat's)."""
+    game = make_game("lost_cities", variant="mini")
+    torch.manual_seed(0)
+    net = value_network(game, hidden_size=32, num_layers=1, chance_head=True)
+    with torch.no_grad():
+        net.head.weight.copy_(40.0 * net.head.weight[:1].expand_as(net.head.weight))
+        net.head.bias.copy_(net.head.bias[:1].expand_as(net.head.bias))
+    value = FullStateValue(game, net, bfloat16=False)
+    movers = set()
+    for seed in range(4):
+        _, state = lost_cities_at_draw(n=32, seed=seed)
+        state = index_state(state, (~game.is_terminal(state)).nonzero().squeeze(1))
+        movers |= set(game.current_player(state).tolist())
+        v, chance = value(state), value.chance_values(state)
+        assert v.abs().min() > 1e-3
+        assert torch.allclose(chance, v[:, None].expand_as(chance), rtol=1e-4, atol=1e-4)
+    assert movers == {0, 1}
+
+
+def test_the_chance_heads_targets_are_in_the_movers_frame():
+    """collect_positions(teacher=...): the teacher's values after each card (seat 0's frame) are
+    stored in the frame of the position's mover, as its state-value targets are: a teacher that
+    says "seat 0 leads by 2" teaches +2 where seat 0 draws and -2 where seat 1 does."""
+    game = make_game("lost_cities", variant="mini")
+    bots = [make_bot(game, name) for name in ("heuristic_balanced", "random")]
+    positions = collect_positions(game, [tuple(bots)], games=20, keep=0.5, seed=1,
+                                  teacher=lambda state: torch.full((state.turn.shape[0],), 2.0))
+    mover = game.obs_player(positions.views[:, 0])
+    drawn = ~positions.chance_targets.isnan().all(1)
+    assert set(mover[drawn].tolist()) == {0, 1}
+    expected = (2.0 - 4.0 * mover[drawn].float())[:, None].expand(-1, positions.chance_targets.shape[1])
+    taught = positions.chance_targets[drawn]
+    assert bool((taught.isnan() | (taught == expected)).all())
 
 
 def test_distilled_chance_head_agrees_with_stepping_to_every_card(tmp_path):

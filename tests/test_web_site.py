@@ -141,6 +141,43 @@ def test_the_sites_network_player_picks_the_greedy_champions_move(tmp_path, site
     assert report["logits_max_abs_diff"] < 1e-3  # onnxruntime-web's WebAssembly kernels against PyTorch's
 
 
+@needs_node
+def test_the_offline_table_shows_the_networks_probabilities_only_when_the_game_is_over(tmp_path):
+    """As the server (test_serve_api.py): while a game runs, no answer offline.js gives the page
+    holds the network's probabilities (they name the cards it holds), its list of moves is refused
+    and there is no record; once it is over, every move of the network comes with them. Played in
+    node with a stand-in for onnxruntime-web (no model needed)."""
+    from deepcfr.games.lost_cities.encoding import ENCODING_VERSION
+
+    game = LostCitiesGame.from_params("mini")
+    (tmp_path / "model").mkdir()
+    (tmp_path / "model" / "site.json").write_text(json.dumps({
+        "model": "network.onnx", "player": "stand-in", "player_label": "stand-in network", "game": game.name,
+        "game_version": game.version, "record_format": 1, "rules": game.config_dict(), "variant": "mini",
+        "encoding_version": ENCODING_VERSION}))
+    played = ["0:3", "0:4", "1:5", "1:6"]  # the human's seat: the network moves first in the last two
+    done = subprocess.run([NODE, str(HERE / "js" / "offline_table.mjs"), str(ENGINE_JS), str(ENGINE_JS.parent / "offline.js"),
+                           str(tmp_path), *played], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    games = json.loads(done.stdout)["games"]
+    assert len(games) == len(played)
+    for g in games:
+        network = 1 - g["seat"]
+        assert g["running"] and sum(r["agent_moves"] for r in g["running"]) > 0
+        for r in g["running"]:
+            assert not any('"probs"' in text for text in r["views"]), json.loads(r["views"][0])["last_moves"]
+            assert r["moves_refused"] == 409 and r["record"] == "#" and r["seed"] is None
+        final = g["final"]
+        assert final["finished"] and final["seed"] == g["seed"] and g["record"] != "#"
+        theirs = [m for m in g["moves"] if m["seat"] == network]
+        assert theirs and all(m.get("probs") for m in theirs)
+        assert not any(m.get("probs") for m in g["moves"] if m["seat"] != network)
+        for m in theirs:
+            assert sum(p["chosen"] for p in m["probs"]) == 1 and 0 < sum(p["p"] for p in m["probs"]) <= 1.0001
+        assert all(m.get("probs") for m in final["last_moves"])
+    assert any(g["final"]["last_moves"] for g in games)  # the network moved last somewhere: its probabilities shown
+
+
 @needs_onnx
 def test_the_site_holds_everything_it_needs_and_names_its_licences(site):
     out, result = site

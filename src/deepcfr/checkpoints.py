@@ -19,14 +19,21 @@ Files written before ``meta.kind`` existed are upgraded on reading: the kind is 
 say (``improve``: an improvement run; ``distilled``: a network; else a Deep CFR run).
 
 Writes go to a temporary file in the same directory, are flushed and fsynced, then renamed over
-the target, so a crash mid-save leaves the previous checkpoint intact. Checkpoints are pickles:
-load only files you trust (your own runs).
+the target, so a crash mid-save leaves the previous checkpoint intact.
+
+A payload holds tensors and plain data only (dicts, lists, tuples, strings, numbers, None; configs
+as their JSON dumps): ``save_checkpoint`` refuses anything else, and every file is read with
+``torch.load(weights_only=True)``, so loading a file, whoever made it, runs no code from it. A
+file of an older deepcfr that holds other objects is refused with the command that converts it
+once (``convert_checkpoint``, ``deepcfr convert-checkpoint PATH --trust``).
 """
 
 from __future__ import annotations
 
 import datetime as _dt
 import os
+import pickle
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -146,10 +153,89 @@ def save_checkpoint(path: str | Path, payload: dict) -> Path:
     if not isinstance(meta, dict) or "format_version" not in meta or "kind" not in meta:
         raise CheckpointError(f"checkpoint payload for {path} needs meta with format_version and kind (see make_meta)")
     _check_kind(meta["kind"], f"checkpoint {path}")
+    _check_plain(payload, f"checkpoint payload for {path}")
     with atomic_path(path) as tmp:
         with open(tmp, "wb") as f:
             torch.save(payload, f)
     return path
+
+
+# What a payload may hold: what torch.load(weights_only=True) reads back without running code.
+_PLAIN = (dict, OrderedDict, list, tuple, str, int, float, bool, type(None), torch.Size, torch.dtype, torch.device)
+
+
+def _check_plain(value: Any, where: str, key: str = "payload") -> None:
+    """Raise ``CheckpointError`` naming the first entry of ``value`` that is not a tensor or plain data."""
+    if isinstance(value, torch.Tensor):
+        return
+    if type(value) not in _PLAIN:
+        raise CheckpointError(f"{where}: {key} is a {type(value).__module__}.{type(value).__qualname__}; a checkpoint "
+                              "holds tensors and plain data only (a config as its model_dump(mode='json'))")
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _check_plain(k, where, f"{key} key {k!r}")
+            _check_plain(v, where, f"{key}[{k!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            _check_plain(v, where, f"{key}[{i}]")
+
+
+def _to_plain(value: Any, where: str, key: str = "payload") -> Any:
+    """``value`` as tensors and plain data: what older files held besides (numpy arrays and
+    numbers, paths, pydantic models, sets) converted; anything else raises ``CheckpointError``."""
+    import enum
+
+    import numpy as np
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().clone() if isinstance(value, torch.nn.Parameter) else value
+    if isinstance(value, np.ndarray):
+        return torch.from_numpy(np.ascontiguousarray(value))
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, enum.Enum):
+        return _to_plain(value.value, where, key)
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if hasattr(value, "model_dump"):  # a pydantic model: its JSON dump, as configs are stored now
+        return value.model_dump(mode="json")
+    if isinstance(value, dict):
+        return {_to_plain(k, where, f"{key} key {k!r}"): _to_plain(v, where, f"{key}[{k!r}]") for k, v in value.items()}
+    if isinstance(value, (set, frozenset)):
+        return sorted(_to_plain(v, where, key) for v in value)
+    if isinstance(value, (list, tuple)):
+        plain = [_to_plain(v, where, f"{key}[{i}]") for i, v in enumerate(value)]
+        return plain if isinstance(value, list) else tuple(plain)
+    for base in (bool, int, float, str):  # a subclass of a plain type (e.g. a str enum's member)
+        if isinstance(value, base):
+            return base(value)
+    if type(value) in _PLAIN:
+        return value
+    raise CheckpointError(f"{where}: {key} is a {type(value).__module__}.{type(value).__qualname__}, which has no "
+                          "plain form; this file cannot be converted")
+
+
+def convert_checkpoint(path: str | Path, out: str | Path | None = None, trust: bool = False) -> Path:
+    """Rewrite a checkpoint of an older deepcfr that holds Python objects (numpy arrays, paths,
+    config objects) as tensors and plain data, which every deepcfr command then loads. Reading
+    such a file unpickles it, which can run code: only with ``trust`` (files you made yourself).
+    ``out`` defaults to ``path`` (replaced atomically). Returns the file written."""
+    path = Path(path)
+    out = Path(out) if out is not None else path
+    if not trust:
+        raise CheckpointError(f"converting {path} unpickles it, which runs any code it holds: pass trust=True "
+                              "(--trust) only for a file you made yourself")
+    if not path.is_file():
+        raise CheckpointError(f"checkpoint not found: {path}")
+    try:
+        payload = torch.load(path, map_location="cpu", weights_only=False)
+    except Exception as e:
+        raise CheckpointError(f"checkpoint {path} cannot be read ({type(e).__name__})") from None
+    plain = _to_plain(payload, f"checkpoint {path}")
+    _read_meta(plain, path)  # a deepcfr checkpoint of this format version
+    save_checkpoint(out, plain)
+    load_checkpoint(out)  # what was written loads by the safe path
+    return out
 
 
 def cpu_state(module: torch.nn.Module) -> dict[str, torch.Tensor]:
@@ -210,6 +296,28 @@ def checkpoint_kind(payload: Mapping[str, Any]) -> str:
     return payload["meta"]["kind"] if "kind" in payload.get("meta", {}) else _kind_of_old_file(payload)
 
 
+_ZIP_MAGIC = b"PK\x03\x04"  # torch.save writes a zip archive (an older torch: a pickle, b"\x80" first)
+
+
+def _load_plain(path: Path, map_location) -> Any:
+    """``torch.load`` with ``weights_only``: tensors and plain data only, so a file can never run
+    code as it loads. The errors say what the file is without quoting what it holds."""
+    try:
+        return torch.load(path, map_location=map_location, weights_only=True)
+    except Exception as e:  # torch raises many types for truncated or garbled data
+        error = e
+    with open(path, "rb") as f:
+        head = f.read(len(_ZIP_MAGIC))
+    if isinstance(error, pickle.UnpicklingError) and "Weights only load failed" in str(error) \
+            and (head == _ZIP_MAGIC or head[:1] == b"\x80"):
+        raise CheckpointError(
+            f"checkpoint {path} holds Python objects other than tensors and plain data, which deepcfr never "
+            "unpickles (they could run code). If you wrote it yourself with an older deepcfr and trust it, "
+            f"convert it once: deepcfr convert-checkpoint {path} --trust") from None
+    what = "is corrupt or truncated" if head == _ZIP_MAGIC else "is not a checkpoint (torch.save writes a zip archive)"
+    raise CheckpointError(f"checkpoint {path} {what} ({type(error).__name__})") from None
+
+
 def load_checkpoint(
     path: str | Path,
     expected: Mapping[str, Any] | None = None,
@@ -225,10 +333,7 @@ def load_checkpoint(
         raise CheckpointError(f"checkpoint not found: {path}")
     if not path.is_file():
         raise CheckpointError(f"checkpoint path is not a file: {path}")
-    try:
-        payload = torch.load(path, map_location=map_location, weights_only=False)
-    except Exception as e:  # torch raises many types for truncated/garbled zip or pickle data
-        raise CheckpointError(f"checkpoint {path} is corrupt or truncated ({type(e).__name__}: {e})") from None
+    payload = _load_plain(path, map_location)
     meta = _read_meta(payload, path)
     if kinds is not None and meta["kind"] not in kinds:
         raise CheckpointError(f"checkpoint {path} holds a {KIND_NAMES[meta['kind']]}; this needs a "
@@ -254,4 +359,4 @@ def export_network(checkpoint: str | Path, out: str | Path) -> Path:
 __all__ = ["CheckpointError", "FORMAT_NAME", "FORMAT_VERSION", "KINDS", "DEEPCFR_RUN", "IMPROVE_RUN", "NETWORK",
            "VALUE_FUNCTION", "KIND_NAMES", "network_meta", "expected_meta", "make_meta", "game_identity", "game_meta", "check_meta",
            "save_checkpoint", "load_checkpoint", "checkpoint_kind", "cpu_state", "optimizer_state",
-           "link_or_copy_checkpoint", "network_payload", "export_network"]
+           "link_or_copy_checkpoint", "network_payload", "export_network", "convert_checkpoint"]

@@ -207,6 +207,30 @@ def parse_setting_value(text: str, where: str, error: type[Exception] = ValueErr
     return value
 
 
+# Settings whose value names a player (a spec) or a file: their Field carries ``names_player(...)`` or
+# ``names_file(...)`` as ``json_schema_extra``, with the words the setting takes that name neither. A
+# server confines every such setting (``named_settings``), today's and future ones alike.
+def names_player(*words: str) -> dict[str, Any]:
+    """A setting's marker: its value is a player spec, or one of ``words``."""
+    return {"names": "player", "words": list(words)}
+
+
+def names_file(*words: str) -> dict[str, Any]:
+    """A setting's marker: its value is a file's path, or one of ``words``."""
+    return {"names": "file", "words": list(words)}
+
+
+def named_settings(model: Any) -> dict[str, tuple[str, tuple[str, ...]]]:
+    """The settings of the pydantic ``model`` (a class) that name a player or a file: ``{field:
+    ("player" | "file", words)}``."""
+    named = {}
+    for key, info in model.model_fields.items():
+        extra = info.json_schema_extra
+        if isinstance(extra, dict) and extra.get("names") in ("player", "file"):
+            named[key] = (str(extra["names"]), tuple(extra.get("words", ())))
+    return named
+
+
 def split_specs(text: str) -> list[str]:
     """Comma-separated specs (``--vs a,b``); commas inside ``search[...]`` settings and between a
     checkpoint's options (``PATH@current,greedy``) do not split."""
@@ -220,4 +244,5 @@ def split_specs(text: str) -> list[str]:
 
 
 __all__ = ["PlayerSpec", "PlayerSpecError", "parse_player", "checked_spec", "parse_setting_value", "split_specs", "quote",
-           "VALID_FORMS", "CHAMPION", "LEARNER", "MAX_SPEC_LENGTH"]
+           "VALID_FORMS", "CHAMPION", "LEARNER", "MAX_SPEC_LENGTH",
+           "names_player", "names_file", "named_settings"]

@@ -26,6 +26,7 @@ COMMANDS = {
     "serve": "serve_cmd",
     "export": "export_cmd",
     "build-web": "build_web_cmd",
+    "convert-checkpoint": "convert_cmd",
 }
 
 

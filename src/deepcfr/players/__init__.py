@@ -9,6 +9,8 @@
 - ``cache``: loaded players by spec for a long-lived process (the web server);
 - ``champion``: the shipped champion network, its model card and value function;
 - ``strength``: strength tables (a player against opponents, head to head, searches);
+- ``population``: the versioned benchmark population (bots of distinct styles, the reference
+  network, the sampled champion, earlier champions) and a player's population score;
 - ``export``: a player's network as ONNX.
 
 Every entry point takes a spec: ``arena --a/--b``, ``eval --vs``, ``play --vs``, ``serve``,

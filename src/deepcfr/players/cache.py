@@ -37,11 +37,15 @@ class PlayerCache:
     players of other specs are built meanwhile, and a cached player is had without waiting."""
 
     def __init__(self, device: str = "cpu", confine: Callable[[PlayerSpec], PlayerSpec] | None = None,
-                 capacity: int = MAX_CACHED_PLAYERS, seat: Callable[[PlayerSpec, object, tuple], Seated] | None = None):
+                 capacity: int = MAX_CACHED_PLAYERS, seat: Callable[[PlayerSpec, object, tuple], Seated] | None = None,
+                 localize: Callable[[PlayerSpec], PlayerSpec] | None = None):
         """``seat(spec, game, key)`` builds a player where the default (``Seated(load_player(...))``,
-        here) will not do: the server seats its search players in a process of their own."""
+        here) will not do: the server seats its search players in a process of their own.
+        ``localize(spec) -> spec`` turns the names ``confine`` gives into the files loaded (a player
+        keeps its confined spec as its name: a server's answers never show where its files lie)."""
         self.device = device
         self.confine = confine or (lambda spec: spec)
+        self.localize = localize or (lambda spec: spec)
         self.seat = seat or (lambda spec, game, key: Seated(load_player(spec, game, device=self.device)))
         self.capacity = capacity
         self._players: OrderedDict[tuple, Seated] = OrderedDict()
@@ -94,14 +98,17 @@ class PlayerCache:
         """The player ``text`` names, for ``game`` (None: a checkpoint's own game). ValueError
         (PlayerSpecError, a confinement error, a load error) when it cannot be had."""
         spec = self.confine(parse_player(text))
-        files = [checkpoint_file(node) for node in checkpoint_nodes(spec)]
+        local = self.localize(spec)
+        files = [checkpoint_file(node) for node in checkpoint_nodes(local)]
         # A checkpoint's player is loaded once, for its own game, then checked against the table's.
         rules = None if files or game is None else (game.name, tuple(sorted(game.config_dict().items())))
         key = (str(spec), tuple(f.stat().st_mtime_ns if f.is_file() else 0 for f in files), rules)
 
         def build() -> Seated:
             try:
-                return self.seat(spec, None if files else game, key)
+                seated = self.seat(local, None if files else game, key)
+                seated.name = str(spec)
+                return seated
             except (ValueError, OSError, RuntimeError, KeyError) as e:
                 raise ValueError(f"cannot load player {quote(text)}: {e}") from None
 

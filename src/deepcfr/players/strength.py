@@ -23,14 +23,16 @@ REFERENCE_FILE = Path(__file__).resolve().parents[3] / "reference" / "lost_citie
 
 
 def match_row(game, a: str, b: str, games: int, seed: int, value_fn=None, target_ci: float | None = None,
-              batch_games: int = 2000, chance_samples: int | None = None) -> dict:
+              batch_games: int = 2000, chance_samples: int | None = None,
+              on_step: Callable[[int, int], None] | None = None) -> dict:
     """One match of spec ``a`` against spec ``b`` (paired deals): its figures, the estimate the
     row stands on (``score_diff`` / ``score_diff_ci``: corrected where there is a value function),
-    seconds, and the seconds a searched move took where A searches."""
+    seconds, and the seconds a searched move took where A searches (``on_step``: progress, as
+    ``play_match`` calls it)."""
     player_a, player_b = load_player(a, game), load_player(b, game)
     start = time.perf_counter()
     result = play_match(game, player_a, player_b, games, seed=seed, value_fn=value_fn, target_ci95=target_ci,
-                        batch_games=batch_games, chance_samples=chance_samples)
+                        batch_games=batch_games, chance_samples=chance_samples, on_step=on_step)
     mean, ci = result.best_score_diff
     row = {"a": a, "b": b, "games": result.games, "win_rate_ci95": result.win_rate_ci95, **result.figures(),
            "score_diff": mean, "score_diff_ci": ci, "seconds": time.perf_counter() - start}

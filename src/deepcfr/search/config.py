@@ -7,6 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from ..player_specs import names_file, names_player
+
 
 class SearchConfigError(ValueError):
     """Bad search settings (unknown key or bad value); the message names the key and the valid ones."""
@@ -26,7 +28,7 @@ class SearchConfig(BaseModel):
                                 "(bots have no pi)")
     min_z: float = Field(1.0, ge=0.0, description="another move replaces the base move only when its mean paired "
                          "difference over the same deals is above this many standard errors (0: whenever it scores higher)")
-    rollout_policy: str = Field("heuristic_balanced", description="who plays both seats in the rollouts: base, or a "
+    rollout_policy: str = Field("heuristic_balanced", json_schema_extra=names_player("base"), description="who plays both seats in the rollouts: base, or a "
                                 "player spec (a bot or a checkpoint)")
     # with a bot as rollout_policy and a network base the candidates and the prior come from
     # (1 - bot_prior) * pi + bot_prior * (the bot's move), so the bot's move is always weighed
@@ -57,19 +59,19 @@ class SearchConfig(BaseModel):
     rollout_plies: int | None = Field(None, ge=0, description="decisions (both seats) a rollout plays before "
                                       "the value function values where it stands; none: every rollout to the "
                                       "end of the game")
-    value_fn: str = Field("auto", description="the value function of rollout_plies: auto (the one shipped "
+    value_fn: str = Field("auto", json_schema_extra=names_file("auto", "none"), description="the value function of rollout_plies: auto (the one shipped "
                           "beside the champion where it was made for the game and rules) or a file of "
                           "`deepcfr fit-value`")
     # The opponent's hidden cards drawn from the posterior given its past moves (belief.py, the
     # exploiter's belief) instead of uniformly: the opponent modelled by a player's move probabilities.
-    belief: str = Field("none", description="how the hidden cards of each determinization are drawn: none "
+    belief: str = Field("none", json_schema_extra=names_player("none", "learned", "base"), description="how the hidden cards of each determinization are drawn: none "
                         "(uniformly, given what the decider has seen), learned (the opponent's unknown cards "
                         "weighed by the hand_belief network from what the decider sees), base (from the posterior given the "
                         "opponent's past moves, the opponent modelled as the base player: a network by the "
                         "probabilities it samples from, @greedy or a bot by its moves), or a player spec "
                         "modelling the opponent so (a network or a bot, not a search); the same belief as "
                         "deepcfr exploit's")
-    hand_belief: str = Field("auto", description="the network of belief=learned: auto (the one shipped beside "
+    hand_belief: str = Field("auto", json_schema_extra=names_file("auto"), description="the network of belief=learned: auto (the one shipped beside "
                              "the champion where it was made for the game and rules) or a file of `deepcfr fit-belief`")
     belief_particles: int = Field(16, ge=1, description="the belief's particles (its cost: each replays the game "
                                   "so far); the determinizations are drawn from them, each with its own order of "

@@ -32,7 +32,8 @@ from ..players import (MAX_SPEC_LENGTH, VALID_FORMS, PlayerCache, PlayerSpecErro
 from . import timing
 from .batching import Batchers
 from .docs import docs_page
-from .players import CheckpointPolicy
+from .head import HeadAsGet
+from .players import ServedFiles
 from .search_process import ProcessSeated, SearchProcess
 from .present import WEB_TABLE_GAME, check_web_table_game
 from .tables import Table, TableError, TableStore
@@ -129,12 +130,21 @@ def clip(text: str, limit: int = MAX_MESSAGE) -> str:
     return text if len(text) <= limit else text[: limit - 20] + "... (cut)"
 
 
+# An absolute path in a message (after a quote, a space, '=', ':', '[', '(' or ',' or at its start),
+# or one that climbs out with '..': one the request sent is not echoed either, so that no answer
+# holds a path of this machine.
+_CLIMBING_PATH = re.compile(r"""[^\s'",;\[\]()=:]*\.\.[/\\][^\s'",;\])]*""")
+_ABSOLUTE_PATH = re.compile(r"""(?:(?<=^)|(?<=[\s'"=:\[(,]))(?:[A-Za-z]:)?[/\\~](?!api/|static/)[^\s'",;\])]+""")
+
+
 def _error(status: int, message: str, hide: "dict[str, str] | None" = None) -> JSONResponse:
     """The answer to a refused request; ``hide`` maps paths of this machine to what the page knows
-    them as (a served directory as it was given), so that no answer shows where the server runs."""
+    them as (a served directory as it was given), and any other absolute path is replaced, so that
+    no answer shows where the server runs or echoes a path of this machine."""
     for path, shown in (hide or {}).items():
         message = message.replace(path, shown)
     message = message.replace(VALID_FORMS, PAGE_FORMS)
+    message = _CLIMBING_PATH.sub("<path with ..>", _ABSOLUTE_PATH.sub("<absolute path>", message))
     return JSONResponse({"error": clip(message)}, status_code=status)
 
 
@@ -194,8 +204,8 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             return ProcessSeated(searches, spec, game, key)
         return Seated(load_player(spec, game, device=settings.device))
 
-    players = PlayerCache(settings.device, confine=CheckpointPolicy(settings.checkpoints, runs_root).confine,
-                          seat=seat)
+    served = ServedFiles(settings.checkpoints, runs_root)
+    players = PlayerCache(settings.device, confine=served.confine, localize=served.localize, seat=seat)
     tables = TableStore(settings.max_games)
     batchers = Batchers()  # the tables that share a player have their decisions made as one call
     report_cache = tempfile.TemporaryDirectory(prefix="deepcfr-serve-reports-")
@@ -223,10 +233,15 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         response.headers["Server-Timing"] = timing.header(phases, time.perf_counter() - started)
         return response
 
+    app.add_middleware(HeadAsGet)  # HEAD wherever GET is (uptime monitors): the GET's headers, no body
+
     # Errors ---------------------------------------------------------------------------------
     # the served directories (resolved: where the libraries look) by the names they were given with;
     # longest first, so a directory inside another is replaced whole
-    hidden = {str(p.resolve()): str(p) for p in (runs_root, replays_root) if p.resolve() != p}
+    # where they lie is never shown: a directory given as an absolute path by its last name only
+    shown = {p: p.name if p.is_absolute() else str(p) for p in (runs_root, replays_root)}
+    hidden = {str(p.resolve()): shown[p] for p in (runs_root, replays_root)}
+    hidden |= {str(p): shown[p] for p in (runs_root, replays_root)} | served.hidden()
     hidden = dict(sorted(hidden.items(), key=lambda kv: -len(kv[0])))
 
     @app.exception_handler(Exception)
@@ -292,7 +307,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
                     raise ValueError(f"search setting {key}={value} is over this server's cap of {cap}")
             limit_search_time(config)  # where it was built (a search process has applied it already)
         seated = [None if s is None else batchers.of(s) for s in seated]
-        names = ["You" if s is None else s.strip() for s in specs]
+        names = ["You" if s is None else s.name for s in seated]  # specs as served (no file's whereabouts)
         table = Table(game, seated, names, secrets.randbelow(MAX_SEED) if seed is None else seed, mode)
         table.start()
         return tables.add(table)
@@ -304,7 +319,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         decisions; decisions / calls is the batch size)."""
         from ..games.bots import bot_names
 
-        listed = [{"spec": c, "label": Path(c).name} for c in settings.checkpoints]
+        listed = [{"spec": name, "label": name} for name in served.names]
         for run in runs.runs():
             listed += [{"spec": c, "label": c} for c in run["checkpoints"]]
         # the shipped champion first, its strongest measured player first: the page's default
@@ -313,7 +328,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
                      for k, spec in enumerate(offered)]
         return {"bots": bot_names(WEB_TABLE_GAME()), "champions": champions, "checkpoints": listed,
                 "variants": list(WEB_TABLE_GAME.variants),
-                "spec_forms": PAGE_FORMS, "runs": str(runs_root), "replays": str(replays_root),
+                "spec_forms": PAGE_FORMS, "runs": shown[runs_root], "replays": shown[replays_root],
                 "games_in_memory": len(tables), "players_loaded": players.loaded(), "batching": batchers.stats()}
 
     @app.post("/api/games")
@@ -370,7 +385,7 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
                 replays_root.mkdir(parents=True, exist_ok=True)
                 append_records(replays_root / SAVED_GAMES, [rec])
                 table.saved_to = SAVED_GAMES
-        return {"saved_to": SAVED_GAMES, "replays": str(replays_root)}
+        return {"saved_to": SAVED_GAMES, "replays": shown[replays_root]}
 
     # Replays and runs ---------------------------------------------------------------------------
     @app.get("/api/replays")

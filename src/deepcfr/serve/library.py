@@ -31,6 +31,7 @@ ACTIVE_SECONDS = 300  # a run on another host whose metrics changed this recentl
 RUNNING_FILE = "running.json"  # train.run.RUNNING_FILE: written while the run's process has it open
 RECORD_KEYS = ("format", "deal", "actions")  # a game record's first line has these (evaluate/replay.py)
 FIRST_LINE_LIMIT = 1 << 20
+METRICS_TAIL = 1 << 16  # bytes read from the end of metrics.jsonl for a run's last iteration
 
 
 def looks_like_records(path: Path) -> bool:
@@ -71,6 +72,49 @@ def run_is_running(run_dir: Path, metrics_modified: float | None, now: float) ->
     if host == socket.gethostname():
         return _pid_alive(pid)
     return metrics_modified is not None and now - metrics_modified < ACTIVE_SECONDS
+
+
+def last_iteration(metrics: Path) -> int | None:
+    """The last iteration (a round, for an improvement run) that ``metrics.jsonl`` records, read
+    from its end (a long log is not read whole); None when it records none."""
+    try:
+        with open(metrics, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(0, size - METRICS_TAIL))
+            lines = f.read().split(b"\n")
+    except OSError:
+        return None
+    if size > METRICS_TAIL:
+        lines = lines[1:]  # the first line read may be cut
+    for line in reversed(lines):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # empty, or a line being written
+        value = record.get("iteration") if isinstance(record, dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def target_iterations(config: dict) -> int | None:
+    """The iterations a run's config asks for: ``run.iterations`` (deepcfr train) or
+    ``improve.rounds`` (deepcfr improve); None when it names neither."""
+    for section, key in (("improve", "rounds"), ("run", "iterations")):
+        value = config.get(section, {}).get(key) if isinstance(config.get(section), dict) else None
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+    return None
+
+
+def run_status(running: bool, last: int | None, target: int | None, closed: bool = True) -> str:
+    """``running``; ``finished`` once a run closed itself (``closed``: its running marker removed)
+    after logging every iteration (or round) its config asks for; else ``stopped`` (killed, even
+    after its last iteration, during the final fit; out of its time budget; ended early)."""
+    if running:
+        return "running"
+    done = closed and last is not None and target is not None and last >= target
+    return "finished" if done else "stopped"
 
 
 def _walk(root: Path, depth: int = 0):
@@ -176,10 +220,14 @@ class RunLibrary:
             modified = metrics.stat().st_mtime if metrics.is_file() else None
             config = read_run_config(path) or {}
             game = config.get("game") if isinstance(config.get("game"), dict) else {}
+            running = run_is_running(path, modified, now)
+            last = last_iteration(metrics) if modified is not None else None
+            target = target_iterations(config)
             out.append({"run": path.relative_to(self.root).as_posix(), "game": game.get("name"),
-                        "variant": game.get("variant"), "modified": modified,
-                        "running": run_is_running(path, modified, now),
-                        "checkpoints": self._checkpoints(path)})
+                        "variant": game.get("variant"), "modified": modified, "running": running,
+                        "status": run_status(running, last, target, closed=not (path / RUNNING_FILE).exists()),
+                        "last_iteration": last,
+                        "target_iterations": target, "checkpoints": self._checkpoints(path)})
         return out
 
     def _checkpoints(self, run_dir: Path) -> list[str]:

@@ -25,8 +25,13 @@ def resolve_under(base: str | Path, relative: str, what: str = "path") -> Path:
     if ".." in pure.parts:
         raise PathError(f"{what} {relative!r} contains '..': give a path inside the served directory")
     target = Path(base) / Path(*pure.parts)
-    if not is_under(base, target):
-        raise PathError(f"{what} {relative!r} leads out of the served directory (a symbolic link?)")
-    if not target.exists():
-        raise FileNotFoundError(f"{what} {relative!r} not found")
-    return target.resolve()
+    try:
+        if not is_under(base, target):
+            raise PathError(f"{what} {relative!r} leads out of the served directory (a symbolic link?)")
+        if not target.exists():
+            raise FileNotFoundError(f"{what} {relative!r} not found")
+        return target.resolve()
+    except (OSError, ValueError) as e:  # a name the file system refuses (too long, a NUL byte)
+        if isinstance(e, (PathError, FileNotFoundError)):
+            raise
+        raise PathError(f"{what} {relative[:60]!r} is not a name a file can have here") from None

@@ -36,6 +36,7 @@ import torch
 from ..base import sample_from_probs
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_PILE0, LOC_UNKNOWN, OBS_DTYPE
 from .rules import LostCitiesRules
+from .style_bots import style_bot_factories
 
 # A finite "never unless forced" score, so that argmax over a legal row is always well defined.
 _NEVER = -1.0e4
@@ -379,8 +380,10 @@ EVALUATION_OPPONENTS = ("heuristic_careful", "random", "discard_only")
 
 
 def bot_factories(rules: LostCitiesRules) -> dict:
-    """Bot factories by name for a Lost Cities game with ``rules`` (used by games.bots.make_bot)."""
+    """Bot factories by name for a Lost Cities game with ``rules`` (used by games.bots.make_bot):
+    these, then the style bots of the benchmark population (style_bots.py)."""
     factories = {"discard_only": lambda: DiscardOnlyBot(rules)}
     for name, style in STYLES.items():
         factories[name] = lambda style=style, name=name: HeuristicBot(rules, style, name)
+    factories.update(style_bot_factories(rules))
     return factories

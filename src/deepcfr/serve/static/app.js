@@ -22,6 +22,11 @@ const COLORS = {
 };
 const CARD_W = 56, CARD_H = 80;
 const CUSTOM = "__custom__";
+// A touch screen with no mouse (a phone, a tablet) has no keyboard to hint at: its hints say "tap"
+// and name no keys (style.css hides the key hints for the same media query).
+const TOUCH_ONLY = typeof matchMedia === "function" && matchMedia("(hover: none) and (pointer: coarse)").matches;
+const keysHint = (text) => (TOUCH_ONLY ? "" : text);
+const CLICK = TOUCH_ONLY ? "Tap" : "Click";
 
 const $ = (sel) => document.querySelector(sel);
 const $$ = (sel) => Array.from(document.querySelectorAll(sel));
@@ -76,21 +81,23 @@ function cardSVG(card, opts = {}) {
   }
   const name = colorName(card.color), c = COLORS[name] || COLORS.red;
   const big = card.value === 0 ? "W" : String(card.value);
-  const known = opts.known ? `<rect x="4" y="${CARD_H - 17}" width="${CARD_W - 8}" height="13" rx="3" fill="#111" opacity="0.85"/>
-      <text x="${CARD_W / 2}" y="${CARD_H - 7}" text-anchor="middle" font-size="10" fill="#ffcf33">known</text>` : "";
+  // the small words are 16 units: 11 px on a phone's card (39.8 px wide at 390 px), none smaller
+  const known = opts.known ? `<rect x="2" y="${CARD_H - 21}" width="${CARD_W - 4}" height="17" rx="3" fill="#111" opacity="0.85"/>
+      <text x="${CARD_W / 2}" y="${CARD_H - 8}" text-anchor="middle" font-size="16" fill="#ffcf33">known</text>` : "";
   return `<svg viewBox="0 0 ${CARD_W} ${CARD_H}" aria-label="${esc(cardName(card))}">
     <rect class="face" x="1.5" y="1.5" width="${CARD_W - 3}" height="${CARD_H - 3}" rx="7" fill="${c.fill}" stroke="#111" stroke-width="1.5"/>
     <circle cx="${CARD_W / 2}" cy="${CARD_H / 2 + 2}" r="19" fill="#ffffff" opacity="${c.ink === "#ffffff" ? 0.95 : 0.75}" stroke="#111" stroke-width="1"/>
     <text x="${CARD_W / 2}" y="${CARD_H / 2 + 10}" text-anchor="middle" font-size="${big.length > 1 ? 20 : 24}" font-weight="bold" fill="#111">${big}</text>
-    <text x="6" y="15" font-size="12" font-weight="bold" fill="${c.ink}">${big}</text>
-    <text x="${CARD_W - 6}" y="15" text-anchor="end" font-size="12" fill="${c.ink}">${c.mark}</text>
-    ${card.value === 0 ? `<text x="${CARD_W / 2}" y="${CARD_H - 6}" text-anchor="middle" font-size="9" fill="${c.ink}">wager</text>` : ""}
+    <text x="5" y="17" font-size="16" font-weight="bold" fill="${c.ink}" ${big.length > 1 ? 'letter-spacing="-1"' : ""}>${big}</text>
+    <text x="${CARD_W - 5}" y="17" text-anchor="end" font-size="16" fill="${c.ink}">${c.mark}</text>
+    ${card.value === 0 ? `<text x="${CARD_W / 2}" y="${CARD_H - 5}" text-anchor="middle" font-size="16" fill="${c.ink}">wager</text>` : ""}
     ${known}</svg>`;
 }
 
 function chipHTML(card, cls = "") {
   const c = colorOf(card.color);
   if (card.value >= 10) cls += " ten";
+  if (card.value === 0) cls += " wager";
   return `<span class="chip ${cls}" style="background:${c.fill};color:${c.ink}" data-id="${card.id}" title="${esc(cardName(card))}">${card.value === 0 ? "W" : card.value}</span>`;
 }
 
@@ -109,7 +116,19 @@ function moveText(m) {
 // What the board knows ----------------------------------------------------------------------
 function seatName(seat) {
   const p = view.players[seat];
-  return p.human ? "You" : p.name;
+  return p.human ? "You" : playerName(p.name);
+}
+
+// One name per player on the page: a player the server offers under a label (the champion's,
+// "champion with search (strongest measured)") is called by that label without its note, wherever
+// it shows (the list, the board, the moves, the result); its spec ("search:champion") only in a tooltip.
+function playerName(spec) {
+  const offered = ((info && info.champions) || []).find((c) => c.spec === spec);
+  return offered ? offered.label.replace(/\s*\([^()]*\)$/, "") : spec;
+}
+function specTitle(seat) {
+  const p = view.players[seat];
+  return !p.human && playerName(p.name) !== p.name ? p.name : "";
 }
 
 function wins(seat) { return seatName(seat) === "You" ? "win" : "wins"; }
@@ -224,7 +243,7 @@ function oppBarHTML(top) {
     cards = hand.cards.map((k) => chipHTML(k)).join("");
   }
   const note = hand.cards === null && hand.known.length ? `<span class="hint">${hand.known.length} known</span>` : "";
-  return `<div class="opp-bar ${active ? "active" : ""} seat top" id="seat-${top}"><span class="seat-name">${esc(seatName(top))}</span>
+  return `<div class="opp-bar ${active ? "active" : ""} seat top" id="seat-${top}"><span class="seat-name" title="${esc(specTitle(top))}">${esc(seatName(top))}</span>
     <span class="seat-score">score <b>${view.scores[top]}</b></span>
     ${active ? `<span class="to-move">\u25B6 to ${view.phase === "draw" ? "draw" : "play"}</span>` : ""}
     <span class="opp-hand" data-seat="${top}">${cards}</span>${note}</div>`;
@@ -236,7 +255,7 @@ function handAreaHTML(bottom) {
   const interactive = yourTurn() && bottom === view.human_seat && view.phase === "card";
   const knownIds = new Set(hand.known_ids);
   const { plays } = legalSets();
-  const head = `<div class="hand-head"><span class="seat-name">${esc(seatName(bottom))}</span>
+  const head = `<div class="hand-head"><span class="seat-name" title="${esc(specTitle(bottom))}">${esc(seatName(bottom))}</span>
     <span class="seat-score">score <b>${view.scores[bottom]}</b></span>
     ${active ? `<span class="to-move">\u25B6 to ${view.phase === "draw" ? "draw" : "play"}</span>` : ""}</div>`;
   if (hand.cards === null) return head + `<div class="hand" data-seat="${bottom}">${"<span class='back-chip'></span>".repeat(hand.count)}</div>`;
@@ -318,15 +337,15 @@ function renderActions() {
   $("#btn-scoring").classList.toggle("hidden", !view.finished);
   deck.disabled = !(drawPhase && draws.has("deck"));
   bp.textContent = "Play"; bd.textContent = "Discard";
-  if (drawPhase) { hint.textContent = "Click the deck or a highlighted pile (Space: the deck; 1-5: a pile)."; return; }
+  if (drawPhase) { hint.textContent = `${CLICK} the deck or a highlighted pile${keysHint(" (Space: the deck; 1-5: a pile)")}.`; return; }
   if (!cardPhase) { hint.textContent = view.dead || view.finished || mode !== "play" ? "" : "The opponent is thinking\u2026"; return; }
   const card = selectedCard();
-  if (!card) { hint.textContent = "Click or drag a card of your hand (keys 1-8)."; return; }
+  if (!card) { hint.textContent = `${CLICK} or drag a card of your hand${keysHint(" (keys 1-8)")}.`; return; }
   const key = `${card.color}:${card.value}`, label = cardName(card);
   bp.textContent = `Play ${label}`; bd.textContent = `Discard ${label}`;
   bp.disabled = !plays.has(key); bd.disabled = !discards.has(key);
   const reason = (view.refusals || {})[key];
-  hint.textContent = plays.has(key) ? "Now click its row: your side plays it, the pile in the middle discards it (Esc: put it back)."
+  hint.textContent = plays.has(key) ? `Now ${CLICK.toLowerCase()} its row: your side plays it, the pile in the middle discards it (${TOUCH_ONLY ? "tap the card again" : "Esc"}: put it back).`
     : `Cannot play it: ${reason || "not a legal move now"}. Its pile discards it.`;
 }
 
@@ -567,7 +586,7 @@ function openRules() { renderRules(); const d = $("#rules"); if (!d.open) d.show
 
 // Play: setup, new games ---------------------------------------------------------------------
 function playerOptions(select, preferred, custom) {
-  const opts = (info.champions || []).map((c) => `<option value="${esc(c.spec)}">${esc(c.label)}</option>`)
+  const opts = (info.champions || []).map((c) => `<option value="${esc(c.spec)}" title="${esc(c.spec)}">${esc(c.label)}</option>`)
     .concat(info.bots.map((b) => `<option value="${esc(b)}">${esc(b)}</option>`));
   for (const c of info.checkpoints) {
     opts.push(`<option value="${esc(c.spec)}">${esc(c.label)} (average)</option>`);
@@ -581,12 +600,15 @@ function playerOptions(select, preferred, custom) {
 
 // The spec field and the dropdown say the same: a choice fills the field, typing picks the
 // matching entry (or "custom spec").
+// A player named by a label (the champion's) leaves the field empty: its spec would be a second name
+// (the option's tooltip shows it); an empty field plays the list's choice.
 function syncSpecFromSelect() {
   const sel = $("#play-opponent");
-  if (sel.value !== CUSTOM) $("#play-opponent-spec").value = sel.value;
+  if (sel.value !== CUSTOM) $("#play-opponent-spec").value = playerName(sel.value) === sel.value ? sel.value : "";
 }
 function syncSelectFromSpec() {
   const text = $("#play-opponent-spec").value.trim(), sel = $("#play-opponent");
+  if (!text && sel.value !== CUSTOM) return;
   sel.value = [...sel.options].some((o) => o.value === text && o.value !== CUSTOM) ? text : CUSTOM;
 }
 
@@ -615,7 +637,7 @@ async function newGame() {
   stopWatch();
   const spec = $("#play-opponent-spec").value.trim() || $("#play-opponent").value;
   const variant = $("#play-variant").value || null;
-  showMessage(`Starting a game against ${spec}\u2026`, "info");
+  showMessage(`Starting a game against ${playerName(spec)}\u2026`, "info");
   try {
     const v = await api("POST", "/api/games", { opponent: spec, seat: Number($("#play-seat").value), seed: seedOf($("#play-seed")), variant });
     if (mode !== "play") showTab("play");
@@ -725,6 +747,13 @@ function replayGo(step) {
 }
 
 // Runs --------------------------------------------------------------------------------------------
+// a name that may break into lines only after its separators ("lost_cities-2" as "lost_" "cities-" "2"), never inside a word
+function breakable(text) { return esc(text).replace(/([_\-\/.@:=,])/g, "$1<wbr>"); }
+function runStatus(r) {
+  const done = r.last_iteration === null || r.last_iteration === undefined ? "" : `${r.last_iteration}${r.target_iterations ? " of " + r.target_iterations : ""} iteration(s) logged`;
+  const status = r.status || (r.running ? "running" : "stopped");
+  return `<span class="run-${status}${status === "running" ? " running" : ""}" title="${esc(done)}">${status}</span>`;
+}
 function fmt(v, digits = 3) { return v === null || v === undefined ? "-" : typeof v === "number" ? Number(v.toPrecision(digits)).toString() : esc(v); }
 
 async function loadRuns() {
@@ -733,9 +762,9 @@ async function loadRuns() {
     $("#runs-root").textContent = `under ${info.runs}`;
     const tbody = $("#runs-table tbody");
     tbody.innerHTML = data.runs.map((r) => `<tr data-run="${esc(r.run)}" class="${r.run === openRun ? "selected" : ""}">
-      <td>${esc(r.run)}</td><td>${esc(r.game || "?")}${r.variant ? " / " + esc(r.variant) : ""}</td>
-      <td>${r.running ? '<span class="running">running</span>' : "stopped"}</td>
-      <td>${r.modified ? new Date(r.modified * 1000).toLocaleString() : "-"}</td><td>${r.checkpoints.length}</td></tr>`).join("")
+      <td>${breakable(r.run)}</td><td>${esc(r.game || "?")}${r.variant ? " / " + esc(r.variant) : ""}</td>
+      <td>${runStatus(r)}</td>
+      <td>${r.modified ? esc(new Date(r.modified * 1000).toLocaleString([], { dateStyle: "short", timeStyle: "short" })) : "-"}</td><td>${r.checkpoints.length}</td></tr>`).join("")
       || `<tr><td colspan="5">No run directories under ${esc(info.runs)}.</td></tr>`;
     for (const tr of $$("#runs-table tbody tr[data-run]")) tr.addEventListener("click", () => { openRun = tr.dataset.run; setHash(`#runs/run=${encodeURIComponent(openRun)}`); });
   } catch (e) { showMessage(e.message); }
@@ -749,7 +778,7 @@ async function loadReport() {
     let evalHTML = "<p>No evaluation logged yet.</p>";
     if (r.evaluation) {
       const ev = r.evaluation;
-      let rows = ev.matches.map((m) => `<tr><td>${esc(m.opponent)}</td><td>${esc(m.policy)}</td><td>${m.win_rate === null ? "-" : (100 * m.win_rate).toFixed(1) + "%"}</td>
+      let rows = ev.matches.map((m) => `<tr><td>${breakable(m.opponent)}</td><td>${esc(m.policy)}</td><td>${m.win_rate === null ? "-" : (100 * m.win_rate).toFixed(1) + "%"}</td>
         <td>${fmt(m.mean_score_diff)}</td><td>${m.score_diff_ci95 === null ? "-" : "\u00b1" + fmt(m.score_diff_ci95)}</td></tr>`).join("");
       rows += Object.entries(ev.exploitability).map(([k, v]) => `<tr><td>exploitability</td><td>${esc(k)}</td><td colspan="3">${fmt(v, 4)}</td></tr>`).join("");
       evalHTML = `<p>Latest evaluation: iteration ${ev.iteration}</p><div class="table-wrap"><table class="grid" id="eval-table"><thead><tr><th>opponent</th><th>policy</th>

@@ -1,0 +1,102 @@
+"""The population score of every shipped champion by round (issue 65): each round's network,
+taken from the commit that shipped it, played greedy against the benchmark population
+(players/population.py) on the same paired deals, luck-corrected.
+
+    .venv/bin/python scripts/population_curve.py --rounds 1 7 13 19 --games 2000 --out docs/log/population_curve.jsonl
+
+One JSON line per round is appended to --out as it ends (a killed run goes on where it stopped:
+rounds already there are skipped); --markdown prints the table of what --out holds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHAMPION_PATH = "src/deepcfr/players/champion/lost_cities.pt"
+# The commit that shipped each round's champion (git log -- CHAMPION_PATH); round 1 is also the
+# fixed reference network (reference/lost_cities_one_round.pt).
+SHIPPED = {1: "423fdca", 3: "d81a343", 4: "d23558e", 5: "c23146a", 7: "0d517f7", 8: "443c788", 9: "b9dd27c",
+           10: "2776393", 11: "e419cc5", 12: "99a35be", 13: "2bbee3b", 15: "35db586", 17: "3d0f47e",
+           18: "c15fae1", 19: "9d3ff4d"}
+
+
+def round_file(round_: int, directory: Path) -> Path:
+    """Round ``round_``'s champion network, written from its commit into ``directory``."""
+    if round_ not in SHIPPED:
+        raise SystemExit(f"no shipped champion of round {round_}; shipped rounds: {sorted(SHIPPED)}")
+    out = directory / f"round_{round_:02d}.pt"
+    data = subprocess.run(["git", "show", f"{SHIPPED[round_]}:{CHAMPION_PATH}"], cwd=ROOT, capture_output=True,
+                          check=True).stdout
+    out.write_bytes(data)
+    return out
+
+
+def measure(round_: int, file: Path, games: int, seed: int, target_ci: float | None) -> dict:
+    from deepcfr.games.lost_cities import LostCitiesGame
+    from deepcfr.players.champion import shipped_value_function
+    from deepcfr.players.population import (POPULATION_VERSION, member_target, population_members, population_rows,
+                                            population_summary)
+
+    game = LostCitiesGame()
+    spec = f"{file}@greedy"
+    members, skipped = population_members(game, spec)
+    start = time.perf_counter()
+
+    def shown(row):
+        print(f"  round {round_} vs {row['member']}: {row['score_diff']:+.2f} +- {row['score_diff_ci']:.2f} "
+              f"({row['games']} games, {row['seconds']:.0f}s)", file=sys.stderr, flush=True)
+
+    rows = population_rows(game, spec, members, games, seed, shipped_value_function(game),
+                           member_target(target_ci, len(members)), on_row=shown)
+    return {"round": round_, "commit": SHIPPED[round_], "population_version": POPULATION_VERSION, "seed": seed,
+            "games": games, "seconds": round(time.perf_counter() - start, 1), **population_summary(rows),
+            "members": {r["member"]: [round(r["score_diff"], 3), round(r["score_diff_ci"], 3), r["games"]] for r in rows},
+            "skipped": [s["member"] for s in skipped]}
+
+
+def markdown(lines: list[dict]) -> str:
+    members = list(lines[0]["members"]) if lines else []
+    head = "| round | population score | worst member | " + " | ".join(f"`{m}`" for m in members) + " |"
+    out = [head, "|" + " ---: |" * (3 + len(members))]
+    for line in sorted(lines, key=lambda x: x["round"]):
+        cells = [f"{line['members'][m][0]:+.1f}" if m in line["members"] else "-" for m in members]
+        out.append(f"| {line['round']} | {line['population_score']:+.2f} +- {line['population_ci']:.2f} | "
+                   f"`{line['worst_member']}` {line['worst_score_diff']:+.1f} | " + " | ".join(cells) + " |")
+    return "\n".join(out)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rounds", type=int, nargs="*", default=[1, 7, 9, 11, 13, 15, 17, 19])
+    parser.add_argument("--games", type=int, default=2000, help="games per member (the most, with --target-ci)")
+    parser.add_argument("--target-ci", type=float, default=None, help="the population score's 95%% CI to stop at")
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=ROOT / "docs" / "log" / "population_curve.jsonl")
+    parser.add_argument("--markdown", action="store_true", help="print the table of what --out holds and stop")
+    args = parser.parse_args()
+    done = [json.loads(x) for x in args.out.read_text().splitlines()] if args.out.is_file() else []
+    if args.markdown:
+        print(markdown(done))
+        return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as tmp:
+        for round_ in args.rounds:
+            if any(d["round"] == round_ and d["games"] == args.games and d["seed"] == args.seed for d in done):
+                continue
+            line = measure(round_, round_file(round_, Path(tmp)), args.games, args.seed, args.target_ci)
+            with open(args.out, "a") as f:
+                f.write(json.dumps(line) + "\n")
+            print(f"round {round_}: population score {line['population_score']:+.2f} +- {line['population_ci']:.2f}, "
+                  f"worst {line['worst_member']} {line['worst_score_diff']:+.2f} ({line['seconds']:.0f}s)", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

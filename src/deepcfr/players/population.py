@@ -1,0 +1,191 @@
+"""The benchmark population (issue 65): the one list of players that strength is measured against.
+
+Head to head against one's own last self is a non-transitive yardstick (docs/design.md, "Expert
+iteration and the champion"), so a player's strength is its score against a fixed, versioned
+population of players of distinct styles: the bots, the reference network, the sampled champion
+and earlier champions. ``deepcfr strength SPEC --population``, the gate and the card all read it
+from here; a change of its members bumps ``POPULATION_VERSION`` (population scores of different
+versions are not comparable).
+
+- ``population_members(game)``: the members for a game, with the members that cannot play it
+  (a file missing from this install, a network of other rules) skipped with a reason, and a
+  member that is the player measured kept as ``self``: its row is 0 +- 0 by symmetry, so that
+  every player's population score is the mean over the same members;
+- ``population_rows``: one match of a player against every member, paired deals, the
+  luck-corrected estimate where a value function is given (players/strength.py ``match_row``);
+- ``population_summary``: the population score (the mean of the members' score differences,
+  equal weights; members are independent matches, so its 95% CI is sqrt(sum ci_i^2) / n) and the
+  worst member (the lowest score difference).
+
+Earlier champions: every ``champion/past/round_N.pt`` shipped beside the champion joins the
+population (greedy, ``champion round N``), in round order. None is shipped yet.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from ..player_specs import parse_player
+from .champion import CHAMPION_FILE, HERE as CHAMPION_DIR
+from .strength import REFERENCE_FILE, match_row
+
+# Version 1 (issue 65): the five bots, five style bots, the reference network, the sampled
+# champion, and the earlier champions shipped in champion/past/.
+POPULATION_VERSION = 1
+
+POPULATION_BOTS = ("random", "discard_only", "heuristic_careful", "heuristic_balanced", "heuristic_aggressive",
+                   "never_pile", "denier", "rusher", "wager_gambler", "patient_opener")
+# Where earlier champions are shipped: round_N.pt, each a network checkpoint (players/export.py).
+PAST_CHAMPIONS_DIR = CHAMPION_DIR / "past"
+_PAST_NAME = re.compile(r"^round_(\d+)\.pt$")
+
+
+SELF = "self"  # a member that is the player measured: its row is 0 +- 0 without a game
+
+
+@dataclass(frozen=True)
+class Member:
+    """A member of the population: ``name`` in tables, ``spec`` the player spec it is built from."""
+
+    name: str
+    spec: str
+    kind: str  # "bot" | "reference" | "champion" | "past_champion" | SELF (the player measured)
+
+
+def past_champion_files(directory: Path = PAST_CHAMPIONS_DIR) -> list[tuple[int, Path]]:
+    """The earlier champions shipped in ``directory`` (``round_N.pt``), by round."""
+    if not directory.is_dir():
+        return []
+    found = [(int(m.group(1)), p) for p in directory.iterdir() if (m := _PAST_NAME.match(p.name)) and p.is_file()]
+    return sorted(found)
+
+
+def population_specs(past_dir: Path = PAST_CHAMPIONS_DIR) -> list[Member]:
+    """Every member of this version of the population, whatever the game (``population_members``
+    keeps those that can play one)."""
+    members = [Member(name, name, "bot") for name in POPULATION_BOTS]
+    members.append(Member("reference@greedy", f"{REFERENCE_FILE}@greedy", "reference"))
+    members.append(Member("champion", "champion", "champion"))  # the champion's policy, sampled
+    members += [Member(f"champion round {n}@greedy", f"{path}@greedy", "past_champion")
+                for n, path in past_champion_files(past_dir)]
+    return members
+
+
+def population_members(game, player: str | None = None, past_dir: Path = PAST_CHAMPIONS_DIR,
+                       device="cpu") -> tuple[list[Member], list[dict]]:
+    """(the members that play ``game``, the skipped ones as ``{"member", "reason"}``). A bot must be
+    a bot of the game; a network's file must be in this install and play the game's rules (it is
+    loaded to check). ``player``, the spec being measured, is skipped where a member is the same
+    player (its row would be zero by symmetry)."""
+    from ..games.bots import bot_names
+    from .build import load_player
+
+    bots = set(bot_names(game))
+    members, skipped = [], []
+    for member in population_specs(past_dir):
+        reason = None
+        if member.kind == "bot":
+            if member.name not in bots:
+                reason = f"not a bot of {game.name}"
+        elif member.kind == "champion" and not CHAMPION_FILE.is_file():
+            reason = f"no champion is shipped with this install ({CHAMPION_FILE.name} is missing)"
+        elif member.kind == "reference" and not REFERENCE_FILE.is_file():
+            reason = f"the reference network is a file of the source checkout, missing here ({REFERENCE_FILE})"
+        if reason is None and member.kind != "bot":
+            try:
+                load_player(member.spec, game, device)
+            except ValueError as e:  # another game or rule variant (CheckpointError is a ValueError)
+                reason = str(e).splitlines()[0]
+        if reason is None and player is not None and same_player(member.spec, player):
+            member = Member(member.name, member.spec, SELF)
+        if reason is None:
+            members.append(member)
+        else:
+            skipped.append({"member": member.name, "reason": reason})
+    return members, skipped
+
+
+def same_player(a: str, b: str) -> bool:
+    """Whether specs ``a`` and ``b`` name the same player (checkpoints compared by what the files
+    hold: an earlier champion taken from its commit is the member shipped in champion/past/)."""
+    from .champion import file_sha256
+
+    def normal(text: str):
+        spec = parse_player(text)
+        inner = spec.innermost
+        path = inner.path
+        if inner.kind == "checkpoint" and not inner.is_champion:
+            path = file_sha256(path) if Path(path).is_file() else str(Path(path).resolve())
+        settings = sorted(spec.settings.items()) if spec.kind == "search" else None
+        return spec.kind, settings, inner.kind, inner.name, path, inner.policy, inner.greedy
+
+    try:
+        return normal(a) == normal(b)
+    except (ValueError, OSError):
+        return a == b
+
+
+def population_rows(game, player: str, members: list[Member], games: int, seed: int, value_fn=None,
+                    member_target_ci: float | None = None, on_row: Callable[[dict], None] | None = None,
+                    on_step: Callable[[int, int], None] | None = None) -> list[dict]:
+    """``player`` against every member (``match_row``: paired deals, the corrected estimate where
+    there is a value function; ``member_target_ci``: each match plays until its CI is at most this,
+    ``games`` being the most). Each row gains ``member`` (its name) and ``kind``."""
+    rows = []
+    for member in members:
+        if member.kind == SELF:  # the player itself: level by symmetry on paired deals, counted so
+            rows.append({"a": player, "b": member.spec, "games": 0, "win_rate": 0.5, "win_rate_ci95": 0.0,
+                         "score_diff": 0.0, "score_diff_ci": 0.0, "seconds": 0.0, "member": member.name,
+                         "kind": SELF})  # that every player's score is over the same members
+            if on_row is not None:
+                on_row(rows[-1])
+            continue
+        row = match_row(game, player, member.spec, games, seed, value_fn, member_target_ci, on_step=on_step)
+        row.update(member=member.name, kind=member.kind)
+        rows.append(row)
+        if on_row is not None:
+            on_row(row)
+    return rows
+
+
+def population_summary(rows: list[dict]) -> dict:
+    """The population score (the mean of the rows' ``score_diff``, equal weights), its 95% CI
+    (independent matches: sqrt(sum ci_i^2) / n) and the worst member (the lowest ``score_diff``)."""
+    if not rows:
+        raise ValueError("a population summary needs at least one member's row")
+    n = len(rows)
+    worst = min(rows, key=lambda r: r["score_diff"])
+    return {"population_score": sum(r["score_diff"] for r in rows) / n,
+            "population_ci": math.sqrt(sum(r["score_diff_ci"] ** 2 for r in rows)) / n,
+            "member_count": n,
+            "worst_member": worst["member"], "worst_score_diff": worst["score_diff"],
+            "worst_score_diff_ci": worst["score_diff_ci"]}
+
+
+def member_target(target_ci: float | None, members: int) -> float | None:
+    """The CI each member's match plays to so that the population score's CI is at most
+    ``target_ci`` (the mean of ``members`` independent estimates: target * sqrt(members))."""
+    return None if target_ci is None else target_ci * math.sqrt(max(1, members))
+
+
+def population_markdown(player: str, rows: list[dict], summary: dict) -> str:
+    """The table as Markdown: a row per member, then the population score and the worst member."""
+    lines = [f"Population v{POPULATION_VERSION}: `{player}` against {summary['member_count']} members "
+             "(score difference: the luck-corrected estimate where measured; 95% CIs).", "",
+             "| member | games | score diff | win rate |", "| --- | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append(f"| `{r['member']}` | {r['games']} | {r['score_diff']:+.2f} +- {r['score_diff_ci']:.2f} | "
+                     f"{100 * r['win_rate']:.1f}% +- {100 * r['win_rate_ci95']:.1f} |")
+    lines += [f"| **population score** | | **{summary['population_score']:+.2f} +- {summary['population_ci']:.2f}** | |",
+              "", f"Worst member: `{summary['worst_member']}`, {summary['worst_score_diff']:+.2f} +- "
+                  f"{summary['worst_score_diff_ci']:.2f}."]
+    return "\n".join(lines)
+
+
+__all__ = ["POPULATION_VERSION", "POPULATION_BOTS", "PAST_CHAMPIONS_DIR", "Member", "past_champion_files",
+           "population_specs", "population_members", "same_player", "population_rows", "population_summary",
+           "member_target", "population_markdown"]
