@@ -63,9 +63,15 @@ class ImproveConfig(Section):
     init: Literal["fresh", "fine_tune"] = "fresh"
     # games (paired deals, even) of the new network against the previous one; 0: accept every round
     gate_games: int = Field(200, ge=0)
-    # the new network is kept when the one-sided test of its mean paired score difference > 0
-    # has p < gate_alpha
+    # head to head alone, the new network is kept when the one-sided test of its mean paired
+    # score difference > 0 has p < gate_alpha; with the population, the same test of the rise of
+    # its population score (improve/gate.py)
     gate_alpha: float = Field(0.05, gt=0, lt=1)
+    # greedy games (paired deals, even) of each network against each member of the benchmark
+    # population (players/population.py), for the gate that asks everyone: not worse head to head,
+    # a higher population score, no member's margin falling past its CI (improve/gate.py); 0: the
+    # head-to-head gate alone; null: 1000 for the rules of the shipped champion, else 0
+    gate_population_games: int | None = Field(None, ge=0)
     # end the run at the first round whose gate rejects its network (the rounds stop improving;
     # the learned exploiter of `deepcfr exploit --learn` runs until then); false: every round runs
     stop_when_rejected: bool = False
@@ -121,10 +127,10 @@ class ImproveConfig(Section):
         specs = self.teachers()
         return specs[min(round_index, len(specs)) - 1]
 
-    @field_validator("gate_games", "eval_games")
+    @field_validator("gate_games", "eval_games", "gate_population_games")
     @classmethod
-    def _even(cls, value: int) -> int:
-        if value % 2:
+    def _even(cls, value: int | None) -> int | None:
+        if value is not None and value % 2:
             raise ValueError(f"must be even (paired deals: each deal in both seat orders), got {value}")
         return value
 

@@ -10,10 +10,12 @@ A round (``Improver.run_round``):
      rounds' positions (``distil.fit_policy``: masked cross-entropy to the targets over the
      candidates, batches relabelled by the game's symmetry), less a held-out share whose fit
      is reported;
-  3. gating: the new network against the current one on paired deals, both playing their most
-     probable action; it replaces the current network only when the one-sided test on the
-     paired score differences has p < gate_alpha (``improve.stop_when_rejected``: a rejection
-     ends the run);
+  3. gating (``gate.py``): the new network against the current one on paired deals, both
+     playing their most probable action, and, where the game has a benchmark population, each
+     against every member: it replaces the current network when it is not worse head to head,
+     its population score rises and no member's margin falls past its CI (head to head alone:
+     when the one-sided test has p < gate_alpha); ``improve.stop_when_rejected``: a rejection
+     ends the run;
   4. evaluation of the (kept) network alone, sampled and greedy (``eval/OPP/sampled/...``,
      ``eval/OPP/greedy/...``), and optionally of the teacher over it (``eval/OPP/search/...``),
      against bots.
@@ -49,6 +51,7 @@ from ..checkpoints import (IMPROVE_RUN, cpu_state, game_identity, game_meta, loa
                            network_payload, save_checkpoint)
 from .config import ImproveRunConfig
 from .distil import evaluate_fit, fit_policy, held_out_split
+from .gate import one_sided_p, population_margins, population_verdict
 from .labelling import LabelChunk, spec_player, teacher_player, teaches_over_learner, total_search_stats
 from .positions import PositionMemory, Positions, retargeted
 
@@ -56,15 +59,6 @@ from .positions import PositionMemory, Positions, retargeted
 # A batch of full games with a deep search can take an hour on a loaded core; a dead worker is
 # noticed at once anyway, this only bounds a hung one.
 LABEL_CHUNK_TIMEOUT = 4 * 3600.0
-
-
-def one_sided_p(mean: float, ci95: float) -> float:
-    """p of the one-sided test 'mean paired difference > 0' from the mean and its 95% CI
-    half-width (normal approximation over the deal pairs)."""
-    se = ci95 / 1.959964 if math.isfinite(ci95) else 0.0
-    if se <= 0:
-        return 0.0 if mean > 0 else 1.0 if mean < 0 else 0.5
-    return 0.5 * math.erfc(mean / se / math.sqrt(2))
 
 
 def kept_positions(path: str, expected_game: dict | None = None) -> tuple[float, list[tuple[int, Positions]]]:
@@ -186,6 +180,9 @@ class Improver:
             self.add_earlier_positions(self.game)
         self._players: dict[str, Any] = {}
         self._executor = None
+        # the current and the last candidate network's margins against the gate's population members
+        self.current_margins: dict | None = None
+        self.candidate_margins: dict | None = None
         self.value_fn = resolve_value_function(self.cfg.value_fn, self.game, self.device)
 
     def add_earlier_positions(self, game) -> None:
@@ -329,12 +326,15 @@ class Improver:
         return net.eval(), metrics
 
     def gate(self, candidate: torch.nn.Module, round_index: int) -> tuple[bool, dict]:
-        """Whether ``candidate`` beats the current network significantly (one-sided, paired)."""
+        """Whether ``candidate`` replaces the current network (improve/gate.py): head to head
+        alone, or head to head and against every member of the benchmark population."""
         cfg = self.cfg
         if cfg.gate_games == 0 or self.current is None:
             return True, {"gate/accepted": 1}
         start = time.perf_counter()
-        self._progress(f"round {round_index}: gate ({cfg.gate_games} greedy games), matches", 0, 1, start)
+        members = self.gate_members()
+        matches = 1 + len(members) * (1 if self.current_margins is not None else 2)
+        self._progress(f"round {round_index}: gate ({cfg.gate_games} greedy games), matches", 0, matches, start)
         # greedy on both sides: a distilled network plays its argmax (sampling its ~20% of
         # mass off the teacher's choice cost 4-9 points a game against heuristic_balanced)
         result = play_match(self.game, self.network_player(candidate, "new", greedy=True),
@@ -342,12 +342,56 @@ class Improver:
                             cfg.gate_games, seed=derived_seed(self.seed, "gate", round_index), device=self.device,
                             value_fn=self.value_fn, chance_samples=cfg.chance_samples,
                             target_ci95=cfg.gate_target_ci)
-        self._progress(f"round {round_index}: gate ({result.games} greedy games), matches", 1, 1, start)
-        p = one_sided_p(*result.best_score_diff)  # the corrected estimate where there is a value function
-        accepted = p < cfg.gate_alpha
-        return accepted, {"gate/accepted": int(accepted), "gate/p_value": p,
-                          **{f"gate/{k}": v for k, v in result.figures().items()},
-                          "gate/seconds": time.perf_counter() - start}
+        head_to_head = result.best_score_diff  # the corrected estimate where there is a value function
+        p = one_sided_p(*head_to_head)
+        metrics = {"gate/p_value": p, **{f"gate/{k}": v for k, v in result.figures().items()},
+                   "gate/head_to_head": head_to_head[0], "gate/head_to_head_ci95": head_to_head[1]}
+        if not members:
+            accepted = p < cfg.gate_alpha
+        else:
+            done = [1]
+
+            def margins(net: torch.nn.Module, name: str) -> dict:
+                def play(member) -> tuple[float, float]:
+                    self._progress(f"round {round_index}: gate ({name} vs {member.name} next), matches", done[0],
+                                   matches, start)
+                    done[0] += 1
+                    return play_match(self.game, self.network_player(net, name, greedy=True),
+                                      self._spec_player(member.spec), self.population_games(),
+                                      seed=derived_seed(self.seed, "gate-population", member.name),
+                                      device=self.device, value_fn=self.value_fn,
+                                      chance_samples=cfg.chance_samples).best_score_diff
+
+                return population_margins(members, play)
+
+            if self.current_margins is None:  # the first gate of a run (or of a resumed one)
+                self.current_margins = margins(self.current, "current")
+            self.candidate_margins = margins(candidate, "new")
+            accepted, verdict = population_verdict(head_to_head, self.candidate_margins, self.current_margins,
+                                                   cfg.gate_alpha)
+            metrics.update(verdict)
+        self._progress(f"round {round_index}: gate ({result.games} greedy games), matches", matches, matches, start)
+        return accepted, {"gate/accepted": int(accepted), **metrics, "gate/seconds": time.perf_counter() - start}
+
+    def population_games(self) -> int:
+        """``improve.gate_population_games``, its default resolved: 1000 for the rules of the
+        shipped champion (classic Lost Cities: a population with its networks), else 0."""
+        games = self.cfg.gate_population_games
+        if games is None:
+            from ..players import same_game
+            from ..players.champion import champion_game
+
+            champion = champion_game()
+            games = 1000 if champion is not None and same_game(champion, self.game) else 0
+        return games
+
+    def gate_members(self) -> list:
+        """The population members the gate asks (none: the head-to-head gate alone)."""
+        if self.population_games() == 0:
+            return []
+        from ..players.population import population_members
+
+        return population_members(self.game, device=self.device)[0]
 
     def evaluate(self) -> dict:
         """The current network alone (and the teacher over it, with ``eval_search``) against the
@@ -392,6 +436,7 @@ class Improver:
             if self.current is not None:
                 self.past.append(cpu_state(self.current))
             self.current = candidate
+            self.current_margins = self.candidate_margins  # measured on the same deals
         self.round = r
         self.stopped = self.cfg.stop_when_rejected and not accepted
         metrics = {**metrics, **train_metrics, **gate_metrics, "improve/accepted_total": len(self.past),
@@ -470,6 +515,14 @@ class Improver:
                       "accepted" if metrics.get("gate/accepted") else "rejected",
                       metrics.get("gate/mean_score_diff", float("nan")), metrics.get("gate/p_value", float("nan")),
                       metrics["time/round_seconds"])
+            if "gate/population_rise" in metrics:
+                self._log("round %d: population score %+.2f (was %+.2f; rise %+.2f +- %.2f), closest to falling: "
+                          "%s %+.2f +- %.2f; head to head not worse %s, rises %s, no member falls %s", r,
+                          metrics["gate/population_score_new"], metrics["gate/population_score_current"],
+                          metrics["gate/population_rise"], metrics["gate/population_rise_ci95"],
+                          metrics["gate/closest_to_falling"], metrics["gate/closest_to_falling_diff"],
+                          metrics["gate/closest_to_falling_ci95"], *("yes" if metrics[f"gate/{k}"] else "no" for k in
+                          ("head_to_head_not_worse", "population_rises", "no_member_falls")))
 
     def _progress(self, what: str, done: int, total: int, start: float) -> None:
         if not self.progress_listeners:
