@@ -5,7 +5,8 @@ taken from the commit that shipped it, played greedy against the benchmark popul
     .venv/bin/python scripts/population_curve.py --rounds 1 7 13 19 --games 2000 --out docs/log/population_curve.jsonl
 
 One JSON line per round is appended to --out as it ends (a killed run goes on where it stopped:
-rounds already there are skipped); --markdown prints the table of what --out holds.
+rounds already there are skipped); --markdown prints the table of what --out holds; --redecide
+OUT replays the champion's history under the gate that asks everyone (improve/gate.py).
 """
 
 from __future__ import annotations
@@ -72,6 +73,39 @@ def markdown(lines: list[dict]) -> str:
     return "\n".join(out)
 
 
+def redecide(lines: list[dict], games: int, seed: int, alpha: float = 0.05) -> list[dict]:
+    """The champion the gate that asks everyone (improve/gate.py) would have kept: from the first
+    round of ``lines``, each later round against the one kept so far, head to head (greedy,
+    ``games`` paired games, luck-corrected) and on its population margins."""
+    from deepcfr.games.lost_cities import LostCitiesGame
+    from deepcfr.improve.gate import population_verdict
+    from deepcfr.players.champion import shipped_value_function
+    from deepcfr.players.strength import match_row
+
+    game, by_round = LostCitiesGame(), {line["round"]: line for line in lines}
+    rounds = sorted(by_round)
+    decisions, kept = [], rounds[0]
+    with tempfile.TemporaryDirectory() as tmp:
+        files = {r: round_file(r, Path(tmp)) for r in rounds}
+        value_fn = shipped_value_function(game)
+        for r in rounds[1:]:
+            row = match_row(game, f"{files[r]}@greedy", f"{files[kept]}@greedy", games, seed + r, value_fn)
+            margins = {name: tuple(v[:2]) for name, v in by_round[r]["members"].items()}
+            current = {name: tuple(v[:2]) for name, v in by_round[kept]["members"].items()}
+            accepted, figures = population_verdict((row["score_diff"], row["score_diff_ci"]), margins, current, alpha)
+            decisions.append({"round": r, "against": kept, "head_to_head": round(row["score_diff"], 3),
+                              "head_to_head_ci": round(row["score_diff_ci"], 3), "accepted": accepted,
+                              **{k.removeprefix("gate/"): v for k, v in figures.items() if "/member/" not in k}})
+            print(f"round {r} against round {kept}: head to head {row['score_diff']:+.2f} +- {row['score_diff_ci']:.2f}, "
+                  f"population rise {figures['gate/population_rise']:+.2f} +- {figures['gate/population_rise_ci95']:.2f}, "
+                  f"closest to falling {figures['gate/closest_to_falling']} {figures['gate/closest_to_falling_diff']:+.2f}"
+                  f" +- {figures['gate/closest_to_falling_ci95']:.2f}: {'accepted' if accepted else 'rejected'}",
+                  flush=True)
+            if accepted:
+                kept = r
+    return decisions
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rounds", type=int, nargs="*", default=[1, 7, 9, 11, 13, 15, 17, 19])
@@ -80,10 +114,19 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "log" / "population_curve.jsonl")
     parser.add_argument("--markdown", action="store_true", help="print the table of what --out holds and stop")
+    parser.add_argument("--redecide", type=Path, default=None, metavar="OUT",
+                        help="apply the gate that asks everyone to the rounds --out holds, in order (head to head: "
+                        "--h2h-games), write its decisions to OUT (JSON lines) and stop")
+    parser.add_argument("--h2h-games", type=int, default=10000, help="with --redecide: head-to-head games per round")
     args = parser.parse_args()
     done = [json.loads(x) for x in args.out.read_text().splitlines()] if args.out.is_file() else []
     if args.markdown:
         print(markdown(done))
+        return 0
+    if args.redecide is not None:
+        decisions = redecide([d for d in done if d["games"] == args.games and d["seed"] == args.seed], args.h2h_games,
+                             args.seed)
+        args.redecide.write_text("".join(json.dumps(d) + "\n" for d in decisions))
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory() as tmp:

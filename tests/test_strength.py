@@ -61,18 +61,21 @@ def test_population_summary_is_the_mean_its_ci_and_the_worst_member():
 
 
 def test_population_lists_every_kind_of_member_and_past_champions_when_shipped(tmp_path):
-    from deepcfr.players.population import POPULATION_BOTS, POPULATION_VERSION, population_specs
+    from deepcfr.players.population import POPULATION_BOTS, POPULATION_VERSION, Member, population_specs
     from deepcfr.players.strength import REFERENCE_FILE
 
     assert POPULATION_VERSION >= 1
     specs = population_specs(tmp_path / "absent")
-    assert [m.spec for m in specs] == list(POPULATION_BOTS) + [f"{REFERENCE_FILE}@greedy", "champion"]
+    assert [m.spec for m in specs] == list(POPULATION_BOTS) + [f"{REFERENCE_FILE}@greedy"]
     assert len(set(POPULATION_BOTS)) >= 10 and "heuristic_balanced" in POPULATION_BOTS and "denier" in POPULATION_BOTS
-    for name in ("round_13.pt", "round_1.pt", "round_7.pt", "notes.txt", "round_x.pt"):
+    for name in ("round_13.pt", "round_1.pt", "round_7.pt", "round_19.pt", "notes.txt", "round_x.pt"):
         (tmp_path / name).write_bytes(b"")
-    past = [m for m in population_specs(tmp_path) if m.kind == "past_champion"]
-    assert [m.name for m in past] == [f"champion round {n}@greedy" for n in (1, 7, 13)]
+    members = population_specs(tmp_path)
+    past = [m for m in members if m.kind == "past_champion"]
+    assert [m.name for m in past] == [f"champion round {n}@greedy" for n in (1, 7, 13, 19)]
     assert past[0].spec == f"{tmp_path / 'round_1.pt'}@greedy"
+    # the sampled champion is a fixed file: the population stays when another champion ships
+    assert members[-1] == Member("champion round 19 sampled", str(tmp_path / "round_19.pt"), "champion")
 
 
 def test_population_skips_what_cannot_play_with_a_reason():
@@ -85,8 +88,8 @@ def test_population_skips_what_cannot_play_with_a_reason():
     reasons = {s["member"]: s["reason"] for s in skipped}
     past = {f"champion round {n}@greedy" for n, _ in past_champion_files()}
     assert past >= {"champion round 7@greedy", "champion round 13@greedy"}
-    assert set(reasons) == {"reference@greedy", "champion"} | past  # networks of the classic rules
-    assert "mini" in reasons["champion"] and "mini" in reasons["reference@greedy"]
+    assert set(reasons) == {"reference@greedy", "champion round 19 sampled"} | past  # networks of the classic rules
+    assert "mini" in reasons["champion round 19 sampled"] and "mini" in reasons["reference@greedy"]
     kuhn_members, _ = population_members(make_game("kuhn"))
     assert [m.name for m in kuhn_members] == ["random"]
     assert same_player("reference/../reference/x.pt@greedy", "reference/x.pt@greedy")
@@ -126,7 +129,7 @@ def test_strength_population_command(capsys):
     assert abs(out["population_score"] - sum(r["score_diff"] for r in rows) / len(rows)) < 1e-9
     assert abs(out["population_ci"] - sum(r["score_diff_ci"] ** 2 for r in rows) ** 0.5 / len(rows)) < 1e-9
     assert out["worst_member"] == min(rows, key=lambda r: r["score_diff"])["member"]
-    assert {s["member"] for s in out["skipped"]} >= {"reference@greedy", "champion"}
+    assert {s["member"] for s in out["skipped"]} >= {"reference@greedy", "champion round 19 sampled"}
 
 
 def test_strength_population_of_the_champion_plays_the_networks(capsys):
@@ -136,6 +139,8 @@ def test_strength_population_of_the_champion_plays_the_networks(capsys):
     out = json.loads(capsys.readouterr().out)
     assert out["player"] == "champion@greedy"
     members = {r["member"]: r for r in out["members"]}
-    assert {"reference@greedy", "champion", "random", "patient_opener"} <= set(members)
-    assert members["champion"]["kind"] == "champion" and members["champion"]["games"] == 2
+    assert {"reference@greedy", "champion round 19 sampled", "random", "patient_opener"} <= set(members)
+    sampled = members["champion round 19 sampled"]
+    assert sampled["kind"] == "champion" and sampled["games"] == 2
+    assert members["champion round 19@greedy"]["kind"] == "self"  # the shipped file is round 19's
     assert out["skipped"] == []

@@ -2,8 +2,8 @@
 
 Head to head against one's own last self is a non-transitive yardstick (docs/design.md, "Expert
 iteration and the champion"), so a player's strength is its score against a fixed, versioned
-population of players of distinct styles: the bots, the reference network, the sampled champion
-and earlier champions. ``deepcfr strength SPEC --population``, the gate and the card all read it
+population of players of distinct styles: the bots, the reference network, earlier champions
+and one of them sampled. ``deepcfr strength SPEC --population``, the gate and the card all read it
 from here; a change of its members bumps ``POPULATION_VERSION`` (population scores of different
 versions are not comparable).
 
@@ -15,10 +15,13 @@ versions are not comparable).
   luck-corrected estimate where a value function is given (players/strength.py ``match_row``);
 - ``population_summary``: the population score (the mean of the members' score differences,
   equal weights; members are independent matches, so its 95% CI is sqrt(sum ci_i^2) / n) and the
-  worst member (the lowest score difference).
+  worst member (the lowest score difference, the player itself aside).
 
 Earlier champions: every ``champion/past/round_N.pt`` shipped beside the champion joins the
-population (greedy, ``champion round N``), in round order. None is shipped yet.
+population (greedy, ``champion round N@greedy``), in round order, and round
+``SAMPLED_CHAMPION_ROUND`` also plays sampled from its policy (``champion round 19 sampled``).
+These are fixed files, not "whatever champion is shipped": a population score stays comparable
+when a new champion ships.
 """
 
 from __future__ import annotations
@@ -30,12 +33,14 @@ from pathlib import Path
 from typing import Callable
 
 from ..player_specs import parse_player
-from .champion import CHAMPION_FILE, HERE as CHAMPION_DIR
+from .champion import HERE as CHAMPION_DIR
 from .strength import REFERENCE_FILE, match_row
 
-# Version 1 (issue 65): the five bots, five style bots, the reference network, the sampled
-# champion, and the earlier champions shipped in champion/past/.
+# Version 1 (issue 65): the five bots, five style bots, the reference network (round 1), the
+# earlier champions shipped in champion/past/ (rounds 7, 13 and 19, greedy) and round 19 sampled
+# (the champion when this version was fixed).
 POPULATION_VERSION = 1
+SAMPLED_CHAMPION_ROUND = 19
 
 POPULATION_BOTS = ("random", "discard_only", "heuristic_careful", "heuristic_balanced", "heuristic_aggressive",
                    "never_pile", "denier", "rusher", "wager_gambler", "patient_opener")
@@ -69,9 +74,11 @@ def population_specs(past_dir: Path = PAST_CHAMPIONS_DIR) -> list[Member]:
     keeps those that can play one)."""
     members = [Member(name, name, "bot") for name in POPULATION_BOTS]
     members.append(Member("reference@greedy", f"{REFERENCE_FILE}@greedy", "reference"))
-    members.append(Member("champion", "champion", "champion"))  # the champion's policy, sampled
-    members += [Member(f"champion round {n}@greedy", f"{path}@greedy", "past_champion")
-                for n, path in past_champion_files(past_dir)]
+    past = past_champion_files(past_dir)
+    members += [Member(f"champion round {n}@greedy", f"{path}@greedy", "past_champion") for n, path in past]
+    sampled = dict(past).get(SAMPLED_CHAMPION_ROUND)
+    if sampled is not None:  # a fixed file, so that the population stays when another champion ships
+        members.append(Member(f"champion round {SAMPLED_CHAMPION_ROUND} sampled", str(sampled), "champion"))
     return members
 
 
@@ -91,8 +98,6 @@ def population_members(game, player: str | None = None, past_dir: Path = PAST_CH
         if member.kind == "bot":
             if member.name not in bots:
                 reason = f"not a bot of {game.name}"
-        elif member.kind == "champion" and not CHAMPION_FILE.is_file():
-            reason = f"no champion is shipped with this install ({CHAMPION_FILE.name} is missing)"
         elif member.kind == "reference" and not REFERENCE_FILE.is_file():
             reason = f"the reference network is a file of the source checkout, missing here ({REFERENCE_FILE})"
         if reason is None and member.kind != "bot":
@@ -112,14 +117,16 @@ def population_members(game, player: str | None = None, past_dir: Path = PAST_CH
 def same_player(a: str, b: str) -> bool:
     """Whether specs ``a`` and ``b`` name the same player (checkpoints compared by what the files
     hold: an earlier champion taken from its commit is the member shipped in champion/past/)."""
+    from .build import checkpoint_file
     from .champion import file_sha256
 
     def normal(text: str):
         spec = parse_player(text)
         inner = spec.innermost
         path = inner.path
-        if inner.kind == "checkpoint" and not inner.is_champion:
-            path = file_sha256(path) if Path(path).is_file() else str(Path(path).resolve())
+        if inner.kind == "checkpoint":
+            file = checkpoint_file(inner)  # the champion's too: it is one of the earlier champions' files
+            path = file_sha256(file) if file.is_file() else str(file.resolve())
         settings = sorted(spec.settings.items()) if spec.kind == "search" else None
         return spec.kind, settings, inner.kind, inner.name, path, inner.policy, inner.greedy
 
@@ -154,11 +161,12 @@ def population_rows(game, player: str, members: list[Member], games: int, seed: 
 
 def population_summary(rows: list[dict]) -> dict:
     """The population score (the mean of the rows' ``score_diff``, equal weights), its 95% CI
-    (independent matches: sqrt(sum ci_i^2) / n) and the worst member (the lowest ``score_diff``)."""
+    (independent matches: sqrt(sum ci_i^2) / n) and the worst member (the lowest ``score_diff`` of another player)."""
     if not rows:
         raise ValueError("a population summary needs at least one member's row")
     n = len(rows)
-    worst = min(rows, key=lambda r: r["score_diff"])
+    others = [r for r in rows if r.get("kind") != SELF] or rows  # the player itself is no opponent to be worst at
+    worst = min(others, key=lambda r: r["score_diff"])
     return {"population_score": sum(r["score_diff"] for r in rows) / n,
             "population_ci": math.sqrt(sum(r["score_diff_ci"] ** 2 for r in rows)) / n,
             "member_count": n,
@@ -186,6 +194,6 @@ def population_markdown(player: str, rows: list[dict], summary: dict) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["POPULATION_VERSION", "POPULATION_BOTS", "PAST_CHAMPIONS_DIR", "Member", "past_champion_files",
+__all__ = ["POPULATION_VERSION", "POPULATION_BOTS", "PAST_CHAMPIONS_DIR", "SAMPLED_CHAMPION_ROUND", "Member", "past_champion_files",
            "population_specs", "population_members", "same_player", "population_rows", "population_summary",
            "member_target", "population_markdown"]
