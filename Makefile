@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup train test test-fast champion clean
+.PHONY: setup train test test-fast champion docs clean
 
 $(BIN)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
@@ -30,5 +30,9 @@ champion: $(BIN)/.installed
 test-fast: $(BIN)/.installed
 	$(BIN)/python -m pytest -q -m "not slow"
 
+# The documentation site (mkdocs.yml, docs/) at http://127.0.0.1:8001/, rebuilt as pages change
+docs: $(BIN)/.installed
+	$(BIN)/mkdocs serve -a 127.0.0.1:8001
+
 clean:
-	rm -rf $(VENV) runs .pytest_cache
+	rm -rf $(VENV) runs site .pytest_cache

@@ -1,4 +1,4 @@
-"""How much of a paired match's variance any luck correction could remove (docs/results.md, "Fewer
+"""How much of a paired match's variance any luck correction could remove (docs/log/results.md, "Fewer
 games for the same confidence"): the starting hands' own share is what no value function of the
 state can take away (a perfect one leaves each deal pair's expected outcome given its hands); the
 rest, what the deck's order brought, is what a better value function could still remove.

@@ -44,38 +44,39 @@ from deepcfr.players.champion import (CARD_FILE, CHAMPION_FILE, HERE, champion_c
 
 # grow.yaml's teacher for the shipped campaign's first eight rounds: rollouts to the end of the
 # game (today's cuts them after 4 decisions and values the rest with the shipped value function;
-# docs/results.md, "The search cut short by the value function")
+# docs/log/results.md, "The search cut short by the value function")
 FULL_ROLLOUT_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=base]:learner"]
 # grow.yaml's settings for the shipped campaign's first five rounds (today's: colder targets,
-# trained longer, a 10,000-game gate; docs/results.md, sessions 12 and 13)
+# trained longer, a 10,000-game gate; docs/log/results.md, "Round 6 again, and distillation settings" and
+# "Round 7: colder targets trained longer")
 FIRST_GROW_SETTINGS = ["improve.temperature=5", "improve.train_steps=12000", "improve.gate_games=2000"] + FULL_ROLLOUT_TEACHER
 # grow.yaml's teacher for rounds 9 and 10: rollouts cut after 4 decisions, 3 candidates (today's
-# has 5: head to head over round 9 they beat 3 by +2.4 a game; docs/results.md, "Round 10")
+# has 5: head to head over round 9 they beat 3 by +2.4 a game; docs/log/results.md, "Round 10")
 CUT_ROLLOUT_K3_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=base,rollout_plies=4]:learner"]
 # rounds 13, 15, 17 and 18 skipped the round's evaluation, as they ran (rounds 14 and 16, rejected at
 # their gates, are not stages: a rejected round leaves the network as it was; round 15 ran today's
 # grow.yaml)
 NO_EVALUATION = ["improve.eval_games=0"]
 # grow.yaml's teacher with three times its deals, for rounds 13 and 17 (the 48-deal rounds before
-# them were rejected; docs/results.md, "Round 13 again" and "Round 17")
+# them were rejected; docs/log/results.md, "Round 13 again" and "Round 17")
 DEALS_144_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4,determinizations=144]:learner",
                      *NO_EVALUATION]
 # grow.yaml's teacher for rounds 11-17, dealing the hidden cards uniformly (today's deals the
-# opponent's by the hand belief shipped beside the champion; docs/results.md, "Round 18")
+# opponent's by the hand belief shipped beside the champion; docs/log/results.md, "Round 18")
 UNIFORM_DEALS_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4]:learner"]
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each
 SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, FULL_ROLLOUT_TEACHER),
                   (1, FULL_ROLLOUT_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER),
                   (1, UNIFORM_DEALS_TEACHER), (1, UNIFORM_DEALS_TEACHER), (1, DEALS_144_TEACHER),
                   (1, UNIFORM_DEALS_TEACHER + NO_EVALUATION), (1, DEALS_144_TEACHER), (1, NO_EVALUATION), (1, [])]
-# the search settings measured strongest over the champion (docs/results.md, "A teacher that
+# the search settings measured strongest over the champion (docs/log/results.md, "A teacher that
 # grows", "The search cut short by the value function" and "Round 10"): the network plays its
 # own rollouts, cut after 4 decisions and valued by the value function shipped beside it, over
 # its 5 most probable moves (5 beat 3 head to head by +2.4 a game at 1.6 times the time);
 # search:champion starts from them (its card)
 # belief=learned: the opponent's unknown cards dealt by the hand belief shipped beside the champion
 # (HAND.md): head to head over round 17 +3.3 against +1.2 for uniform deals on the same 1000 deals
-# (docs/results.md, "A learned belief of the opponent's hand")
+# (docs/log/results.md, "A learned belief of the opponent's hand")
 SEARCH_SETTINGS = {"candidates": 5, "rollout_policy": "base", "rollout_plies": 4, "belief": "learned"}
 BOTS = ["heuristic_balanced", "heuristic_careful", "heuristic_aggressive", "discard_only", "random"]
 QUICK_IMPROVE = ["network.hidden_size=16", "improve.games_per_round=4", "improve.batch_games=2", "improve.train_steps=20", "improve.batch_size=32",

@@ -1,4 +1,4 @@
-"""Strength of a Lost Cities network as docs/results.md reports it, per improvement round:
+"""Strength of a Lost Cities network as docs/log/results.md reports it, per improvement round:
 head to head against a fixed reference network, against every bot, alone (greedy) and searched,
 each beside the farming diagnostic (pile draws of cards that fit none of the drawer's started
 expeditions, per game) and the game length, so that a gain that only stalls a heuristic shows.

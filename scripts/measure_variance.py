@@ -1,4 +1,4 @@
-"""What the luck corrections buy (docs/results.md, "Fewer games for the same confidence"): for each
+"""What the luck corrections buy (docs/log/results.md, "Fewer games for the same confidence"): for each
 matchup, the plain and the corrected paired estimate on the same games, their 95% CIs, the
 variance ratio, the games each needs for +-1 point, and the seconds of the games and of the
 corrections.

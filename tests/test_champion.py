@@ -152,6 +152,13 @@ def test_the_end_of_make_train_names_the_champion_and_the_next_step():
     assert "--target runs/x/checkpoints/latest.pt@current,greedy" in from_bot and "loses to it" not in from_bot
     from_other_bot = "\n".join(what_comes_next("runs/x/checkpoints/latest.pt", "heuristic_greedy", regularized=True))
     assert "--b heuristic_greedy" in from_other_bot  # measured against the policy it started from
+    # no measured figure is written into the closing lines (the run prints its own above them; the
+    # champion's come from its card): no signed decimals, percentages or durations
+    import re
+
+    for closing in (text, warm, regularized, from_bot, from_other_bot):
+        rest = closing.replace(champion_card()["summary"], "")
+        assert re.findall(r"[+-]\d+(?:\.\d+)?\b|\d+(?:\.\d+)?%|\d+ minutes", rest) == [], rest
 
 
 def test_search_over_the_champion_starts_from_the_settings_its_card_measured():

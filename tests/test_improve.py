@@ -330,7 +330,7 @@ def test_improve_owns_its_config_section(mini_checkpoint, tmp_path):
     old["improve"]["play"] = "target"  # a retired value that changed what was played: refused, by name
     with pytest.raises(ConfigError, match="improve.play"):
         config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig)
-    # improve.gain_weight (retired in session 26): the runs saved with it at 0 load; a weighted one is refused
+    # improve.gain_weight (retired 2026-12-06): the runs saved with it at 0 load; a weighted one is refused
     old["improve"].update(play="chosen", gain_weight=0.0)
     assert config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig) == ImproveRunConfig()
     old["improve"]["gain_weight"] = 1.0

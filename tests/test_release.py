@@ -29,3 +29,14 @@ def test_licence_and_changelog():
     assert (ROOT / "third_party" / "onnxruntime-web" / "LICENSE").is_file()
     changelog = (ROOT / "CHANGELOG.md").read_text()
     assert f"## {project['version']}" in changelog and "## Unreleased" in changelog
+
+
+def test_the_changelog_is_split_by_version_newest_first():
+    import re
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    headings = re.findall(r"^## (.+)$", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert headings[0] == "Unreleased"  # what is not released yet, on top
+    assert re.fullmatch(rf"{re.escape(project['version'])} \(\d{{4}}-\d\d-\d\d\)", headings[1])  # this version, dated
+    versions = [tuple(int(x) for x in h.split()[0].split(".")) for h in headings[1:]]
+    assert versions == sorted(versions, reverse=True) and len(set(versions)) == len(versions)

@@ -76,4 +76,5 @@ def test_train_command_prints_progress_evaluations_and_next_steps(tmp_path, caps
     out = capsys.readouterr().out
     assert "progress [" in out and "iteration 2/2" in out
     assert "evaluation at iteration 1:" in out and "exploitability: average" in out
+    assert "this run's evaluation at iteration 2:" in out  # its own figures, at the end of the run
     assert f"deepcfr play --checkpoint {tmp_path / 'run' / 'checkpoints' / 'latest.pt'}" in out

@@ -3,8 +3,8 @@ sampling (long games).
 
 All run many traversals in lockstep and make, per step, at most one policy call for the
 traverser and one for the opponent, each over every game that needs it. The estimators are the
-ones derived in docs/design.md ("local" targets: history values under sigma, never divided by the
-traverser's own reach).
+ones derived in docs/design.md, "Deep CFR here" (local targets: history values under sigma, never
+divided by the traverser's own reach).
 
 Policies are plain callables ``policy(obs, mask) -> probs`` (see ``deepcfr.cfr.policies``), so this
 module knows nothing of networks, processes or devices beyond the tensors it is handed: a worker

@@ -62,7 +62,7 @@ class _VersionAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="deepcfr", description="Batched Deep CFR for card games.")
+    parser = argparse.ArgumentParser(prog="deepcfr", description="Deep CFR and expert iteration with search for imperfect-information card games. Docs: docs/README.md.")
     parser.add_argument("--version", action=_VersionAction,
                         help="the package version and each game's rules and encoding versions")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")

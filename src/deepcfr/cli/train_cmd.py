@@ -20,7 +20,7 @@ def register(subparsers) -> None:
         help="train Deep CFR from a config (default: Lost Cities on CPU)",
         description="Train Deep CFR. Without --config, trains Lost Cities with the shipped "
         "lost_cities/cpu.yaml (shipped configs: kuhn/default.yaml, leduc/default.yaml, liars_dice/default.yaml, "
-        "lost_cities/{cpu,default,default_server,smoke}.yaml; or give a file path). A run directory keeps the "
+        "lost_cities/{cpu,from_champion,default,default_server,smoke}.yaml; or give a file path; --options lists every option). A run directory keeps the "
         "resolved config, metrics.jsonl, TensorBoard events, train.log and checkpoints; a killed run continues with --resume.",
     )
     p.add_argument("--config", default=None, help="YAML config file or shipped config name, e.g. kuhn/default.yaml (default: lost_cities/cpu.yaml)")
@@ -34,8 +34,21 @@ def register(subparsers) -> None:
     p.add_argument("--init", default=None, metavar="SPEC",
                    help="start from a policy (same as --set init.spec=SPEC): champion, a checkpoint path, PATH@current, "
                    "a bot (random: the uniform policy); it counts as init.weight iterations in the average strategy")
+    p.add_argument("--options", action="store_true",
+                   help="list every config option (section.key) with its default and description, then exit")
     add_json_flag(p)
     p.set_defaults(func=run)
+
+
+def print_options(out) -> None:
+    """Every option of ``deepcfr train``'s config, as ``--set section.key=value`` takes it."""
+    import textwrap
+
+    from ..train.config import config_options
+
+    for key, default, description in config_options():
+        print(f"{key} (default: {json.dumps(default)})", file=out)
+        print(textwrap.fill(description, width=100, initial_indent="    ", subsequent_indent="    "), file=out)
 
 
 def _default_run_dir(game: str) -> Path:
@@ -151,9 +164,24 @@ def next_steps(game, checkpoint: str, run_dir: str) -> list[str]:
     return lines
 
 
+def last_evaluation_lines(metrics: list[dict], config) -> list[str]:
+    """The run's own measured figures at its end: its last evaluation (win rate and score difference
+    against each opponent with 95% CIs, or exploitability), as the progress lines printed it."""
+    progress = TrainingProgress(config, None)
+    for record in reversed(metrics):
+        lines = progress.evaluation_lines(record)
+        if lines:
+            return ["this run's " + lines[0]] + lines[1:]
+    return ["this run made no evaluation (eval.every: 0): measure its checkpoint with deepcfr eval (below)"]
+
+
 def run(args) -> int:
     from ..train.config import ConfigError, config_path, load_config, shipped_config_path
     from ..train.run import Run
+
+    if args.options:
+        print_options(sys.stdout)
+        return 0
 
     overrides = list(args.overrides)
     if args.iterations is not None:
@@ -212,6 +240,7 @@ def run(args) -> int:
         from ..games.base import has_capability
 
         game = trainer.game
+        print("\n".join(last_evaluation_lines(metrics, run_.config)), file=out, flush=True)
         print("\n".join(next_steps(game, summary["checkpoint"], str(run_.dir))), file=out, flush=True)
         # the search, hence expert iteration, is for the games whose tree cannot be enumerated (Lost Cities)
         if has_capability(game, "determinize") and not has_capability(game, "chance_deals"):
@@ -266,38 +295,35 @@ def start_policy(spec: str, config):
 def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool = False) -> list[str]:
     """What a Deep CFR network of a game the search can play is and is not (``start``: the policy the
     run started from, None: a cold start; ``regularized``: its sigma_t regularised toward it,
-    ``init.kl_temperature``), the stronger agents, and how to get them (Lost Cities is the one such
-    game: its figures, measured in docs/results.md)."""
+    ``init.kl_temperature``), how to measure it, the stronger agents, and how to get them. No figure
+    is written here: the run's own are printed above these lines (``last_evaluation_lines``), the
+    champion's come from its card, and every other is in the docs (docs/training.md)."""
     from ..players.champion import CARD_FILE, CHAMPION_FILE, champion_card
 
     if start is None:
         lines = ["", "what this network is: the Deep CFR average policy of a cold start (a blueprint). On classic rules it",
-                 "  loses to heuristic_balanced (-17 to -21 points a game after 82-84 iterations, -42 after 10;",
-                 "  docs/results.md). make train (lost_cities/cpu.yaml) starts from heuristic_balanced instead, its",
-                 "  sigma_t regularised toward it: +0.6 above it in the same 30 minutes: deepcfr train",
+                 "  loses to heuristic_balanced (docs/log/results.md, \"Lost Cities\"). make train (lost_cities/cpu.yaml)",
+                 "  starts from heuristic_balanced instead, its sigma_t regularised toward it: deepcfr train",
                  "  Deep CFR from the champion: deepcfr train --config lost_cities/from_champion.yaml"]
     else:
-        # a regularised run's sigma_t is its strongest player; regret matching's is tens of points weaker
+        # a regularised run's sigma_t is its strongest player; regret matching's plays far weaker
         player = f"{checkpoint}@current,greedy" if regularized else f"{checkpoint}@greedy"
         from_champion = start.split("@")[0] == "champion"
         if from_champion and regularized:
-            measured = ["From the champion, its sigma_t regularised toward it (lost_cities/from_champion.yaml, 53",
-                        "  iterations), the current policy played greedily was level with it head to head (+0.35 +- 0.57",
-                        "  a game) and beat heuristic_balanced by 17.9, and was not less exploitable (docs/experiments.md,",
-                        "  \"sigma_t regularised toward the champion\")"]
+            measured = ["Its sigma_t is regularised toward the champion (lost_cities/from_champion.yaml): its current",
+                        "  policy played greedily is its strongest player",
+                        "  (docs/log/experiments.md, \"sigma_t regularised toward the champion\")"]
         elif from_champion:
-            measured = ["From the champion with regret matching (the start weighing 150 iterations, linear weighting,",
-                        "  56 iterations), the average played greedily was level with it head to head (+0.08 +- 0.92",
-                        "  a game) and beat heuristic_balanced by 17.1; its sigma_t plays tens of points weaker",
-                        "  (docs/experiments.md, \"Deep CFR from the champion at the full budget\")"]
+            measured = ["With regret matching from the champion the run relearns the regrets: the average played",
+                        "  greedily is its strongest player, its sigma_t plays far weaker",
+                        "  (docs/log/experiments.md, \"Deep CFR from the champion at the full budget\")"]
         elif regularized:
-            measured = ["From heuristic_balanced, its sigma_t regularised toward the bot itself",
-                        "  (make train's lost_cities/cpu.yaml, 80-86 iterations in 30 minutes on 2 cores), the current",
-                        "  policy played greedily beat it: +0.62 +- 0.19 a game over two seeds (8,000 paired games: +0.48 and +0.77),",
-                        "  where the cold start loses 19.9 (docs/experiments.md, session 32)"]
+            measured = ["Its sigma_t is regularised toward the bot itself (make train's lost_cities/cpu.yaml): its",
+                        "  current policy played greedily is its strongest player",
+                        "  (docs/log/results.md, \"`make train` from `heuristic_balanced`\")"]
         else:
-            measured = ["Regret matching from a policy relearns its regrets: its sigma_t starts tens of points below",
-                        "  the start (docs/experiments.md, \"Deep CFR from the champion\")"]
+            measured = ["Regret matching from a policy relearns its regrets: its sigma_t starts below the start",
+                        "  (docs/log/experiments.md, \"Deep CFR from the champion\")"]
         opponent = "champion@greedy" if from_champion else start
         lines = ["", f"what this network is: Deep CFR started from {start}.",
                  *measured[:-1], measured[-1] + ": measure yours with",
@@ -308,8 +334,8 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
                   "  play it:                 deepcfr play            (the search over it; --vs champion@greedy: the network alone)",
                   "  in a browser:            deepcfr serve",
                   "  measure it:              deepcfr arena --a champion@greedy --b heuristic_balanced --games 2000"]
-    lines += ["grow one yourself (the champion's recipe: one round with a bot teacher, about 35 minutes on 2 cores,",
-              "  then rounds with the growing teacher, about 20 minutes each):",
+    lines += ["grow one yourself (the champion's recipe, docs/expert_iteration.md: one round with a bot teacher,",
+              "  then rounds with the growing teacher):",
               f"  deepcfr improve --checkpoint {checkpoint} --config lost_cities/improve.yaml --run-dir runs/improve",
               "  deepcfr improve --checkpoint runs/improve/checkpoints/latest.pt --config lost_cities/grow.yaml",
               "or go on from the champion:  deepcfr improve --checkpoint champion --config lost_cities/grow.yaml"]

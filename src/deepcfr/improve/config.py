@@ -47,7 +47,7 @@ class ImproveConfig(Section):
     # it starts from a checkpoint (deepcfr improve --positions-from): rounds run as separate runs,
     # each from the last one's network, then still train on the last keep_rounds rounds (a network
     # trained on one round's 64,000 positions had reached its teacher's fixed point; on two
-    # rounds' it gained about +0.4 a game: docs/results.md, "Round 13 again")
+    # rounds' it gained about +0.4 a game: docs/log/results.md, "Round 13 again")
     positions_from: list[str] = Field(default_factory=list)
     train_steps: int = Field(500, ge=0)  # SGD steps per round (cross-entropy to the targets)
     batch_size: int = Field(256, ge=1)
@@ -57,7 +57,7 @@ class ImproveConfig(Section):
     # (train/heldout_*) show over- or under-fitting
     holdout: float = Field(0.05, ge=0, lt=1)
     # every training batch relabelled by a random colour permutation (the game's symmetry):
-    # held-out loss 0.99 -> 0.57 on 164k positions (docs/experiments.md)
+    # held-out loss 0.99 -> 0.57 on 164k positions (docs/log/experiments.md)
     augment: bool = True
     # fresh: a newly initialised network each round; fine_tune: continue from the current one
     init: Literal["fresh", "fine_tune"] = "fresh"
@@ -85,7 +85,7 @@ class ImproveConfig(Section):
     # with a value function that has no chance head (the shipped one has: this is then unused), the
     # chance outcomes each of those corrections steps to and averages over (drawn without
     # replacement; still unbiased); null: all of them. 8 keeps ~90% of the variance reduction at
-    # an eighth of the cost (docs/results.md, "Fewer games for the same confidence")
+    # an eighth of the cost (docs/log/results.md, "Fewer games for the same confidence")
     chance_samples: int | None = Field(8, ge=1)
     eval_games: int = Field(0, ge=0)  # games (even) per evaluation opponent after each round; 0: none
     eval_opponents: list[str] = Field(default_factory=lambda: ["heuristic_balanced", "heuristic_careful"])
@@ -138,8 +138,8 @@ class ImproveConfig(Section):
 class ImproveRunConfig(SharedConfig):
     """The config of an improvement run: the shared sections and ``improve``."""
 
-    # improve.play's only other value, target, was never measured (docs/experiments.md, "Retired
-    # without a measurement"); improve.gain_weight above 0 made the student worse (docs/experiments.md,
+    # improve.play's only other value, target, was never measured (docs/log/experiments.md, "Retired
+    # without a measurement"); improve.gain_weight above 0 made the student worse (docs/log/experiments.md,
     # "Distillation weighted by the teacher's gain"): runs saved with it at 0 load as before
     retired_options: ClassVar[dict[str, Any]] = {**SHARED_RETIRED_OPTIONS, "improve.play": "chosen",
                                                  "improve.gain_weight": 0.0}

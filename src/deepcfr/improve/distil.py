@@ -5,7 +5,7 @@ policy over the legal actions (masked log-softmax, read at the candidates). With
 symmetry (Lost Cities' colour permutations, ``improve.augment``) every drawn batch is relabelled
 by a random permutation per position, so each searched position teaches all its relabellings.
 Measured on 164k positions of a search over ``heuristic_balanced``: without it the network
-memorised them (train loss 0.25, held-out 0.99), with it 0.52 / 0.57 (docs/results.md).
+memorised them (train loss 0.25, held-out 0.99), with it 0.52 / 0.57 (docs/log/results.md).
 """
 
 from __future__ import annotations

@@ -71,11 +71,32 @@ def card_markdown(card: dict) -> str:
                                                         f"Paired deals (each deal in both seat orders), seed {card['eval_seed']}, "
                                                         "95% CIs over deal pairs.", "",
                                                         ]
-    corrected = any("corrected_score_diff" in f for kind in ("network", "search") for f in card["figures"][kind].values()) \
+    lines += card_table_lines(card)
+    exploit = card.get("exploitability")
+    if exploit:  # measured by `deepcfr exploit` on this very file (a new file needs a new measurement)
+        lines += ["", "## How exploitable", "",
+                  f"The search exploiter (`{exploit['command']}`, {exploit['games']} paired games, {exploit['device']}, "
+                  f"{exploit['date']}) scored {exploit['corrected_score_diff']:+.2f} +- {exploit['corrected_ci95']:.2f} "
+                  f"a game against `champion@greedy` (luck-corrected; plain {exploit['mean_score_diff']:+.2f} +- "
+                  f"{exploit['score_diff_ci95']:.2f}): its lower bound on the exploitability is "
+                  f"{exploit['lower_bound']:g} points a game. {exploit['note']}"]
+    lines += ["", "A network replaces this one only by beating it head to head (both greedy, 10,000 paired games).", ""]
+    return "\n".join(lines)
+
+
+def _has_corrected(card: dict) -> bool:
+    return any("corrected_score_diff" in f for kind in ("network", "search") for f in card["figures"][kind].values()) \
         or "corrected_score_diff" in card["figures"].get("search_vs_network", {})
-    lines += ["| player | opponent | games | wins | score diff |" + (" corrected (luck removed) | variance ratio |"
-                                                                      if corrected else ""),
-              "|---|---|---|---|---|" + ("---|---|" if corrected else "")]
+
+
+def card_table_lines(card: dict) -> list[str]:
+    """Every measured row of the card as a Markdown table: the network alone and the search over it
+    against every opponent, and the search against the network alone (CARD.md's table, and the
+    docs' "How strong" page's)."""
+    corrected = _has_corrected(card)
+    lines = ["| player | opponent | games | wins | score diff |" + (" corrected (luck removed) | variance ratio |"
+                                                                       if corrected else ""),
+             "|---|---|---|---|---|" + ("---|---|" if corrected else "")]
     rows = [(label, bot, f) for kind, label in (("network", "`champion@greedy`"), ("search", "`search:champion`"))
             for bot, f in card["figures"][kind].items()]
     if "search_vs_network" in card["figures"]:  # what the search adds over the network alone
@@ -87,16 +108,43 @@ def card_markdown(card: dict) -> str:
             line += (f" {f['corrected_score_diff']:+.1f} +- {f['corrected_ci95']:.1f} | {f['variance_ratio']:.2f} |"
                      if "corrected_score_diff" in f else " | |")
         lines.append(line)
+    return lines
+
+
+# The README's "How strong" table, at most six rows: (the card's figures kind, opponent), then the
+# exploiter's row where the card has one
+HOW_STRONG_ROWS = (("network", "heuristic_balanced"), ("search", "heuristic_balanced"),
+                   ("network", "heuristic_careful"), ("network", "heuristic_aggressive"), ("search_vs_network", None))
+HOW_STRONG_PLAYERS = {"network": "`champion@greedy` (the network alone)", "search": "`search:champion` (the search over it)",
+                      "search_vs_network": "`search:champion` (the search over it)"}
+
+
+def _points(f: dict) -> str:
+    """A row's points a game: luck-corrected where the row has it (the narrower CI), else plain."""
+    if "corrected_score_diff" in f:
+        return f"{f['corrected_score_diff']:+.1f} +- {f['corrected_ci95']:.1f}"
+    return f"{f['mean_score_diff']:+.1f} +- {f['score_diff_ci95']:.1f} (plain)"
+
+
+def how_strong_lines(card: dict) -> list[str]:
+    """The short strength table of the README (at most six rows), generated from the card's data
+    (``scripts/how_strong.py`` writes it; tests/test_docs.py checks the README holds what it makes)."""
+    lines = ["| player | against | games | wins | points a game (luck-corrected) |", "|---|---|---|---|---|"]
+    for kind, opponent in HOW_STRONG_ROWS:
+        figures = card["figures"].get(kind)
+        f = figures if opponent is None else (figures or {}).get(opponent)
+        if not f:
+            continue
+        lines.append(f"| {HOW_STRONG_PLAYERS[kind]} | `{opponent or 'champion@greedy'}` | {f['games']:,} | "
+                     f"{100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | {_points(f)} |")
     exploit = card.get("exploitability")
-    if exploit:  # measured by `deepcfr exploit` on this very file (a new file needs a new measurement)
-        lines += ["", "## How exploitable", "",
-                  f"The search exploiter (`{exploit['command']}`, {exploit['games']} paired games, {exploit['device']}, "
-                  f"{exploit['date']}) scored {exploit['corrected_score_diff']:+.2f} +- {exploit['corrected_ci95']:.2f} "
-                  f"a game against `champion@greedy` (luck-corrected; plain {exploit['mean_score_diff']:+.2f} +- "
-                  f"{exploit['score_diff_ci95']:.2f}): its lower bound on the exploitability is "
-                  f"{exploit['lower_bound']:g} points a game. {exploit['note']}"]
-    lines += ["", "A network replaces this one only by beating it head to head (both greedy, 10,000 paired games).", ""]
-    return "\n".join(lines)
+    if exploit:
+        lines.append(f"| a search exploiter (`deepcfr exploit`) | `champion@greedy` | {exploit['games']:,} | | "
+                     f"{exploit['corrected_score_diff']:+.1f} +- {exploit['corrected_ci95']:.1f} (exploitability "
+                     f"found: {exploit['lower_bound']:g}) |")
+    lines += ["", f"Paired deals (each deal in both seat orders), 95% CIs; measured {card['date']} at commit "
+                  f"`{card['commit'][:7]}` on {card['machine']}."]
+    return lines
 
 
 def strongest_champion_spec() -> str:
@@ -121,7 +169,7 @@ def search_beats_network(head_to_head: dict) -> bool:
 def champion_search_settings() -> dict:
     """The search settings measured strongest over the champion (its card's ``search_settings``),
     which ``search:champion`` starts from: over a network stronger than the bots, the network plays
-    its own rollouts (docs/results.md, "A teacher that grows"). Inline and --search-* settings win."""
+    its own rollouts (docs/log/results.md, "A teacher that grows"). Inline and --search-* settings win."""
     return dict(champion_card().get("search_settings", {})) if CARD_FILE.is_file() else {}
 
 
@@ -145,6 +193,7 @@ def file_sha256(path: str | Path) -> str:
 
 
 __all__ = ["champion_file", "champion_card", "champion_card_of", "write_champion_card", "card_markdown",
+           "card_table_lines", "how_strong_lines",
            "strongest_champion_spec",
            "champion_search_settings", "champion_game", "file_sha256", "CHAMPION_FILE", "CARD_FILE", "CARD_MARKDOWN_FILE"]
 

@@ -1,7 +1,7 @@
 """The benchmark population (issue 65): the one list of players that strength is measured against.
 
-Head to head against one's own last self is a non-transitive yardstick (docs/design.md, "Expert
-iteration and the champion"), so a player's strength is its score against a fixed, versioned
+Head to head against one's own last self is a non-transitive yardstick (docs/log/population.md,
+"Why a population"), so a player's strength is its score against a fixed, versioned
 population of players of distinct styles: the bots, the reference network, earlier champions
 and one of them sampled. ``deepcfr strength SPEC --population``, the gate and the card all read it
 from here; a change of its members bumps ``POPULATION_VERSION`` (population scores of different

@@ -4,7 +4,7 @@ play diagnostics and, where a value function is given, the luck-corrected estima
 row's decision rests on (evaluate/variance.py).
 
 ``match_row`` plays one match and returns its figures; ``strength_rows`` the standard table of a
-network (docs/results.md, the champion's card); ``markdown`` renders rows. ``deepcfr strength``
+network (docs/log/results.md, the champion's card); ``markdown`` renders rows. ``deepcfr strength``
 and scripts/measure_strength.py call them.
 """
 

@@ -29,19 +29,21 @@ class Section(BaseModel):
 
 
 class GameConfig(Section):
-    name: Literal["kuhn", "leduc", "liars_dice", "lost_cities"] = "lost_cities"
-    variant: str = "classic"  # Lost Cities rule variant (classic | mini)
-    rules: dict[str, Any] = Field(default_factory=dict)  # Lost Cities rule overrides (e.g. ply_cap)
+    name: Literal["kuhn", "leduc", "liars_dice", "lost_cities"] = Field("lost_cities", description="the game")
+    variant: str = Field("classic", description="Lost Cities rule variant: classic or mini")
+    rules: dict[str, Any] = Field(default_factory=dict, description="Lost Cities rule overrides (e.g. ply_cap)")
 
 
 class RunConfig(Section):
-    seed: int = 0
-    device: str = "cpu"  # the run's device: cpu | cuda | cuda:N | auto (cuda when present)
-    time_budget_seconds: float | None = Field(None, gt=0)  # stop after this much wall time (then checkpoint)
-    # torch intra-op threads; 0 = leave torch's default; auto (train only) = the count that
-    # measured fastest on this machine, re-measured as the load changes (train/threads.py)
-    threads: int | Literal["auto"] = 0
-    progress: bool = True  # live progress display for long phases
+    seed: int = Field(0, description="the run's seed: every random stream derives from it (deepcfr/seeding.py)")
+    device: str = Field("cpu", description="the run's device: cpu, cuda, cuda:N or auto (cuda when present)")
+    time_budget_seconds: float | None = Field(None, gt=0, description="stop after this much wall time (then "
+                                              "checkpoint); null: no limit")
+    # auto: docs/scale_out.md, "Threads on a shared CPU"
+    threads: int | Literal["auto"] = Field(0, description="torch intra-op threads; 0 leaves torch's default; auto "
+                                           "(train only) uses the count that measured fastest on this machine, "
+                                           "re-measured as the load changes (train/threads.py)")
+    progress: bool = Field(True, description="live progress display for long phases")
 
     @field_validator("threads")
     @classmethod
@@ -52,9 +54,10 @@ class RunConfig(Section):
 
 
 class TrainRunConfig(RunConfig):
-    iterations: int = Field(100, ge=1)  # CFR iterations
-    amp: Literal["off", "fp16", "bf16"] = "off"  # mixed precision for network training (CUDA only)
-    compile: bool = False  # torch.compile the training networks
+    iterations: int = Field(100, ge=1, description="CFR iterations")
+    # when to turn it on: docs/scale_out.md, "Mixed precision and compilation: defaults and triggers"
+    amp: Literal["off", "fp16", "bf16"] = Field("off", description="mixed precision for network training (CUDA only)")
+    compile: bool = Field(False, description="torch.compile the training networks")
 
     @field_validator("amp", mode="before")
     @classmethod
@@ -64,41 +67,46 @@ class TrainRunConfig(RunConfig):
 
 
 class NetworkConfig(Section):
-    hidden_size: int = Field(256, ge=1)
-    num_layers: int = Field(2, ge=1)
+    hidden_size: int = Field(256, ge=1, description="units in each hidden layer of every network")
+    num_layers: int = Field(2, ge=1, description="hidden layers of every network")
 
 
 class TraversalConfig(Section):
-    # external: every traverser action explored at every node (kuhn/leduc/liars_dice only); outcome: one
-    # sampled trajectory with importance weights; critic: outcome-sampling trajectories whose
-    # regret targets come from a learned Q network (section `critic`) for every legal action,
-    # with no importance weights (ESCHER). The options of each are deepcfr.cfr.traversal's
-    # ExternalSampling / OutcomeSampling / CriticSampling, whose defaults apply to what is not set.
-    # Default critic (Lost Cities, lost_cities/cpu.yaml): outcome sampling's sampled regrets carry the
-    # game's outcome noise (25.9 points of std for a 5.9-point action gap) times 1/q; with them the
-    # agent stalled at -30 against discard_only. A learned critic averages that noise over all
-    # similar states instead: about -5 in 30 CPU minutes (docs/experiments.md)
-    algorithm: Literal["external", "outcome", "critic"] = "critic"
-    traversals_per_player: int = Field(2000, ge=1)  # traversals per player per iteration
-    # traversals run in lockstep per chunk (inline, or one worker task); each chunk draws its own
-    # opponent and seed, so for one chunk size the samples do not depend on the executor
-    chunk_size: int = Field(2000, ge=1)
-    # outcome and critic sampling: exploration at traverser nodes (outcome: mixed into every
-    # node's sampling policy; critic: the probability per node of the game's one exploration)
-    epsilon: float | None = Field(None, ge=0.0, le=1.0)
-    # outcome sampling: value of the unsampled actions, zero (the estimator of docs/design.md) or
-    # mean (a leave-one-out batch-mean baseline). Measured with tail_correction below
-    unsampled_target: Literal["zero", "mean"] | None = None
-    # outcome sampling: importance-correct v~(h a*) for the exploration below h (unbiased). false
-    # uses the leaf utility there instead (biased by epsilon, but no importance weights compounding
-    # over long games such as Lost Cities). Measured on Lost Cities: the unbiased default learned
-    # 68-78% against random in 10 minutes, false with unsampled_target mean 98% in 5
-    # (docs/experiments.md, "Outcome sampling"); critic sampling replaced both there since
-    tail_correction: bool | None = None
-    opponent: Literal["current", "average", "league"] = "current"  # opponent policy during traversal
-    executor: Literal["inline", "processes", "ray"] = "inline"
-    num_workers: int = Field(2, ge=1)  # processes/ray executors
-    inference_backend: Literal["local", "server"] = "local"
+    # The options of each algorithm are deepcfr.cfr.traversal's ExternalSampling / OutcomeSampling /
+    # CriticSampling, whose defaults apply to what is not set. Critic is the default because outcome
+    # sampling's sampled regrets carry the game's outcome noise times 1/q, which a learned critic
+    # averages over similar states (docs/log/experiments.md, "Why the sampled regrets cannot carry it")
+    algorithm: Literal["external", "outcome", "critic"] = Field(
+        "critic", description="external: every traverser action explored at every node (kuhn, leduc, liars_dice "
+        "only); outcome: one sampled trajectory with importance weights; critic: outcome-sampling trajectories whose "
+        "regret targets come from a learned Q network (section critic) for every legal action, with no importance "
+        "weights (ESCHER)")
+    traversals_per_player: int = Field(2000, ge=1, description="traversals per player per iteration")
+    chunk_size: int = Field(2000, ge=1, description="traversals run in lockstep per chunk (inline, or one worker "
+                            "task); each chunk draws its own opponent and seed, so for one chunk size the samples do "
+                            "not depend on the executor")
+    epsilon: float | None = Field(None, ge=0.0, le=1.0, description="outcome and critic sampling: exploration at "
+                                  "traverser nodes (outcome: mixed into every node's sampling policy; critic: the "
+                                  "probability per node of the game's one exploration); null: the algorithm's default")
+    unsampled_target: Literal["zero", "mean"] | None = Field(
+        None, description="outcome sampling: value of the unsampled actions, zero (the estimator of docs/design.md) "
+        "or mean (a leave-one-out batch-mean baseline); null: the algorithm's default")
+    # false learned faster on Lost Cities (docs/log/experiments.md, "Outcome sampling"); critic
+    # sampling replaced both there since
+    tail_correction: bool | None = Field(
+        None, description="outcome sampling: importance-correct the value below an exploration (unbiased); false "
+        "uses the leaf utility there instead (biased by epsilon, but no importance weights compounding over long "
+        "games); null: the algorithm's default")
+    opponent: Literal["current", "average", "league"] = Field(
+        "current", description="the opponent policy during traversal: current (sigma_t), average, or league "
+        "(section league)")
+    executor: Literal["inline", "processes", "ray"] = Field(
+        "inline", description="where the chunks run: inline (this process, on run.device), processes (worker "
+        "processes on the CPU) or ray (Ray actors, section ray)")
+    num_workers: int = Field(2, ge=1, description="worker processes or Ray actors (executor processes or ray)")
+    inference_backend: Literal["local", "server"] = Field(
+        "local", description="local: each worker runs its own forwards; server: one process owns the networks on "
+        "inference_server.device and batches the workers' forwards (executor processes)")
 
     def options(self) -> TraversalOptions:
         """The algorithm's options object: the fields set here, the algorithm's defaults for the rest."""
@@ -110,110 +118,108 @@ ALGORITHM_OPTIONS = ("epsilon", "unsampled_target", "tail_correction")  # Traver
 
 
 class RegretMatchingConfig(Section):
-    # when no advantage is positive: argmax of the advantages (Deep CFR's rule) or uniform over the
-    # legal actions (tabular CFR's), the two rules the project's design names; never compared in a run here
-    fallback: Literal["argmax", "uniform"] = "argmax"
+    # the two rules the project's design names; never compared in a run here
+    fallback: Literal["argmax", "uniform"] = Field(
+        "argmax", description="when no advantage is positive: argmax of the advantages (Deep CFR's rule) or uniform "
+        "over the legal actions (tabular CFR's)")
 
 
 class MemoryConfig(Section):
     # 4M samples each (~115 B per sample in Lost Cities: about 1.4 GB in all). With 1M, reservoir
     # sampling kept about one sample in ten of each iteration after ~45 iterations and the policy slipped
-    advantage_capacity: int = Field(4_000_000, ge=1)  # per player
-    strategy_capacity: int = Field(4_000_000, ge=1)
-    device: Literal["train", "cpu", "cpu_pinned"] = "train"  # where samples live
-    # Stored regret targets and recorded policies: float16 (default; values are clamped to its
-    # range and clamps counted in memory/target_overflow), bfloat16 (wider range, less precision)
-    # or float32. Only the legal actions' values are stored (sparse), so a sample costs bytes: a
-    # storage choice (115 B per Lost Cities sample against 2712 B of float32 features,
-    # docs/performance.md), float32 for targets past float16's range.
-    target_dtype: Literal["float16", "bfloat16", "float32"] = "float16"
-    # Relabel every drawn training sample (advantage, strategy, critic) by a random symmetry of
-    # the game: Lost Cities' colour permutations (games without one must set false): each colour's
-    # samples teach all five. Measured: -5.0 against discard_only at iteration 25 where the same
-    # run without it had -14.4 (docs/experiments.md)
-    augment: bool = True
+    advantage_capacity: int = Field(4_000_000, ge=1, description="advantage memory samples per player (reservoir)")
+    strategy_capacity: int = Field(4_000_000, ge=1, description="strategy memory samples (reservoir)")
+    device: Literal["train", "cpu", "cpu_pinned"] = Field(
+        "train", description="where samples live: the training device, the CPU, or pinned CPU memory")
+    # a storage choice: only the legal actions' values are stored, so a sample costs bytes
+    # (docs/log/performance.md, "Summary")
+    target_dtype: Literal["float16", "bfloat16", "float32"] = Field(
+        "float16", description="stored regret targets and recorded policies: float16 (values clamped to its range, "
+        "clamps counted in memory/target_overflow), bfloat16 (wider range, less precision) or float32")
+    # each colour's samples teach all five (docs/log/experiments.md, "Colour relabelling and
+    # hand-outlook features")
+    augment: bool = Field(True, description="relabel every drawn training sample (advantage, strategy, critic) by a "
+                          "random symmetry of the game (Lost Cities' colour permutations; games without one must set "
+                          "false)")
 
 
 class CriticConfig(Section):
     """traversal.algorithm=critic: one Q network per player (same shape as the advantage
     networks), fitted each iteration to the traverser's final utility after the action it took."""
 
-    # the most recent samples kept (a window, not a reservoir: Q values belong to sigma_t, and a
-    # sample of a long-gone sigma is wrong rather than merely old): in lost_cities/cpu.yaml's run,
-    # about the last 8 iterations' on-policy nodes
-    capacity: int = Field(1_000_000, ge=1)
-    train_steps: int = Field(200, ge=0)  # SGD steps per player per iteration (warm-started)
-    batch_size: int = Field(1024, ge=1)
-    lr: float = Field(1e-3, gt=0)
-    grad_clip: float | None = Field(1.0, gt=0)
-    # the critic also reads the opponent's observation (its private cards), so it values the
-    # history rather than the information set (as ESCHER's history value function): its
-    # regression target is far less noisy; the advantage networks still see only their own player's.
-    # Measured: -2.8..-6.7 against discard_only after 35-40 iterations where the information-set
-    # critic had -10.5..-12 after 30-35
-    sees_opponent: bool = True
+    # a window, not a reservoir: Q values belong to sigma_t, and a sample of a long-gone sigma is
+    # wrong rather than merely old (in lost_cities/cpu.yaml's run about the last 8 iterations' nodes)
+    capacity: int = Field(1_000_000, ge=1, description="the most recent critic samples kept (a window)")
+    train_steps: int = Field(200, ge=0, description="SGD steps per player per iteration (warm-started)")
+    batch_size: int = Field(1024, ge=1, description="samples per SGD step")
+    lr: float = Field(1e-3, gt=0, description="learning rate (Adam)")
+    grad_clip: float | None = Field(1.0, gt=0, description="gradient norm clip; null: none")
+    # its regression target is far less noisy than the information set's (docs/log/experiments.md,
+    # "Critic sampling")
+    sees_opponent: bool = Field(True, description="the critic also reads the opponent's observation (its private "
+                                "cards), so it values the history rather than the information set, as ESCHER's "
+                                "history value function; the advantage networks still see only their own player's")
 
 
 class AdvantageTrainConfig(Section):
-    train_steps: int = Field(200, ge=0)  # SGD steps per player per iteration
-    batch_size: int = Field(1024, ge=1)
-    lr: float = Field(1e-3, gt=0)
-    grad_clip: float | None = Field(1.0, gt=0)
-    # retrain from scratch each iteration (Deep CFR) or warm-start (with a few hundred steps per
-    # iteration, retraining from scratch underfits)
-    reinit: bool = False
-    # learning rate over one iteration's train_steps: constant, or cosine-decayed to 0; decay
-    # removes the final-iterate jitter that limits precision in small games
-    lr_schedule: Literal["constant", "cosine"] = "constant"
-    # train on the memory with identical observations merged (summed weight, weighted mean
-    # target): the same weighted-MSE objective with far less gradient noise. Pays off where
-    # observations repeat (Kuhn, Leduc: the whole memory is a few hundred rows, trained full-batch
-    # when it fits in batch_size); useless in Lost Cities, where they almost never do
-    aggregate: bool = False
-    weighting: Literal["linear", "uniform"] = "linear"  # a sample of iteration t weighs t (linear CFR) or 1
+    train_steps: int = Field(200, ge=0, description="SGD steps per player per iteration")
+    batch_size: int = Field(1024, ge=1, description="samples per SGD step")
+    lr: float = Field(1e-3, gt=0, description="learning rate (Adam)")
+    grad_clip: float | None = Field(1.0, gt=0, description="gradient norm clip; null: none")
+    # with a few hundred steps per iteration, retraining from scratch underfits
+    reinit: bool = Field(False, description="retrain from scratch each iteration (Deep CFR) instead of warm-starting")
+    # decay removes the final-iterate jitter that limits precision in small games
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="learning rate over one iteration's train_steps: constant, or cosine-decayed to 0")
+    # pays off where observations repeat (Kuhn, Leduc: the whole memory is a few hundred rows, trained
+    # full-batch when it fits in batch_size); useless in Lost Cities, where they almost never do
+    aggregate: bool = Field(False, description="train on the memory with identical observations merged (summed "
+                            "weight, weighted mean target): the same weighted-MSE objective with far less gradient "
+                            "noise")
+    weighting: Literal["linear", "uniform"] = Field(
+        "linear", description="a sample of iteration t weighs t (linear CFR) or 1 (uniform)")
 
 
 class StrategyTrainConfig(Section):
-    # train the strategy net every k iterations (0 = only at the end); every iteration keeps a
-    # usable average policy during the run
-    every: int = Field(1, ge=0)
-    train_steps: int = Field(200, ge=0)  # warm-started steps each time
-    # when the run ends (last iteration or time budget), retrain the strategy net from scratch on
-    # the whole strategy memory for this many steps, its learning rate cosine-decayed to 5%, as
-    # Deep CFR does (3000 steps: about 45 s on 2 cores; the per-iteration warm-started 200 steps
-    # underfit); the time budget keeps room for it. The per-iteration training (every,
-    # train_steps) keeps a usable average during the run. 0 = off
-    final_train_steps: int = Field(3000, ge=0)
-    batch_size: int = Field(1024, ge=1)
-    lr: float = Field(1e-3, gt=0)
-    grad_clip: float | None = Field(1.0, gt=0)
-    lr_schedule: Literal["constant", "cosine"] = "constant"  # as advantage.lr_schedule
-    aggregate: bool = False  # as advantage.aggregate (cross-entropy is linear in the target: exact too)
-    # a sample of iteration t weighs t (linear), 1 (uniform) or t^discount_gamma (discounted, DCFR's
-    # average-strategy weights: the early policies are weak). Measured with final_train_steps on the
-    # seed 0 / seed 1 runs' memories of lost_cities/cpu.yaml: +3.9 / +5.5 against discard_only,
-    # where linear weighting gave -1.2 / +3.7 retrained and -3.4 / -0.2 trained only per
-    # iteration (docs/results.md)
-    weighting: Literal["linear", "uniform", "discounted"] = "discounted"
-    discount_gamma: float = 4.0
+    every: int = Field(1, ge=0, description="train the strategy net every k iterations (0 = only at the end); "
+                       "every iteration keeps a usable average policy during the run")
+    train_steps: int = Field(200, ge=0, description="warm-started steps each time it trains during the run")
+    # the per-iteration warm-started steps underfit (docs/log/results.md, "Average policy: recency
+    # weighting and a final retraining")
+    final_train_steps: int = Field(3000, ge=0, description="when the run ends (last iteration or time budget), "
+                                   "retrain the strategy net from scratch on the whole strategy memory for this many "
+                                   "steps, its learning rate cosine-decayed to 5%, as Deep CFR does; the time budget "
+                                   "keeps room for it. 0 = off")
+    batch_size: int = Field(1024, ge=1, description="samples per SGD step")
+    lr: float = Field(1e-3, gt=0, description="learning rate (Adam)")
+    grad_clip: float | None = Field(1.0, gt=0, description="gradient norm clip; null: none")
+    lr_schedule: Literal["constant", "cosine"] = Field("constant", description="as advantage.lr_schedule")
+    aggregate: bool = Field(False, description="as advantage.aggregate (cross-entropy is linear in the target: "
+                            "exact too)")
+    # the early policies are weak (docs/log/results.md, "Average policy: recency weighting and a
+    # final retraining")
+    weighting: Literal["linear", "uniform", "discounted"] = Field(
+        "discounted", description="a sample of iteration t weighs t (linear), 1 (uniform) or t^discount_gamma "
+        "(discounted: DCFR's average-strategy weights)")
+    discount_gamma: float = Field(4.0, description="the exponent of weighting: discounted")
 
 
 class LeagueConfig(Section):
     # traversal.opponent=league (the design's league; no shipped config uses it). Measured twice,
     # neither adopted: cpu.yaml with a heuristic_careful anchor (weight_current 0.8, weight_anchor
-    # 0.2) was within the noise of the shipped run after 50 iterations (docs/experiments.md,
+    # 0.2) was within the noise of the shipped run after 50 iterations (docs/log/experiments.md,
     # "Critic sampling"); against the champion as anchor, Deep CFR stayed 50 points behind it
-    # (docs/results.md, "What the blueprint is worth")
-    size: int = Field(20, ge=1)  # frozen snapshots kept
-    snapshot_every: int = Field(1, ge=1)
-    recent_window: int = Field(5, ge=1)
-    weight_current: float = Field(0.5, ge=0)
-    weight_recent: float = Field(0.3, ge=0)
-    weight_older: float = Field(0.2, ge=0)
-    weight_anchor: float = Field(0.0, ge=0)
-    # a fixed opponent in the league, a player spec: a bot (heuristic_careful) or a checkpoint
-    # of this game and network (PATH, PATH@current, champion)
-    anchor: str | None = None
+    # (docs/log/results.md, "What the blueprint is worth")
+    size: int = Field(20, ge=1, description="frozen snapshots of sigma_t kept")
+    snapshot_every: int = Field(1, ge=1, description="iterations between snapshots")
+    recent_window: int = Field(5, ge=1, description="the latest snapshots that count as recent")
+    weight_current: float = Field(0.5, ge=0, description="share of games against the current policy")
+    weight_recent: float = Field(0.3, ge=0, description="share of games against a recent snapshot")
+    weight_older: float = Field(0.2, ge=0, description="share of games against an older snapshot")
+    weight_anchor: float = Field(0.0, ge=0, description="share of games against the anchor")
+    anchor: str | None = Field(None, description="a fixed opponent in the league, a player spec: a bot "
+                               "(heuristic_careful) or a checkpoint of this game and network (PATH, PATH@current, "
+                               "champion)")
 
     @field_validator("anchor")
     @classmethod
@@ -227,28 +233,31 @@ class InitConfig(Section):
     (or, with ``kl_temperature``, sigma_t stays regularised toward it), and the average strategy
     counts it as ``weight`` iterations."""
 
-    # the start policy, a player spec (champion, a checkpoint path, PATH@current, a bot; random =
-    # the uniform policy); None = a cold start. Resolved by deepcfr train (--init SPEC) when the run
-    # starts, never on resume (the file may be gone by then: the checkpoint holds the start's result)
-    spec: str | None = None
-    weight: int = Field(10, ge=0)  # iterations the start policy counts for in the average strategy
-    games: int = Field(2000, ge=1)  # self-play games of the start policy whose decisions the fit uses
-    explore: float = Field(0.25, ge=0.0, le=1.0)  # uniform share of those games' moves (off-path states)
-    train_steps: int = Field(1000, ge=1)  # steps fitting each advantage network (or the start network) to it
-    lr: float = Field(1e-3, gt=0)  # the fit's peak learning rate (a fit from scratch, so its own, not the run's)
-    lr_schedule: Literal["constant", "cosine"] = "constant"  # within the fit, as advantage.lr_schedule
-    margin: float = Field(0.1, ge=0.0)  # target of the legal actions the start policy never plays: -margin
-    # > 0: sigma_t stays regularised toward the start policy pi instead of regret matching (piKL,
-    # Jacob et al. ICML 2022): sigma_t(a) ∝ pi(a) exp(R(a) / kl_temperature), R the advantage
-    # network's average regrets in the game's units (points, chips). The advantage networks start
-    # untrained (sigma_1 = pi exactly): pi is a bot itself (by name), else a network that travels
-    # with the checkpoint (pi's own where it has the run's shape, else one fitted to pi).
-    # 0 = regret matching (Deep CFR)
-    kl_temperature: float = Field(0.0, ge=0.0)
-    # with kl_temperature, a bot's moves (or the targets of a network fitted to a policy that is
-    # no network of the run's shape) mix this share of the uniform policy in (a one-hot policy's
-    # logits would be out of the regrets' reach)
-    smoothing: float = Field(0.1, ge=0.0, lt=1.0)
+    # resolved by deepcfr train (--init SPEC) when the run starts, never on resume (the file may be
+    # gone by then: the checkpoint holds the start's result)
+    spec: str | None = Field(None, description="the start policy, a player spec (champion, a checkpoint path, "
+                             "PATH@current, a bot; random = the uniform policy); null = a cold start")
+    weight: int = Field(10, ge=0, description="iterations the start policy counts for in the average strategy")
+    games: int = Field(2000, ge=1, description="self-play games of the start policy whose decisions the fit uses")
+    explore: float = Field(0.25, ge=0.0, le=1.0, description="uniform share of those games' moves (off-path states)")
+    train_steps: int = Field(1000, ge=1, description="steps fitting each advantage network (or the start network) "
+                             "to the start policy")
+    lr: float = Field(1e-3, gt=0, description="the fit's peak learning rate (a fit from scratch, so its own, not "
+                      "the run's)")
+    lr_schedule: Literal["constant", "cosine"] = Field("constant", description="within the fit, as "
+                                                       "advantage.lr_schedule")
+    margin: float = Field(0.1, ge=0.0, description="target of the legal actions the start policy never plays: -margin")
+    # piKL: Jacob et al., ICML 2022; from a bot at 1 point make train beats the bot (docs/log/results.md,
+    # "`make train` from `heuristic_balanced`")
+    kl_temperature: float = Field(0.0, ge=0.0, description="> 0: sigma_t stays regularised toward the start policy "
+                                  "pi instead of regret matching, sigma_t(a) proportional to pi(a) exp(R(a) / "
+                                  "kl_temperature), R the average regrets in the game's units (points, chips); pi is "
+                                  "a bot itself (by name), else a network that travels with the checkpoint. 0 = regret "
+                                  "matching (Deep CFR)")
+    # a one-hot policy's logits would be out of the regrets' reach
+    smoothing: float = Field(0.1, ge=0.0, lt=1.0, description="with kl_temperature, the share of the uniform policy "
+                             "mixed into a bot's moves (or into the targets of a network fitted to a policy that is no "
+                             "network of the run's shape)")
 
     @field_validator("spec")
     @classmethod
@@ -259,54 +268,58 @@ class InitConfig(Section):
 
 
 class EvalConfig(Section):
-    every: int = Field(5, ge=0)  # iterations between evaluations (0 = never during training)
-    games: int = Field(500, ge=2)  # Lost Cities games per opponent (paired deals)
-    opponents: list[str] = Field(default_factory=lambda: ["random", "discard_only", "heuristic_careful"])
-    policies: list[Literal["average", "current"]] = Field(default_factory=lambda: ["average", "current"])
+    every: int = Field(5, ge=0, description="iterations between evaluations (0 = never during training)")
+    games: int = Field(500, ge=2, description="games per opponent (paired deals) in games that are not solved exactly")
+    opponents: list[str] = Field(default_factory=lambda: ["random", "discard_only", "heuristic_careful"],
+                                 description="player specs the evaluation plays against")
+    policies: list[Literal["average", "current"]] = Field(default_factory=lambda: ["average", "current"],
+                                                          description="the run's policies evaluated: average "
+                                                          "(the strategy network), current (sigma_t)")
     @field_validator("opponents")
     @classmethod
     def _specs(cls, value: list[str]) -> list[str]:
         return [checked_spec(v) for v in value]
 
-    # Kuhn/Leduc: also track the exact reach-weighted average of the sigma_t played (as in Single
-    # Deep CFR; no strategy-network error) and report exploitability/mixture
-    exact_average: bool = True
+    exact_average: bool = Field(True, description="games solved exactly (Kuhn, Leduc, Liar's Dice): also track "
+                                "the exact reach-weighted average of the sigma_t played (as in Single Deep CFR; no "
+                                "strategy-network error) and report its exploitability (exploitability/mixture)")
 
 
 class CheckpointConfig(Section):
-    every: int = Field(10, ge=0)  # keep a numbered checkpoint every k iterations or rounds (0 = only latest)
+    every: int = Field(10, ge=0, description="keep a numbered checkpoint every k iterations or rounds (0 = only "
+                       "latest.pt)")
 
 
 class TrainCheckpointConfig(CheckpointConfig):
-    # write latest.pt (what --resume continues from) every k iterations, and always at the end of
-    # the run: with memories of millions of samples a write takes seconds, and a kill redoes at
-    # most k - 1 iterations
-    latest_every: int = Field(1, ge=1)
-    # include replay memories in latest.pt (needed for an exact resume; numbered checkpoints,
-    # iter_*.pt, never hold them: memories dominate the size). A storage choice: false keeps
-    # latest.pt small, and a resume then restarts the memories empty (it says so)
-    save_memories: bool = True
+    # with memories of millions of samples a write takes seconds, and a kill redoes at most k - 1 iterations
+    latest_every: int = Field(1, ge=1, description="write latest.pt (what --resume continues from) every k "
+                              "iterations, and always at the end of the run")
+    # a storage choice: numbered checkpoints (iter_*.pt) never hold the memories, which dominate the size
+    save_memories: bool = Field(True, description="include the replay memories in latest.pt (needed for an exact "
+                                "resume); false keeps latest.pt small, and a resume then restarts the memories empty "
+                                "(it says so)")
 
 
 class InferenceServerConfig(Section):
-    device: str = "auto"  # cuda when present (cpu works, but competes with the workers for cores)
-    max_batch: int = Field(65536, ge=1)
-    batch_window_us: int = Field(200, ge=0)
-    # iterations between weight syncs (1: traversals always use the latest networks)
-    weight_sync_every: int = Field(1, ge=1)
+    device: str = Field("auto", description="the server's device: auto is cuda when present (cpu works, but "
+                        "competes with the workers for cores)")
+    max_batch: int = Field(65536, ge=1, description="rows in one batched forward at most")
+    batch_window_us: int = Field(200, ge=0, description="microseconds the server waits for more requests to batch")
+    weight_sync_every: int = Field(1, ge=1, description="iterations between weight syncs (1: traversals always use "
+                                   "the latest networks)")
 
 
 class RayConfig(Section):
-    address: str = ""  # empty = start a local Ray
+    address: str = Field("", description="the Ray cluster's address (HEAD_IP:6379); empty = start a local Ray")
 
 
-# Options retired in the renovation (issue 13; what each measured: docs/experiments.md), with the
+# Options retired in the renovation (issue 13; what each measured: docs/log/experiments.md), with the
 # value that made each one inert. A config saved by an older run (a checkpoint's, a run
 # directory's config.yaml) that holds them at these values still loads; any other value, or any
 # of them in a config file someone writes, is an unknown key. Those of the shared sections:
 SHARED_RETIRED_OPTIONS: dict[str, Any] = {
     "game.advice_bot": None,
-    # never measured (docs/experiments.md, "Retired without a measurement")
+    # never measured (docs/log/experiments.md, "Retired without a measurement")
     "network.activation": "relu",
     "network.layer_norm": False,
 }
@@ -405,6 +418,20 @@ class TrainConfig(SharedConfig):
             raise ValueError("league.weight_current must be > 0 beside an anchor: the average strategy learns only "
                              "from the games against the current policy, and its memory would stay empty")
         return self
+
+
+def config_options(config_class: type[SharedConfig] | None = None) -> list[tuple[str, Any, str]]:
+    """Every option of a config schema (default TrainConfig) as (section.key, default, description),
+    in declaration order: what ``deepcfr train --options`` prints."""
+    config = (TrainConfig if config_class is None else config_class)()
+    options = []
+    for section_name, section_field in type(config).model_fields.items():
+        section = getattr(config, section_name)
+        if not isinstance(section, BaseModel):
+            continue
+        for name, field in type(section).model_fields.items():
+            options.append((f"{section_name}.{name}", getattr(section, name), field.description or ""))
+    return options
 
 
 class ConfigError(ValueError):

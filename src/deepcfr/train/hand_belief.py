@@ -16,7 +16,7 @@ does not change the draw (only the correction does). Saved as a checkpoint of ki
 
 What the observation tells: the opponent's expeditions, its discards and its draws from the piles
 follow from its hand under the players that made the positions, so a belief fitted on the
-champion's games is a model of the champion-like opponent (docs/results.md, "A learned belief of
+champion's games is a model of the champion-like opponent (docs/log/results.md, "A learned belief of
 the opponent's hand").
 """
 

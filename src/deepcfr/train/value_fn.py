@@ -238,7 +238,7 @@ def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: in
     alike): the chance values then agree with the state values that follow, as the corrections'
     telescoping wants, and each position teaches every kind at once, not only the one drawn (fitted
     to the outcomes of the draws actually made instead, the head removed a tenth of the variance
-    the enumeration did: docs/experiments.md). ``start``: a value network to continue from (a
+    the enumeration did: docs/log/experiments.md). ``start``: a value network to continue from (a
     fit in pieces, or a state-value network growing a chance head: each kind starts as the state
     value). ``on_progress(step, steps, train mse)``."""
     torch.manual_seed(seed)

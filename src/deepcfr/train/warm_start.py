@@ -49,7 +49,7 @@ How exact sigma_1 is depends on the game: on Leduc regret matching on the fit pl
 0.61 start; on Lost Cities, from the champion (a distilled softmax over about 8 legal actions),
 the mean total variation stays near 0.2-0.25 whatever was tried (more steps, a cut of the tail,
 a cross-entropy term), while the average network, a copy of the champion's, is exact
-(docs/results.md, "Deep CFR from a policy").
+(docs/log/results.md, "Deep CFR from a policy").
 
 ``init.weight: 0`` starts the current policy from pi and leaves the average to the run's own
 iterations.
@@ -65,11 +65,11 @@ sigma_1 is pi's network exactly, and a frozen copy of it (``Trainer.start_net``,
 in every executor) travels with the checkpoint. A bot is its own anchor: pi is the bot's moves
 smoothed by ``init.smoothing`` of the uniform policy (a one-hot pi's logits would be out of the
 regrets' reach), computed by the batched bot wherever sigma_t is (``Trainer.start_bot``, a bot by
-name in every executor). Measured on Lost Cities from ``heuristic_balanced`` at temperature 1:
-+0.48 above the bot after 30 minutes, where the network fitted to it (which alone loses 4-5
-points to it) ended level at any temperature (docs/experiments.md, session 32). Any other start
+name in every executor): on Lost Cities from ``heuristic_balanced`` at temperature 1 the run ends
+above the bot, where toward a network fitted to it, which alone loses to it, it ended level
+(docs/log/experiments.md, "A deeper critic, and the bot itself as the anchor"). Any other start
 that is no network of the run's shape (a one-hot policy, another shape) is fitted by one first,
-against pi smoothed the same way. Step 3 is unchanged. Measured in docs/results.md ("Regularised
+against pi smoothed the same way. Step 3 is unchanged. Measured in docs/log/results.md ("Regularised
 toward the start").
 """
 
