@@ -18,9 +18,9 @@ network on this device: 3 x (2 x weights) FLOPs per sample (forward + backward) 
 measured matrix-multiply peak in the mode's dtype (``deepcfr.cfr.forward_bench.matmul_peak``).
 "step-only" excludes the batch draws.
 
-    PYTHONPATH=src .venv/bin/python scripts/bench_amp_trainer.py                      # CPU: cpu-config shape and 512x3
-    PYTHONPATH=src .venv/bin/python scripts/bench_amp_trainer.py --shapes 512x3,1024x6 --device cuda --steps 200
-    PYTHONPATH=src .venv/bin/python scripts/bench_amp_trainer.py --throughput-batches 256,1024,4096
+    .venv/bin/python scripts/bench_amp_trainer.py                      # CPU: cpu-config shape and 512x3
+    .venv/bin/python scripts/bench_amp_trainer.py --shapes 512x3,1024x6 --device cuda --steps 200
+    .venv/bin/python scripts/bench_amp_trainer.py --throughput-batches 256,1024,4096
 """
 
 from __future__ import annotations
@@ -37,15 +37,14 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+from deepcfr.cfr import forward_bench as fb
+from deepcfr.cfr.policies import UniformPolicy
+from deepcfr.cfr.traversal import OutcomeSampling, traverse
+from deepcfr.train.amp import MixedPrecision
+from deepcfr.train.config import load_config
+from deepcfr.train.trainer import Trainer
 
-from deepcfr.cfr import forward_bench as fb  # noqa: E402
-from deepcfr.cfr.policies import UniformPolicy  # noqa: E402
-from deepcfr.cfr.traversal import OutcomeSampling, traverse  # noqa: E402
-from deepcfr.train.amp import MixedPrecision  # noqa: E402
-from deepcfr.train.config import load_config  # noqa: E402
-from deepcfr.train.trainer import Trainer  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 DEFAULT_CONFIG = "lost_cities/default.yaml"  # shipped configs, by their short names
 CPU_CONFIG = "lost_cities/cpu.yaml"
@@ -77,14 +76,26 @@ def percentile(values: list[float], q: float) -> float:
 
 def make_config(shape: tuple[int, int], device: str, args, amp: str = "off", compiled: bool = False):
     hidden, layers = shape
-    return load_config(DEFAULT_CONFIG, [
-        f"network.hidden_size={hidden}", f"network.num_layers={layers}", f"run.device={device}",
-        f"run.amp={amp}", f"run.compile={str(compiled).lower()}", "run.progress=false", "eval.every=0",
-        f"memory.advantage_capacity={args.memory_size}", f"memory.strategy_capacity={args.memory_size}",
-        f"advantage.train_steps={args.steps}", f"strategy.train_steps={args.steps}",
-        f"advantage.batch_size={args.batch_size}", f"strategy.batch_size={args.batch_size}",
-        f"traversal.chunk_size={args.fill_games}", f"traversal.traversals_per_player={args.fill_games}",
-    ])
+    return load_config(
+        DEFAULT_CONFIG,
+        [
+            f"network.hidden_size={hidden}",
+            f"network.num_layers={layers}",
+            f"run.device={device}",
+            f"run.amp={amp}",
+            f"run.compile={str(compiled).lower()}",
+            "run.progress=false",
+            "eval.every=0",
+            f"memory.advantage_capacity={args.memory_size}",
+            f"memory.strategy_capacity={args.memory_size}",
+            f"advantage.train_steps={args.steps}",
+            f"strategy.train_steps={args.steps}",
+            f"advantage.batch_size={args.batch_size}",
+            f"strategy.batch_size={args.batch_size}",
+            f"traversal.chunk_size={args.fill_games}",
+            f"traversal.traversals_per_player={args.fill_games}",
+        ],
+    )
 
 
 def fill_memories(trainer: Trainer, memory_size: int, games: int, seed: int) -> dict[str, float]:
@@ -95,8 +106,18 @@ def fill_memories(trainer: Trainer, memory_size: int, games: int, seed: int) -> 
     produced = {"advantage": 0, "strategy": 0}
     parts = []
     for player in range(2):
-        result = traverse(OutcomeSampling(epsilon=0.6), trainer.game, player, games, UniformPolicy(), UniformPolicy(),
-                          1, generator, record_strategy=True, device=trainer.device)
+        result = traverse(
+            OutcomeSampling(epsilon=0.6),
+            trainer.game,
+            player,
+            games,
+            UniformPolicy(),
+            UniformPolicy(),
+            1,
+            generator,
+            record_strategy=True,
+            device=trainer.device,
+        )
         parts.append(result)
         produced["advantage"] += result.advantage["obs"].shape[0]
         produced["strategy"] += result.strategy["obs"].shape[0]
@@ -108,8 +129,12 @@ def fill_memories(trainer: Trainer, memory_size: int, games: int, seed: int) -> 
     while len(trainer.strategy_memory) < memory_size:
         for result in parts:
             trainer.add_strategy_samples(result.strategy)
-    return {"traversal_seconds": traversal_seconds, "fill_seconds": time.perf_counter() - t0,
-            "distinct_advantage_samples": produced["advantage"], "distinct_strategy_samples": produced["strategy"]}
+    return {
+        "traversal_seconds": traversal_seconds,
+        "fill_seconds": time.perf_counter() - t0,
+        "distinct_advantage_samples": produced["advantage"],
+        "distinct_strategy_samples": produced["strategy"],
+    }
 
 
 def build_trainer(source: Trainer, shape, device: str, args, mode: str) -> Trainer:
@@ -159,16 +184,21 @@ def cpu_matmul_peak(dtype: torch.dtype, repeats: int, sizes=(512, 1024, 2048)) -
     for size in sizes:
         a, b = torch.rand(size, size).to(dtype), torch.rand(size, size).to(dtype)
         torch.mm(a, b)
-        calls = max(1, int(0.1 / max(_seconds(lambda: torch.mm(a, b)), 1e-6)))
-        times = [_seconds(lambda: [torch.mm(a, b) for _ in range(calls)]) / calls for _ in range(repeats)]
+        calls = max(1, int(0.1 / max(_seconds(torch.mm, a, b), 1e-6)))
+        times = [_seconds(_repeated, torch.mm, calls, a, b) / calls for _ in range(repeats)]
         best = max(best, 2 * size**3 / statistics.median(times))
     return best
 
 
-def _seconds(fn) -> float:
+def _seconds(fn, *args) -> float:
     t0 = time.perf_counter()
-    fn()
+    fn(*args)
     return time.perf_counter() - t0
+
+
+def _repeated(fn, calls: int, *args) -> None:
+    for _ in range(calls):
+        fn(*args)
 
 
 def effective_dtype(mode: str, trainer: Trainer) -> str:
@@ -179,9 +209,11 @@ def bench_shape(name: str, shape, device: str, modes: list[str], args, say) -> d
     dev = torch.device(device)
     filler = Trainer(make_config(shape, device, args))
     fill = fill_memories(filler, args.memory_size, args.fill_games, args.seed)
-    say(f"\n== {name} on {device}: {fill['distinct_advantage_samples']} advantage / "
+    say(
+        f"\n== {name} on {device}: {fill['distinct_advantage_samples']} advantage / "
         f"{fill['distinct_strategy_samples']} strategy samples from {2 * args.fill_games} traversals "
-        f"({fill['traversal_seconds']:.1f}s), memories filled to {args.memory_size} ({fill['fill_seconds']:.1f}s)")
+        f"({fill['traversal_seconds']:.1f}s), memories filled to {args.memory_size} ({fill['fill_seconds']:.1f}s)"
+    )
     net = filler.advantage_nets[0]
     params = sum(p.numel() for p in net.parameters())
     flops_per_sample = 3 * fb.mlp_flops_per_state(net)  # forward 2*weights, backward twice that
@@ -216,10 +248,14 @@ def bench_shape(name: str, shape, device: str, modes: list[str], args, say) -> d
     rows = []
     for phase in ("advantage", "strategy"):
         base = [s[0] for s in samples[(modes[0], phase)]]
-        say(f"\n{name} {phase} phase: {args.steps} steps x batch {args.batch_size}, {args.repeats} rounds "
-            f"(ms per step over rounds; speedup = median of per-round ratios vs {modes[0]})")
-        say(f"{'mode':>13} {'dtype':>9} {'mean':>8} {'p50':>8} {'p95':>8} {'speedup':>8} {'draw%':>6} "
-            f"{'samples/s':>10} {'bound/s':>10} {'%bound':>7} {'step-only%':>10} {'loss':>10}")
+        say(
+            f"\n{name} {phase} phase: {args.steps} steps x batch {args.batch_size}, {args.repeats} rounds "
+            f"(ms per step over rounds; speedup = median of per-round ratios vs {modes[0]})"
+        )
+        say(
+            f"{'mode':>13} {'dtype':>9} {'mean':>8} {'p50':>8} {'p95':>8} {'speedup':>8} {'draw%':>6} "
+            f"{'samples/s':>10} {'bound/s':>10} {'%bound':>7} {'step-only%':>10} {'loss':>10}"
+        )
         for mode in modes:
             trainer = trainers[mode]
             found = samples[(mode, phase)]
@@ -233,32 +269,47 @@ def bench_shape(name: str, shape, device: str, modes: list[str], args, say) -> d
             step_rate = args.steps * args.batch_size / statistics.median(s[0] - s[1] for s in found)
             bound = peak / flops_per_sample if peak else None
             row = {
-                "net": name, "device": device, "phase": phase, "mode": mode, "dtype": dtype,
-                "threads": torch.get_num_threads(), "steps": args.steps, "batch_size": args.batch_size,
-                "ms_per_step_mean": statistics.mean(per_step), "ms_per_step_p50": statistics.median(per_step),
-                "ms_per_step_p95": percentile(per_step, 0.95), "ms_per_step_rounds": per_step,
-                "speedup_vs_first": statistics.median(ratios), "draw_fraction": draw,
-                "samples_per_second": rate, "step_only_samples_per_second": step_rate,
+                "net": name,
+                "device": device,
+                "phase": phase,
+                "mode": mode,
+                "dtype": dtype,
+                "threads": torch.get_num_threads(),
+                "steps": args.steps,
+                "batch_size": args.batch_size,
+                "ms_per_step_mean": statistics.mean(per_step),
+                "ms_per_step_p50": statistics.median(per_step),
+                "ms_per_step_p95": percentile(per_step, 0.95),
+                "ms_per_step_rounds": per_step,
+                "speedup_vs_first": statistics.median(ratios),
+                "draw_fraction": draw,
+                "samples_per_second": rate,
+                "step_only_samples_per_second": step_rate,
                 "flop_bound_samples_per_second": bound,
                 "bound_fraction": rate / bound if bound else None,
                 "step_only_bound_fraction": step_rate / bound if bound else None,
-                "warmup_seconds": warmup[mode], "last_loss": found[-1][2], "parameters": params,
+                "warmup_seconds": warmup[mode],
+                "last_loss": found[-1][2],
+                "parameters": params,
             }
             rows.append(row)
-            say(f"{mode:>13} {dtype:>9} {row['ms_per_step_mean']:>8.2f} {row['ms_per_step_p50']:>8.2f} "
+            say(
+                f"{mode:>13} {dtype:>9} {row['ms_per_step_mean']:>8.2f} {row['ms_per_step_p50']:>8.2f} "
                 f"{row['ms_per_step_p95']:>8.2f} {row['speedup_vs_first']:>7.2f}x {100 * draw:>5.1f}% "
                 f"{rate:>10.0f} {bound or float('nan'):>10.0f} "
                 f"{100 * (row['bound_fraction'] or float('nan')):>6.1f}% "
-                f"{100 * (row['step_only_bound_fraction'] or float('nan')):>9.1f}% {found[-1][2]:>10.6g}")
-    say("warm-up seconds (first phases; includes compilation): "
-        + ", ".join(f"{m} {s:.1f}" for m, s in warmup.items()))
+                f"{100 * (row['step_only_bound_fraction'] or float('nan')):>9.1f}% {found[-1][2]:>10.6g}"
+            )
+    say("warm-up seconds (first phases; includes compilation): " + ", ".join(f"{m} {s:.1f}" for m, s in warmup.items()))
 
     throughput = []
     if args.throughput_batches:
         mode = modes[0]
         trainer = trainers[mode]
-        say(f"\n{name} training throughput ({mode}, advantage phase, {args.steps} steps per point, "
-            f"median of {args.repeats})")
+        say(
+            f"\n{name} training throughput ({mode}, advantage phase, {args.steps} steps per point, "
+            f"median of {args.repeats})"
+        )
         say(f"{'batch':>7} {'samples/s':>10} {'step-only/s':>11} {'bound/s':>10} {'%bound':>7} {'step-only%':>10}")
         dtype = effective_dtype(mode, trainer)
         peak = peaks.get(dtype) or peaks.get("float32")
@@ -268,25 +319,48 @@ def bench_shape(name: str, shape, device: str, modes: list[str], args, say) -> d
             found = [timed_phase(trainer, "advantage", batch) for _ in range(args.repeats)]
             rate = args.steps * batch / statistics.median(s[0] for s in found)
             step_rate = args.steps * batch / statistics.median(s[0] - s[1] for s in found)
-            throughput.append({"net": name, "device": device, "mode": mode, "batch_size": batch,
-                               "samples_per_second": rate, "step_only_samples_per_second": step_rate,
-                               "flop_bound_samples_per_second": bound,
-                               "bound_fraction": rate / bound if bound else None,
-                               "step_only_bound_fraction": step_rate / bound if bound else None})
-            say(f"{batch:>7} {rate:>10.0f} {step_rate:>11.0f} {bound or float('nan'):>10.0f} "
+            throughput.append(
+                {
+                    "net": name,
+                    "device": device,
+                    "mode": mode,
+                    "batch_size": batch,
+                    "samples_per_second": rate,
+                    "step_only_samples_per_second": step_rate,
+                    "flop_bound_samples_per_second": bound,
+                    "bound_fraction": rate / bound if bound else None,
+                    "step_only_bound_fraction": step_rate / bound if bound else None,
+                }
+            )
+            say(
+                f"{batch:>7} {rate:>10.0f} {step_rate:>11.0f} {bound or float('nan'):>10.0f} "
                 f"{100 * rate / bound if bound else float('nan'):>6.1f}% "
-                f"{100 * step_rate / bound if bound else float('nan'):>9.1f}%")
+                f"{100 * step_rate / bound if bound else float('nan'):>9.1f}%"
+            )
         trainer.config.advantage.batch_size = args.batch_size
-    return {"net": name, "parameters": params, "flops_per_sample": flops_per_sample,
-            "peaks": peaks, "fill": fill, "warmup_seconds": warmup, "phases": rows, "throughput": throughput}
+    return {
+        "net": name,
+        "parameters": params,
+        "flops_per_sample": flops_per_sample,
+        "peaks": peaks,
+        "fill": fill,
+        "warmup_seconds": warmup,
+        "phases": rows,
+        "throughput": throughput,
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shapes", default=None,
-                        help="network shapes HIDDENxLAYERS (default: the CPU config's and 512x3; on CUDA 512x3 and 1024x6)")
+    parser.add_argument(
+        "--shapes",
+        default=None,
+        help="network shapes HIDDENxLAYERS (default: the CPU config's and 512x3; on CUDA 512x3 and 1024x6)",
+    )
     parser.add_argument("--device", default="auto", help="cpu | cuda | auto")
-    parser.add_argument("--modes", default=None, help=f"comma-separated, first is the baseline; from {', '.join(ALL_MODES)}")
+    parser.add_argument(
+        "--modes", default=None, help=f"comma-separated, first is the baseline; from {', '.join(ALL_MODES)}"
+    )
     parser.add_argument("--memory-size", type=int, default=200_000, help="samples per replay memory")
     parser.add_argument("--fill-games", type=int, default=1000, help="traversals per player that produce the samples")
     parser.add_argument("--steps", type=int, default=50, help="updates per timed phase")
@@ -294,7 +368,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--batch-size", type=int, default=1024)
     parser.add_argument("--repeats", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads (CPU)")
-    parser.add_argument("--throughput-batches", default="", help="batch sizes for the throughput sweep, e.g. 256,1024,4096")
+    parser.add_argument(
+        "--throughput-batches", default="", help="batch sizes for the throughput sweep, e.g. 256,1024,4096"
+    )
     parser.add_argument("--peak-repeats", type=int, default=5, help="timed samples of the matmul-peak measurement")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object")
@@ -320,7 +396,11 @@ def main(argv: list[str] | None = None) -> int:
     else:
         shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
     if args.modes is None:
-        modes = ["fp32", "fp16", "bf16", "compile", "bf16+compile"] if dev.type == "cuda" else ["fp32", "bf16", "compile", "bf16-cpu"]
+        modes = (
+            ["fp32", "fp16", "bf16", "compile", "bf16+compile"]
+            if dev.type == "cuda"
+            else ["fp32", "bf16", "compile", "bf16-cpu"]
+        )
     else:
         modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     for m in modes:
@@ -330,16 +410,24 @@ def main(argv: list[str] | None = None) -> int:
 
     say = (lambda *a, **k: None) if args.json else (lambda *a, **k: print(*a, **k, flush=True))
     report = {
-        "bench": "amp_trainer", "torch": torch.__version__, "platform": platform.platform(),
-        "cpu_count": os.cpu_count(), "threads": torch.get_num_threads(), "device": device,
+        "bench": "amp_trainer",
+        "torch": torch.__version__,
+        "platform": platform.platform(),
+        "cpu_count": os.cpu_count(),
+        "threads": torch.get_num_threads(),
+        "device": device,
         "cuda_device_name": torch.cuda.get_device_name(dev) if dev.type == "cuda" else None,
         "float32_matmul_precision": torch.get_float32_matmul_precision(),
-        "args": {k: v for k, v in vars(args).items()}, "modes": modes, "results": [],
+        "args": {k: v for k, v in vars(args).items()},
+        "modes": modes,
+        "results": [],
     }
-    say(f"torch {torch.__version__}, {os.cpu_count()} CPUs, {torch.get_num_threads()} threads, device {device}"
+    say(
+        f"torch {torch.__version__}, {os.cpu_count()} CPUs, {torch.get_num_threads()} threads, device {device}"
         + (f" ({report['cuda_device_name']})" if report["cuda_device_name"] else "")
         + f"; modes {', '.join(modes)}; memories {args.memory_size}; fp32 matmul precision "
-        f"{report['float32_matmul_precision']}")
+        f"{report['float32_matmul_precision']}"
+    )
     for name in shapes:
         try:
             shape = fb.parse_shape(name)

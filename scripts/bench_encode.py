@@ -3,7 +3,7 @@ play, at the batch sizes the traversal (a few thousand) and the training draws (
 with glibc's default allocator settings and with ``host_memory.keep_freed_memory`` (which the
 trainer applies), each in its own process, rounds alternated, side by side.
 
-    PYTHONPATH=src python scripts/bench_encode.py [--variant classic] [--threads 1] [--rounds 3]
+    .venv/bin/python scripts/bench_encode.py [--variant classic] [--threads 1] [--rounds 3]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def measure(args) -> dict[int, float]:
     out = {}
     for n in sizes:
         # distinct rows per call, as a training draw has
-        batches = [obs[(i * 997) % (obs.shape[0] - n + 1):][:n].contiguous() for i in range(4)]
+        batches = [obs[(i * 997) % (obs.shape[0] - n + 1) :][:n].contiguous() for i in range(4)]
         for batch in batches:
             game.encode(batch)
         start = time.perf_counter()
@@ -63,15 +63,28 @@ def main() -> None:
         print(json.dumps(measure(args)))
         return
     results: dict[str, list[dict]] = {"glibc defaults": [], "keep_freed_memory": []}
-    base = [sys.executable, __file__, "--child", "--variant", args.variant, "--threads", str(args.threads),
-            "--batches", args.batches, "--repeats", str(args.repeats)]
+    base = [
+        sys.executable,
+        __file__,
+        "--child",
+        "--variant",
+        args.variant,
+        "--threads",
+        str(args.threads),
+        "--batches",
+        args.batches,
+        "--repeats",
+        str(args.repeats),
+    ]
     for _ in range(args.rounds):
         for label, extra in (("glibc defaults", []), ("keep_freed_memory", ["--keep-freed-memory"])):
             done = subprocess.run(base + extra, capture_output=True, text=True, check=True, env=os.environ.copy())
             results[label].append(json.loads(done.stdout))
     game = LostCitiesGame.from_params(args.variant)
-    print(f"lost_cities/{args.variant}: {game.feature_size} features, {args.threads} thread(s), "
-          f"{args.rounds} alternated rounds, us per state (median of rounds)")
+    print(
+        f"lost_cities/{args.variant}: {game.feature_size} features, {args.threads} thread(s), "
+        f"{args.rounds} alternated rounds, us per state (median of rounds)"
+    )
     for n in args.batches.split(","):
         medians = {label: sorted(r[n] for r in rounds)[len(rounds) // 2] for label, rounds in results.items()}
         a, b = medians["glibc defaults"], medians["keep_freed_memory"]

@@ -2,8 +2,8 @@
 share of the round's time in search, training and gating. Without --checkpoint it improves an
 untrained tiny network of the given variant (what a machine without a trained run has).
 
-    PYTHONPATH=src python scripts/bench_improve.py --variant mini --games 64
-    PYTHONPATH=src python scripts/bench_improve.py --checkpoint runs/.../latest.pt --device cuda --games 400
+    .venv/bin/python scripts/bench_improve.py --variant mini --games 64
+    .venv/bin/python scripts/bench_improve.py --checkpoint runs/.../latest.pt --device cuda --games 400
 
 With --executors (e.g. inline,processes) it measures the round's self-play alone under each
 executor in turn (--repeats times, interleaved, workers started before the clock), checks that
@@ -49,16 +49,31 @@ def main() -> int:
     with tempfile.TemporaryDirectory() as tmp:
         checkpoint = args.checkpoint
         if checkpoint is None:  # an untrained network of the variant
-            untrained = load_config(None, [f"game.variant={args.variant}", f"network.hidden_size={args.hidden}",
-                                           "memory.advantage_capacity=64", "memory.strategy_capacity=64"])
+            untrained = load_config(
+                None,
+                [
+                    f"game.variant={args.variant}",
+                    f"network.hidden_size={args.hidden}",
+                    "memory.advantage_capacity=64",
+                    "memory.strategy_capacity=64",
+                ],
+            )
             with Trainer(untrained) as trainer:
                 checkpoint = str(trainer.write_checkpoint(Path(tmp) / "untrained.pt"))
-        config = improve_config(checkpoint, overrides=[
-            f"improve.teacher=search[determinizations={args.determinizations},candidates={args.candidates}]:learner",
-            "improve.rounds=1", f"improve.games_per_round={args.games}", f"improve.batch_games={args.batch_games}",
-            f"improve.train_steps={args.train_steps}", f"improve.gate_games={args.gate_games}", "improve.eval_games=0",
-            f"run.device={args.device}", f"run.threads={args.threads}",
-        ])
+        config = improve_config(
+            checkpoint,
+            overrides=[
+                f"improve.teacher=search[determinizations={args.determinizations},candidates={args.candidates}]:learner",
+                "improve.rounds=1",
+                f"improve.games_per_round={args.games}",
+                f"improve.batch_games={args.batch_games}",
+                f"improve.train_steps={args.train_steps}",
+                f"improve.gate_games={args.gate_games}",
+                "improve.eval_games=0",
+                f"run.device={args.device}",
+                f"run.threads={args.threads}",
+            ],
+        )
         if args.executors:
             figures = compare_executors(config, args)
             print(json.dumps(figures, indent=1))
@@ -69,12 +84,28 @@ def main() -> int:
         start = time.perf_counter()
         metrics = improver.run_round()
         wall = time.perf_counter() - start
-    keys = ("selfplay/positions", "selfplay/positions_per_second", "selfplay/search_seconds", "train/seconds",
-            "gate/seconds", "gate/mean_score_diff", "gate/score_diff_ci95", "gate/accepted", "time/share_search",
-            "time/share_train", "time/share_gate")
-    figures = {"device": args.device, "checkpoint": args.checkpoint or f"untrained {args.variant} {args.hidden}x2",
-               "games": args.games, "determinizations": args.determinizations, "candidates": args.candidates,
-               "round_seconds": wall, **{k: metrics.get(k) for k in keys}}
+    keys = (
+        "selfplay/positions",
+        "selfplay/positions_per_second",
+        "selfplay/search_seconds",
+        "train/seconds",
+        "gate/seconds",
+        "gate/mean_score_diff",
+        "gate/score_diff_ci95",
+        "gate/accepted",
+        "time/share_search",
+        "time/share_train",
+        "time/share_gate",
+    )
+    figures = {
+        "device": args.device,
+        "checkpoint": args.checkpoint or f"untrained {args.variant} {args.hidden}x2",
+        "games": args.games,
+        "determinizations": args.determinizations,
+        "candidates": args.candidates,
+        "round_seconds": wall,
+        **{k: metrics.get(k) for k in keys},
+    }
     print(json.dumps(figures, indent=1))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(figures, indent=1) + "\n")
@@ -88,8 +119,11 @@ def compare_executors(config, args) -> dict:
     kinds = [k.strip() for k in args.executors.split(",") if k.strip()]
     improvers = {}
     for kind in kinds:
-        improver = Improver(config.model_copy(update={"improve": config.improve.model_copy(
-            update={"executor": kind, "num_workers": args.workers})}))
+        improver = Improver(
+            config.model_copy(
+                update={"improve": config.improve.model_copy(update={"executor": kind, "num_workers": args.workers})}
+            )
+        )
         improver.executor()  # workers start before the clock
         improvers[kind] = improver
     rates: dict[str, list[float]] = {k: [] for k in kinds}
@@ -103,18 +137,28 @@ def compare_executors(config, args) -> dict:
                 overlap[kind].append(metrics["selfplay/worker_seconds"] / metrics["selfplay/seconds"])
                 if reference is None:
                     reference = positions
-                elif not all(torch.equal(getattr(reference, f), getattr(positions, f))
-                             for f in ("obs", "mask", "candidates", "values", "target")):
+                elif not all(
+                    torch.equal(getattr(reference, f), getattr(positions, f))
+                    for f in ("obs", "mask", "candidates", "values", "target")
+                ):
                     raise AssertionError(f"executor {kind} labelled other positions than {kinds[0]}")
     finally:
         for improver in improvers.values():
             improver.close()
-    return {"variant": args.variant, "games": args.games, "batch_games": args.batch_games, "workers": args.workers,
-            "determinizations": args.determinizations, "candidates": args.candidates, "threads": args.threads,
-            "positions": len(reference), "same_positions": True,
-            "positions_per_second": {k: v for k, v in rates.items()},
-            "batch_seconds_per_wall_second": overlap,
-            "mean_positions_per_second": {k: sum(v) / len(v) for k, v in rates.items()}}
+    return {
+        "variant": args.variant,
+        "games": args.games,
+        "batch_games": args.batch_games,
+        "workers": args.workers,
+        "determinizations": args.determinizations,
+        "candidates": args.candidates,
+        "threads": args.threads,
+        "positions": len(reference),
+        "same_positions": True,
+        "positions_per_second": {k: v for k, v in rates.items()},
+        "batch_seconds_per_wall_second": overlap,
+        "mean_positions_per_second": {k: sum(v) / len(v) for k, v in rates.items()},
+    }
 
 
 if __name__ == "__main__":

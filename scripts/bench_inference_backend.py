@@ -10,8 +10,8 @@ Each request carries a worker's whole lockstep batch, so rows per forward reach 
 server should win wherever it has a GPU, and on a small CPU-only machine it competes with the
 workers for cores.
 
-    PYTHONPATH=src python scripts/bench_inference_backend.py                 # cpu.yaml, 2 workers
-    PYTHONPATH=src python scripts/bench_inference_backend.py --workers 8 --server-device cuda \\
+    .venv/bin/python scripts/bench_inference_backend.py                 # cpu.yaml, 2 workers
+    .venv/bin/python scripts/bench_inference_backend.py --workers 8 --server-device cuda \\
         --set traversal.chunk_size=1024 --set traversal.traversals_per_player=16384
 """
 
@@ -26,7 +26,6 @@ import time
 
 
 def main() -> int:
-    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
     import torch
 
     from deepcfr.train.config import load_config
@@ -41,19 +40,28 @@ def main() -> int:
     p.add_argument("--iterations", type=int, default=3)
     p.add_argument("--repeats", type=int, default=1)
     p.add_argument("--server-device", default="auto")
-    p.add_argument("--train-steps", type=int, default=20, help="advantage/strategy steps (small: traversal is measured)")
+    p.add_argument(
+        "--train-steps", type=int, default=20, help="advantage/strategy steps (small: traversal is measured)"
+    )
     p.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE")
     p.add_argument("--json", action="store_true")
     args = p.parse_args()
 
     # the benches' overrides (no evaluation, no progress display, the loop from a cold start) first
-    base = bench_overrides([
-        "traversal.executor=processes", f"traversal.num_workers={args.workers}",
-        f"traversal.chunk_size={args.worker_batch}", f"traversal.traversals_per_player={args.traversals}",
-        f"run.iterations={args.iterations}", "run.time_budget_seconds=null",
-        f"advantage.train_steps={args.train_steps}", f"strategy.train_steps={args.train_steps}",
-        f"inference_server.device={args.server_device}", *args.overrides,
-    ])
+    base = bench_overrides(
+        [
+            "traversal.executor=processes",
+            f"traversal.num_workers={args.workers}",
+            f"traversal.chunk_size={args.worker_batch}",
+            f"traversal.traversals_per_player={args.traversals}",
+            f"run.iterations={args.iterations}",
+            "run.time_budget_seconds=null",
+            f"advantage.train_steps={args.train_steps}",
+            f"strategy.train_steps={args.train_steps}",
+            f"inference_server.device={args.server_device}",
+            *args.overrides,
+        ]
+    )
     per_backend: dict[str, dict[str, list[float]]] = {}
     for r in range(args.repeats):
         for backend in ("local", "server"):
@@ -62,8 +70,10 @@ def main() -> int:
             trainer = Trainer(config)
             trainer.train()
             wall = time.perf_counter() - t0
-            rec = per_backend.setdefault(backend, {k: [] for k in ("iteration", "traversal", "worker_rows", "server_rows",
-                                                                    "server_max_rows", "wall")})
+            rec = per_backend.setdefault(
+                backend,
+                {k: [] for k in ("iteration", "traversal", "worker_rows", "server_rows", "server_max_rows", "wall")},
+            )
             rec["wall"].append(wall)
             for m in trainer.history[1:]:
                 rec["iteration"].append(m["time/iteration_seconds"])
@@ -74,21 +84,31 @@ def main() -> int:
                     rec["server_max_rows"].append(m["inference_server/max_batch_rows"])
             print(f"round {r + 1} {backend}: {wall:.1f}s wall (incl. process start-up)", file=sys.stderr, flush=True)
 
-    med = {b: {k: (statistics.median(v) if v else float("nan")) for k, v in rec.items()} for b, rec in per_backend.items()}
+    med = {
+        b: {k: (statistics.median(v) if v else float("nan")) for k, v in rec.items()} for b, rec in per_backend.items()
+    }
     speedup = med["local"]["traversal"] / med["server"]["traversal"]
     info = {
-        "config": os.path.basename(args.config), "workers": args.workers, "worker_batch": args.worker_batch,
-        "traversals_per_player": args.traversals, "server_device": args.server_device,
-        "cuda": torch.cuda.is_available(), "cpus": os.cpu_count(), "threads_per_worker": 1,
-        "medians": med, "traversal_speedup_server_vs_local": speedup,
+        "config": os.path.basename(args.config),
+        "workers": args.workers,
+        "worker_batch": args.worker_batch,
+        "traversals_per_player": args.traversals,
+        "server_device": args.server_device,
+        "cuda": torch.cuda.is_available(),
+        "cpus": os.cpu_count(),
+        "threads_per_worker": 1,
+        "medians": med,
+        "traversal_speedup_server_vs_local": speedup,
     }
     if args.json:
         print(json.dumps(info))
         return 0
-    print(f"{info['config']}: {args.workers} workers x {args.worker_batch} traversals per chunk, "
-          f"{args.traversals} per player per iteration; server on {args.server_device} "
-          f"(cuda available: {info['cuda']}); {os.cpu_count()} CPUs, 1 thread per worker; "
-          f"medians over iterations 2..{args.iterations} of {args.repeats} round(s)")
+    print(
+        f"{info['config']}: {args.workers} workers x {args.worker_batch} traversals per chunk, "
+        f"{args.traversals} per player per iteration; server on {args.server_device} "
+        f"(cuda available: {info['cuda']}); {os.cpu_count()} CPUs, 1 thread per worker; "
+        f"medians over iterations 2..{args.iterations} of {args.repeats} round(s)"
+    )
     print(f"{'backend':8s} {'iter s':>8s} {'trav s':>8s} {'rows/call (worker)':>19s} {'rows/forward (server)':>22s}")
     for b in ("local", "server"):
         m = med[b]

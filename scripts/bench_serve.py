@@ -1,6 +1,6 @@
 """Latency of `deepcfr serve`'s game API: one person's move (with the computer's reply) per request.
 
-    PYTHONPATH=src python scripts/bench_serve.py --opponent heuristic_careful --games 20
+    .venv/bin/python scripts/bench_serve.py --opponent heuristic_careful --games 20
 
 Plays whole games through FastAPI's test client (in-process: no network), the person choosing
 uniformly among the legal moves, and prints the median and 90th percentile milliseconds of
@@ -38,9 +38,9 @@ def main() -> None:
     rng = random.Random(0)
     times: dict[str, list[float]] = {"new game": [], "move + reply": [], "view": []}
 
-    def timed(kind, fn):
+    def timed(kind, fn, *args, **kwargs):
         t0 = time.perf_counter()
-        r = fn()
+        r = fn(*args, **kwargs)
         times[kind].append(1000 * (time.perf_counter() - t0))
         if r.status_code != 200:
             raise SystemExit(f"{kind}: {r.status_code} {r.text}")
@@ -48,16 +48,18 @@ def main() -> None:
 
     for g in range(args.games):
         body = {"opponent": args.opponent, "seat": g % 2, "seed": g, "variant": args.variant}
-        view = timed("new game", lambda: client.post("/api/games", json=body))
+        view = timed("new game", client.post, "/api/games", json=body)
         while not view["finished"]:
             action = rng.choice(view["legal"])["action"]
-            view = timed("move + reply", lambda: client.post(f"/api/games/{view['id']}/move", json={"action": action}))
-            timed("view", lambda: client.get(f"/api/games/{view['id']}"))
+            view = timed("move + reply", client.post, f"/api/games/{view['id']}/move", json={"action": action})
+            timed("view", client.get, f"/api/games/{view['id']}")
     print(f"opponent {args.opponent}, {args.games} games, torch threads {torch.get_num_threads()}")
     for kind, ms in times.items():
         ms = sorted(ms)
-        print(f"  {kind:<13} {len(ms):6d} requests  median {statistics.median(ms):7.2f} ms  "
-              f"p90 {ms[int(0.9 * (len(ms) - 1))]:7.2f} ms")
+        print(
+            f"  {kind:<13} {len(ms):6d} requests  median {statistics.median(ms):7.2f} ms  "
+            f"p90 {ms[int(0.9 * (len(ms) - 1))]:7.2f} ms"
+        )
 
 
 if __name__ == "__main__":

@@ -31,16 +31,33 @@ SETTINGS = {  # name -> (run.threads, extra environment)
 
 def iteration_seconds(threads: str, env: dict, iterations: int, work: Path) -> tuple[list[float], list]:
     run_dir = Path(tempfile.mkdtemp(dir=work))
-    command = [sys.executable, "-m", "deepcfr.cli.main", "train", "--config", "lost_cities/cpu.yaml",
-               "--run-dir", str(run_dir / "run"), "--json"]
-    for override in (f"run.iterations={iterations}", f"run.threads={threads}", "run.time_budget_seconds=null",
-                     "eval.every=0", "strategy.final_train_steps=0", "checkpoint.every=0",
-                     f"checkpoint.latest_every={iterations}"):
+    command = [
+        sys.executable,
+        "-m",
+        "deepcfr.cli.main",
+        "train",
+        "--config",
+        "lost_cities/cpu.yaml",
+        "--run-dir",
+        str(run_dir / "run"),
+        "--json",
+    ]
+    for override in (
+        f"run.iterations={iterations}",
+        f"run.threads={threads}",
+        "run.time_budget_seconds=null",
+        "eval.every=0",
+        "strategy.final_train_steps=0",
+        "checkpoint.every=0",
+        f"checkpoint.latest_every={iterations}",
+    ):
         command += ["--set", override]
     subprocess.run(command, cwd=ROOT, env={**os.environ, **env}, check=True, capture_output=True)
     records = [json.loads(line) for line in (run_dir / "run" / "metrics.jsonl").read_text().splitlines()]
-    return ([r["time/iteration_seconds"] for r in records if "time/iteration_seconds" in r],
-            [r.get("run/threads") for r in records if "time/iteration_seconds" in r])
+    return (
+        [r["time/iteration_seconds"] for r in records if "time/iteration_seconds" in r],
+        [r.get("run/threads") for r in records if "time/iteration_seconds" in r],
+    )
 
 
 def main() -> int:
@@ -73,10 +90,13 @@ def main() -> int:
             row["ratio"] = row["loaded"] / row["quiet"]
             out[name] = row
             if not args.json:
-                print(f"{name:>10}: quiet {row['quiet']:6.1f}s  loaded {row['loaded']:6.1f}s  ratio {row['ratio']:4.2f}"
-                      f"  (iterations quiet {row['quiet_iterations']}, loaded {row['loaded_iterations']}"
-                      + (f"; threads {row['quiet_threads']} / {row['loaded_threads']}" if threads == "auto" else "") + ")",
-                      flush=True)
+                print(
+                    f"{name:>10}: quiet {row['quiet']:6.1f}s  loaded {row['loaded']:6.1f}s  ratio {row['ratio']:4.2f}"
+                    f"  (iterations quiet {row['quiet_iterations']}, loaded {row['loaded_iterations']}"
+                    + (f"; threads {row['quiet_threads']} / {row['loaded_threads']}" if threads == "auto" else "")
+                    + ")",
+                    flush=True,
+                )
     if args.json:
         print(json.dumps(out))
     return 0

@@ -2,9 +2,9 @@
 """Leduc poker or Liar's Dice: OpenSpiel's PyTorch Deep CFR against ours for the same wall-clock
 budget on the same machine, exploitability against training time, side by side.
 
-    PYTHONPATH=src .venv/bin/python scripts/compare_openspiel.py --budget-seconds 600 --checkpoints-every 60
-    PYTHONPATH=src .venv/bin/python scripts/compare_openspiel.py --budget-seconds 120 --json
-    PYTHONPATH=src .venv/bin/python scripts/compare_openspiel.py --game liars_dice --threads 1 --budget-seconds 240
+    .venv/bin/python scripts/compare_openspiel.py --budget-seconds 600 --checkpoints-every 60
+    .venv/bin/python scripts/compare_openspiel.py --budget-seconds 120 --json
+    .venv/bin/python scripts/compare_openspiel.py --game liars_dice --threads 1 --budget-seconds 240
 
 The two run one after the other (never concurrently), each with ``torch.set_num_threads(--threads)``.
 The budget counts training only: every checkpoint's measurement (and, for OpenSpiel, the
@@ -47,14 +47,14 @@ import os
 import platform
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import torch
 
 REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
 
 # --game: (OpenSpiel game, our shipped config, title)
 GAMES = {
@@ -68,14 +68,28 @@ GAMES = {
 # "example": what that example's code actually passes (its defaults target kuhn_poker).
 OPENSPIEL_PRESETS: dict[str, dict[str, Any]] = {
     "recommended": dict(
-        policy_network_layers=(64, 64, 64), advantage_network_layers=(64, 64, 64), num_traversals=1500,
-        learning_rate=1e-3, batch_size_advantage=2048, batch_size_strategy=2048, memory_capacity=1_000_000,
-        policy_network_train_steps=5000, advantage_network_train_steps=750, reinitialize_advantage_networks=True,
+        policy_network_layers=(64, 64, 64),
+        advantage_network_layers=(64, 64, 64),
+        num_traversals=1500,
+        learning_rate=1e-3,
+        batch_size_advantage=2048,
+        batch_size_strategy=2048,
+        memory_capacity=1_000_000,
+        policy_network_train_steps=5000,
+        advantage_network_train_steps=750,
+        reinitialize_advantage_networks=True,
     ),
     "example": dict(
-        policy_network_layers=(64,), advantage_network_layers=(64,), num_traversals=375,
-        learning_rate=1e-3, batch_size_advantage=256, batch_size_strategy=256, memory_capacity=100_000,
-        policy_network_train_steps=2500, advantage_network_train_steps=375, reinitialize_advantage_networks=True,
+        policy_network_layers=(64,),
+        advantage_network_layers=(64,),
+        num_traversals=375,
+        learning_rate=1e-3,
+        batch_size_advantage=256,
+        batch_size_strategy=256,
+        memory_capacity=100_000,
+        policy_network_train_steps=2500,
+        advantage_network_train_steps=375,
+        reinitialize_advantage_networks=True,
     ),
 }
 
@@ -110,8 +124,13 @@ def run_budgeted(
         point = measure()
         spent = time.perf_counter() - t0
         measure_seconds += spent
-        point = {"nominal_seconds": nominal, "train_seconds": train_seconds, "iteration": iterations,
-                 "measure_seconds": spent, **point}
+        point = {
+            "nominal_seconds": nominal,
+            "train_seconds": train_seconds,
+            "iteration": iterations,
+            "measure_seconds": spent,
+            **point,
+        }
         curve.append(point)
         shown = ", ".join(f"{k}={v:.4f}" for k, v in point.items() if k.startswith("exploitability") and v is not None)
         log(f"[{name}] t={train_seconds:7.1f}s iter={iterations:4d} {shown} (measured in {spent:.1f}s)")
@@ -129,7 +148,12 @@ def run_budgeted(
             checkpoint(math.floor(train_seconds / checkpoints_every) * checkpoints_every)
         while next_checkpoint <= train_seconds:
             next_checkpoint += checkpoints_every
-    return {"curve": curve, "iterations": iterations, "train_seconds": train_seconds, "measure_seconds": measure_seconds}
+    return {
+        "curve": curve,
+        "iterations": iterations,
+        "train_seconds": train_seconds,
+        "measure_seconds": measure_seconds,
+    }
 
 
 # ------------------------------------------------------------------------------------------------
@@ -146,7 +170,9 @@ def parse_openspiel_overrides(items: list[str]) -> dict[str, Any]:
             raise SystemExit(f"--openspiel-set {item!r} must look like key=value")
         key, value = item.split("=", 1)
         if key not in OPENSPIEL_PRESETS["recommended"]:
-            raise SystemExit(f"--openspiel-set: unknown key {key!r}; valid: {', '.join(OPENSPIEL_PRESETS['recommended'])}")
+            raise SystemExit(
+                f"--openspiel-set: unknown key {key!r}; valid: {', '.join(OPENSPIEL_PRESETS['recommended'])}"
+            )
         parsed = yaml.safe_load(value)
         out[key] = tuple(parsed) if isinstance(parsed, list) else parsed
     return out
@@ -204,7 +230,9 @@ class OpenSpielRunner:
             legal = self.legal[rows] > 0
             positive = raw.clamp(min=0) * legal
             total = positive.sum(dim=1, keepdim=True)
-            greedy = torch.nn.functional.one_hot(raw.masked_fill(~legal, -math.inf).argmax(dim=1), raw.shape[1]).double()
+            greedy = torch.nn.functional.one_hot(
+                raw.masked_fill(~legal, -math.inf).argmax(dim=1), raw.shape[1]
+            ).double()
             probs[rows] = torch.where(total > 0, positive / total.clamp(min=1e-300), greedy)
         return probs
 
@@ -232,7 +260,9 @@ def run_openspiel(args) -> dict[str, Any]:
     torch.set_num_threads(args.threads)
     log(f"[openspiel] preset {args.openspiel_preset}: {hyper}")
     runner = OpenSpielRunner(hyper, args.seed, GAMES[args.game][0])
-    result = run_budgeted("openspiel", runner.train_iteration, runner.measure, args.budget_seconds, args.checkpoints_every)
+    result = run_budgeted(
+        "openspiel", runner.train_iteration, runner.measure, args.budget_seconds, args.checkpoints_every
+    )
     from importlib.metadata import PackageNotFoundError, version
 
     try:
@@ -275,8 +305,11 @@ class DeepCFRRunner:
         if tr.exact_average is not None:
             out["exploitability_mixture"] = exploitability(tr.game, tr.agent().policy("mixture")).exploitability
         # With strategy.every = k the average net can be up to k - 1 iterations old: say how old.
-        trained_at = [h["iteration"] for h in tr.history
-                      if isinstance(h.get("loss/strategy"), float) and not math.isnan(h["loss/strategy"])]
+        trained_at = [
+            h["iteration"]
+            for h in tr.history
+            if isinstance(h.get("loss/strategy"), float) and not math.isnan(h["loss/strategy"])
+        ]
         out["strategy_trained_at_iteration"] = trained_at[-1] if trained_at else None
         out["strategy_train_seconds"] = 0.0
         if self.finalize_average and len(tr.strategy_memory) > 0 and (not trained_at or trained_at[-1] != tr.iteration):
@@ -286,14 +319,23 @@ class DeepCFRRunner:
             final = copy.deepcopy(tr)
             final.train_strategy()
             out["strategy_train_seconds"] = time.perf_counter() - t0
-            out["exploitability_average_final"] = exploitability(final.game, final.agent().policy("average"), final.device).exploitability
+            out["exploitability_average_final"] = exploitability(
+                final.game, final.agent().policy("average"), final.device
+            ).exploitability
             del final
         elif self.finalize_average:
             out["exploitability_average_final"] = out["exploitability_average"]
         last = tr.history[-1] if tr.history else {}
-        for key in ("loss/advantage_p0", "loss/advantage_p1", "loss/strategy", "traversal/decisions_per_second",
-                    "memory/advantage_p0_size", "memory/advantage_p1_size", "memory/strategy_size",
-                    "time/iteration_seconds"):
+        for key in (
+            "loss/advantage_p0",
+            "loss/advantage_p1",
+            "loss/strategy",
+            "traversal/decisions_per_second",
+            "memory/advantage_p0_size",
+            "memory/advantage_p1_size",
+            "memory/strategy_size",
+            "time/iteration_seconds",
+        ):
             if key in last:
                 value = last[key]
                 out[key.replace("/", "_")] = float(value) if isinstance(value, (int, float)) else value
@@ -301,20 +343,28 @@ class DeepCFRRunner:
 
 
 def run_deepcfr(args) -> dict[str, Any]:
-    from deepcfr.train.config import dump_config, load_config
-
     from deepcfr.train.config import config_path as resolve_config
+    from deepcfr.train.config import load_config
 
     config_path = resolve_config(args.config or GAMES[args.game][1])
-    forced = [f"run.threads={args.threads}", "eval.every=0", "run.progress=false", "run.iterations=1000000000",
-              f"run.seed={args.seed}"]
+    forced = [
+        f"run.threads={args.threads}",
+        "eval.every=0",
+        "run.progress=false",
+        "run.iterations=1000000000",
+        f"run.seed={args.seed}",
+    ]
     config = load_config(config_path, list(args.set) + forced)
     if config.game.name != args.game:
-        raise SystemExit(f"--config {config_path}: game.name is {config.game.name!r}, this comparison is on {args.game}")
+        raise SystemExit(
+            f"--config {config_path}: game.name is {config.game.name!r}, this comparison is on {args.game}"
+        )
     torch.set_num_threads(args.threads)
     log(f"[deepcfr] config {config_path} overrides {list(args.set)}")
     runner = DeepCFRRunner(config, finalize_average=not args.no_finalize_average)
-    result = run_budgeted("deepcfr", runner.train_iteration, runner.measure, args.budget_seconds, args.checkpoints_every)
+    result = run_budgeted(
+        "deepcfr", runner.train_iteration, runner.measure, args.budget_seconds, args.checkpoints_every
+    )
     result.update(
         implementation="deepcfr.train.trainer.Trainer",
         config_path=str(config_path),
@@ -332,12 +382,14 @@ def run_deepcfr(args) -> dict[str, Any]:
 
 def side_by_side(results: dict[str, dict[str, Any]]) -> str:
     """Rows by nominal checkpoint time; each cell 'exploitability (actual training seconds)'."""
-    columns = [("openspiel", "exploitability_average", "openspiel"),
-               ("deepcfr", "exploitability_average", "deepcfr"),
-               ("deepcfr", "exploitability_average_final", "deepcfr final"),
-               ("openspiel", "exploitability_current", "openspiel cur"),
-               ("deepcfr", "exploitability_current", "deepcfr cur"),
-               ("deepcfr", "exploitability_mixture", "deepcfr mix")]
+    columns = [
+        ("openspiel", "exploitability_average", "openspiel"),
+        ("deepcfr", "exploitability_average", "deepcfr"),
+        ("deepcfr", "exploitability_average_final", "deepcfr final"),
+        ("openspiel", "exploitability_current", "openspiel cur"),
+        ("deepcfr", "exploitability_current", "deepcfr cur"),
+        ("deepcfr", "exploitability_mixture", "deepcfr mix"),
+    ]
     columns = [c for c in columns if c[0] in results and any(c[1] in p for p in results[c[0]]["curve"])]
     by_time: dict[float, dict[str, dict]] = {}
     for name, result in results.items():
@@ -351,44 +403,73 @@ def side_by_side(results: dict[str, dict[str, Any]]) -> str:
         for name, key, _ in columns:
             point = by_time[nominal].get(name)
             value = None if point is None else point.get(key)
-            cells.append(f"{'-':>{width}}" if value is None
-                         else f"{value:>9.4f} ({point['train_seconds']:>4.0f}s)".rjust(width))
+            cells.append(
+                f"{'-':>{width}}" if value is None else f"{value:>9.4f} ({point['train_seconds']:>4.0f}s)".rjust(width)
+            )
         lines.append(f"{nominal:>8.0f} | " + " | ".join(cells))
     return "\n".join(lines)
 
 
 def describe(name: str, result: dict[str, Any]) -> str:
-    text = (f"{name}: {result['iterations']} iterations in {result['train_seconds']:.1f}s of training "
-            f"({result['measure_seconds']:.1f}s measuring, excluded), {result['threads']} threads")
+    text = (
+        f"{name}: {result['iterations']} iterations in {result['train_seconds']:.1f}s of training "
+        f"({result['measure_seconds']:.1f}s measuring, excluded), {result['threads']} threads"
+    )
     if name == "openspiel":
-        text += f"\n  {result['implementation']} {result['open_spiel_version']}, preset {result['preset']}: {result['hyperparameters']}"
-        text += "\n  average = policy network (trained at each checkpoint, as solve() does at its end), renormalised over legal actions"
+        text += (
+            f"\n  {result['implementation']} {result['open_spiel_version']}, preset {result['preset']}: "
+            f"{result['hyperparameters']}"
+        )
+        text += (
+            "\n  average = policy network (trained at each checkpoint, as solve() does at its end), "
+            "renormalised over legal actions"
+        )
     else:
         cfg = result["config"]
-        text += (f"\n  {result['implementation']}, {result['config_path']} {result['overrides']}: "
-                 f"network {cfg['network']['hidden_size']}x{cfg['network']['num_layers']}, "
-                 f"traversal {cfg['traversal']['algorithm']} x{cfg['traversal']['traversals_per_player']}, "
-                 f"advantage steps {cfg['advantage']['train_steps']} (batch {cfg['advantage']['batch_size']}), "
-                 f"strategy steps {cfg['strategy']['train_steps']} every {cfg['strategy']['every']}")
+        text += (
+            f"\n  {result['implementation']}, {result['config_path']} {result['overrides']}: "
+            f"network {cfg['network']['hidden_size']}x{cfg['network']['num_layers']}, "
+            f"traversal {cfg['traversal']['algorithm']} x{cfg['traversal']['traversals_per_player']}, "
+            f"advantage steps {cfg['advantage']['train_steps']} (batch {cfg['advantage']['batch_size']}), "
+            f"strategy steps {cfg['strategy']['train_steps']} every {cfg['strategy']['every']}"
+        )
     return text
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--budget-seconds", type=float, default=600.0, help="training wall-clock budget per implementation")
-    parser.add_argument("--checkpoints-every", type=float, default=60.0, help="seconds of training between measurements")
+    parser.add_argument(
+        "--budget-seconds", type=float, default=600.0, help="training wall-clock budget per implementation"
+    )
+    parser.add_argument(
+        "--checkpoints-every", type=float, default=60.0, help="seconds of training between measurements"
+    )
     parser.add_argument("--threads", type=int, default=2, help="torch.set_num_threads for both")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--only", choices=["openspiel", "deepcfr"], default=None, help="run one side only")
     parser.add_argument("--game", choices=sorted(GAMES), default="leduc", help="the game (default leduc)")
     parser.add_argument("--config", default=None, help="our config (default: the game's shipped one)")
-    parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override our config (repeatable)")
-    parser.add_argument("--no-finalize-average", action="store_true",
-                        help="ours: skip the extra strategy-network training at checkpoints (on a copy of the trainer)")
-    parser.add_argument("--openspiel-preset", choices=sorted(OPENSPIEL_PRESETS), default="recommended",
-                        help="OpenSpiel hyperparameters (see OPENSPIEL_PRESETS)")
-    parser.add_argument("--openspiel-set", action="append", default=[], metavar="KEY=VALUE",
-                        help="override one DeepCFRSolver argument (repeatable)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="SECTION.KEY=VALUE", help="override our config (repeatable)"
+    )
+    parser.add_argument(
+        "--no-finalize-average",
+        action="store_true",
+        help="ours: skip the extra strategy-network training at checkpoints (on a copy of the trainer)",
+    )
+    parser.add_argument(
+        "--openspiel-preset",
+        choices=sorted(OPENSPIEL_PRESETS),
+        default="recommended",
+        help="OpenSpiel hyperparameters (see OPENSPIEL_PRESETS)",
+    )
+    parser.add_argument(
+        "--openspiel-set",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override one DeepCFRSolver argument (repeatable)",
+    )
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object with both curves")
     args = parser.parse_args(argv)
     if args.budget_seconds <= 0:
@@ -423,8 +504,11 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(report, default=str))
         return 0
     sys.stderr.flush()
-    print(f"{GAMES[args.game][2]}, {args.budget_seconds:g}s training budget each, {args.threads} threads, torch {torch.__version__}, "
-          f"{os.cpu_count()} CPUs, load average {loadavg_start[0]:.2f} -> {os.getloadavg()[0]:.2f}; exploitability (NashConv/2) at checkpoint (actual training seconds)")
+    print(
+        f"{GAMES[args.game][2]}, {args.budget_seconds:g}s training budget each, {args.threads} threads, "
+        f"torch {torch.__version__}, {os.cpu_count()} CPUs, load average {loadavg_start[0]:.2f} -> "
+        f"{os.getloadavg()[0]:.2f}; exploitability (NashConv/2) at checkpoint (actual training seconds)"
+    )
     for name, result in results.items():
         print(describe(name, result))
     print()

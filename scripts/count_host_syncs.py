@@ -2,7 +2,7 @@
 """Host syncs per lockstep step of each sampled traversal of Lost Cities (fixed seed), counted by
 ``deepcfr.host_syncs.SyncCounter`` (the table of docs/log/performance.md).
 
-    PYTHONPATH=src python scripts/count_host_syncs.py [--traversals 512] [--device cpu]
+    .venv/bin/python scripts/count_host_syncs.py [--traversals 512] [--device cpu]
 """
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import argparse
 import json
 
 import torch
+
 
 def cases():
     from deepcfr.cfr.traversal import CriticSampling, OutcomeSampling
@@ -40,7 +41,9 @@ def main() -> None:
 
     game.step = counted_step
     torch.manual_seed(0)
-    nets = [DeepCFRMLP(game.feature_size, game.num_actions, hidden_size=32, num_layers=1).to(args.device) for _ in range(2)]
+    nets = [
+        DeepCFRMLP(game.feature_size, game.num_actions, hidden_size=32, num_layers=1).to(args.device) for _ in range(2)
+    ]
     traverser, opponent = RegretMatchingPolicy(nets[0], game.encode), StrategyNetPolicy(nets[1], game.encode)
     report = {}
     for name, options in cases().items():
@@ -48,8 +51,12 @@ def main() -> None:
         generator = torch.Generator(device=args.device).manual_seed(1)
         with SyncCounter() as counter:
             traverse(options, game, 0, args.traversals, traverser, opponent, 2, generator, device=args.device)
-        report[name] = {"syncs": counter.count, "lockstep_steps": steps[0],
-                        "syncs_per_step": round(counter.count / max(steps[0], 1), 2), "by_op": counter.by_op}
+        report[name] = {
+            "syncs": counter.count,
+            "lockstep_steps": steps[0],
+            "syncs_per_step": round(counter.count / max(steps[0], 1), 2),
+            "by_op": counter.by_op,
+        }
     print(json.dumps(report, indent=1))
 
 

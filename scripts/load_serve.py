@@ -1,7 +1,7 @@
 """The served page under load: many games at once against one `deepcfr serve` on loopback.
 
-    PYTHONPATH=src python scripts/load_serve.py                  # issue 39's load: 18 + 6 games
-    PYTHONPATH=src python scripts/load_serve.py --network 4 --search 2 --deadline 120
+    .venv/bin/python scripts/load_serve.py                  # issue 39's load: 18 + 6 games
+    .venv/bin/python scripts/load_serve.py --network 4 --search 2 --deadline 120
 
 Starts `deepcfr serve --port 0` in a subprocess (its own process, as a user runs it), then plays
 `--network` games against `champion@greedy` and `--search` games against `search:champion` at
@@ -31,10 +31,11 @@ from pathlib import Path
 
 def start_server(runs: str) -> tuple[subprocess.Popen, str]:
     """A `deepcfr serve` on 127.0.0.1 at a free port, and its URL."""
-    src = str(Path(__file__).resolve().parent.parent / "src")
-    env = {**os.environ, "PYTHONPATH": src + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen([sys.executable, "-m", "deepcfr.cli.main", "serve", "--host", "127.0.0.1", "--port", "0",
-                             "--runs", runs], stdout=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deepcfr.cli.main", "serve", "--host", "127.0.0.1", "--port", "0", "--runs", runs],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     line = proc.stdout.readline()
     if "http://" not in line:
         proc.terminate()
@@ -80,28 +81,46 @@ def main() -> None:
             proc.wait(timeout=30)
     rows = result.summary()
     print(f"the server had built its offered players {warm:.1f} s after it answered")
-    print(f"{result.games} games at once ({args.network} vs champion@greedy, {args.search} vs search:champion), "
-          f"{result.finished} finished, {len(result.errors)} errors, {result.seconds:.0f} s "
-          f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores)")
+    print(
+        f"{result.games} games at once ({args.network} vs champion@greedy, {args.search} vs search:champion), "
+        f"{result.finished} finished, {len(result.errors)} errors, {result.seconds:.0f} s "
+        f"({time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}, {os.cpu_count()} cores)"
+    )
     phases = ("players", "queue", "decide", "app", "http")
-    print(f"  {'request':<6} {'opponent':<16} {'requests':>8} {'p50 s':>7} {'p95 s':>7} {'max s':>7}   "
-          f"requests at or above the p95, mean s: {' '.join(f'{p:>7}' for p in phases)}")
+    print(
+        f"  {'request':<6} {'opponent':<16} {'requests':>8} {'p50 s':>7} {'p95 s':>7} {'max s':>7}   "
+        f"requests at or above the p95, mean s: {' '.join(f'{p:>7}' for p in phases)}"
+    )
     for r in rows:
         tail = " ".join(f"{r['tail'][p]:7.3f}" for p in phases)
-        print(f"  {r['kind']:<6} {r['opponent']:<16} {r['requests']:8d} {r['p50']:7.3f} {r['p95']:7.3f} {r['max']:7.3f}   "
-              f"{'':38}{tail}")
+        print(
+            f"  {r['kind']:<6} {r['opponent']:<16} {r['requests']:8d} "
+            f"{r['p50']:7.3f} {r['p95']:7.3f} {r['max']:7.3f}   "
+            f"{'':38}{tail}"
+        )
     for b in batching:  # what reached each shared player: one call per batch of tables' decisions
         used = b.get("determinizations_per_decision")
-        print(f"  batched: {b['player']}: {b['decisions']} decisions in {b['calls']} calls "
-              f"({b['decisions'] / max(b['calls'], 1):.2f} a call)"
-              + (f", {used:.1f} determinizations a searched decision" if used is not None else ""))
+        print(
+            f"  batched: {b['player']}: {b['decisions']} decisions in {b['calls']} calls "
+            f"({b['decisions'] / max(b['calls'], 1):.2f} a call)"
+            + (f", {used:.1f} determinizations a searched decision" if used is not None else "")
+        )
     for e in result.errors:
         print("  error:", e)
     if args.json:
-        Path(args.json).write_text(json.dumps({"games": result.games, "finished": result.finished,
-                                               "errors": result.errors, "seconds": result.seconds, "rows": rows,
-                                               "batching": batching},
-                                              indent=1))
+        Path(args.json).write_text(
+            json.dumps(
+                {
+                    "games": result.games,
+                    "finished": result.finished,
+                    "errors": result.errors,
+                    "seconds": result.seconds,
+                    "rows": rows,
+                    "batching": batching,
+                },
+                indent=1,
+            )
+        )
     sys.exit(1 if result.errors or result.finished < result.games else 0)
 
 

@@ -1,29 +1,29 @@
 """Rebuild the shipped champion from a fresh clone, and write its model card (``make champion``).
 
-  1. one round of expert iteration, ``deepcfr improve --config lost_cities/improve.yaml``, with no
-     start network: its bot teacher plays both seats and the student starts fresh, so a Deep CFR
-     checkpoint would change nothing (tests/test_improve.py checks that the positions and the
-     network are the same with one);
-  2. rounds of ``lost_cities/grow.yaml`` from that network (the growing teacher: the learner in its
-     own rollouts; each new network gated head to head against the current one), in the stages the
-     shipped campaign ran in (SHIPPED_STAGES: a run of 4 rounds, a run of 1 from its network, both
-     with the settings grow.yaml had then, two runs of 1 with today's settings but the teacher's
-     rollouts played to the end, two runs of 1 with today's grow.yaml but 3 candidates in its
-     teacher's search, two runs of 1 with grow.yaml's uniform-deal teacher, one with 144 deals in its
-     teacher's search, one more with the uniform-deal teacher, one more with 144 deals, and two with
-     today's grow.yaml (its teacher deals by the learned hand belief); each run starts from
-     the network of the one before and with no positions, as a campaign that goes on from a
-     shipped network does);
-  3. the distilled network exported into the package (``deepcfr.players.champion``);
-  4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
-     ``search:champion`` plays) against every bot, and the search against the network alone head
-     to head (what the search adds), on paired deals with 95% CIs, written with the commands,
-     seeds, commit and hash into card.json and CARD.md (with the exploitability figure of the
-     previous card where the file is the same one it was measured on).
+1. one round of expert iteration, ``deepcfr improve --config lost_cities/improve.yaml``, with no
+   start network: its bot teacher plays both seats and the student starts fresh, so a Deep CFR
+   checkpoint would change nothing (tests/test_improve.py checks that the positions and the
+   network are the same with one);
+2. rounds of ``lost_cities/grow.yaml`` from that network (the growing teacher: the learner in its
+   own rollouts; each new network gated head to head against the current one), in the stages the
+   shipped campaign ran in (SHIPPED_STAGES: a run of 4 rounds, a run of 1 from its network, both
+   with the settings grow.yaml had then, two runs of 1 with today's settings but the teacher's
+   rollouts played to the end, two runs of 1 with today's grow.yaml but 3 candidates in its
+   teacher's search, two runs of 1 with grow.yaml's uniform-deal teacher, one with 144 deals in its
+   teacher's search, one more with the uniform-deal teacher, one more with 144 deals, and two with
+   today's grow.yaml (its teacher deals by the learned hand belief); each run starts from
+   the network of the one before and with no positions, as a campaign that goes on from a
+   shipped network does);
+3. the distilled network exported into the package (``deepcfr.players.champion``);
+4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
+   ``search:champion`` plays) against every bot, and the search against the network alone head
+   to head (what the search adds), on paired deals with 95% CIs, written with the commands,
+   seeds, commit and hash into card.json and CARD.md (with the exploitability figure of the
+   previous card where the file is the same one it was measured on).
 
-    python scripts/make_champion.py                     # the shipped recipe (see card.json's commands)
-    python scripts/make_champion.py --evaluate-only     # only step 4, for the file already there
-    python scripts/make_champion.py --variant mini --quick --out DIR --work DIR   # the recipe in seconds (tests)
+  python scripts/make_champion.py                     # the shipped recipe (see card.json's commands)
+  python scripts/make_champion.py --evaluate-only     # only step 4, for the file already there
+  python scripts/make_champion.py --variant mini --quick --out DIR --work DIR   # the recipe in seconds (tests)
 """
 
 from __future__ import annotations
@@ -36,11 +36,16 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
+from deepcfr.players.champion import (
+    CARD_FILE,
+    CHAMPION_FILE,
+    HERE,
+    champion_card_of,
+    export_champion,
+    write_champion_card,
+)
 
-from deepcfr.players.champion import (CARD_FILE, CHAMPION_FILE, HERE, champion_card_of, export_champion,  # noqa: E402
-                                      write_champion_card)
+ROOT = Path(__file__).resolve().parent.parent
 
 # grow.yaml's teacher for the shipped campaign's first eight rounds: rollouts to the end of the
 # game (today's cuts them after 4 decisions and values the rest with the shipped value function;
@@ -49,7 +54,11 @@ FULL_ROLLOUT_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=base
 # grow.yaml's settings for the shipped campaign's first five rounds (today's: colder targets,
 # trained longer, a 10,000-game gate; docs/log/results.md, "Round 6 again, and distillation settings" and
 # "Round 7: colder targets trained longer")
-FIRST_GROW_SETTINGS = ["improve.temperature=5", "improve.train_steps=12000", "improve.gate_games=2000"] + FULL_ROLLOUT_TEACHER
+FIRST_GROW_SETTINGS = [
+    "improve.temperature=5",
+    "improve.train_steps=12000",
+    "improve.gate_games=2000",
+] + FULL_ROLLOUT_TEACHER
 # grow.yaml's teacher for rounds 9 and 10: rollouts cut after 4 decisions, 3 candidates (today's
 # has 5: head to head over round 9 they beat 3 by +2.4 a game; docs/log/results.md, "Round 10")
 CUT_ROLLOUT_K3_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=base,rollout_plies=4]:learner"]
@@ -59,16 +68,29 @@ CUT_ROLLOUT_K3_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=ba
 NO_EVALUATION = ["improve.eval_games=0"]
 # grow.yaml's teacher with three times its deals, for rounds 13 and 17 (the 48-deal rounds before
 # them were rejected; docs/log/results.md, "Round 13 again" and "Round 17")
-DEALS_144_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4,determinizations=144]:learner",
-                     *NO_EVALUATION]
+DEALS_144_TEACHER = [
+    "improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4,determinizations=144]:learner",
+    *NO_EVALUATION,
+]
 # grow.yaml's teacher for rounds 11-17, dealing the hidden cards uniformly (today's deals the
 # opponent's by the hand belief shipped beside the champion; docs/log/results.md, "Round 18")
 UNIFORM_DEALS_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4]:learner"]
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each
-SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, FULL_ROLLOUT_TEACHER),
-                  (1, FULL_ROLLOUT_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER), (1, CUT_ROLLOUT_K3_TEACHER),
-                  (1, UNIFORM_DEALS_TEACHER), (1, UNIFORM_DEALS_TEACHER), (1, DEALS_144_TEACHER),
-                  (1, UNIFORM_DEALS_TEACHER + NO_EVALUATION), (1, DEALS_144_TEACHER), (1, NO_EVALUATION), (1, [])]
+SHIPPED_STAGES = [
+    (4, FIRST_GROW_SETTINGS),
+    (1, FIRST_GROW_SETTINGS),
+    (1, FULL_ROLLOUT_TEACHER),
+    (1, FULL_ROLLOUT_TEACHER),
+    (1, CUT_ROLLOUT_K3_TEACHER),
+    (1, CUT_ROLLOUT_K3_TEACHER),
+    (1, UNIFORM_DEALS_TEACHER),
+    (1, UNIFORM_DEALS_TEACHER),
+    (1, DEALS_144_TEACHER),
+    (1, UNIFORM_DEALS_TEACHER + NO_EVALUATION),
+    (1, DEALS_144_TEACHER),
+    (1, NO_EVALUATION),
+    (1, []),
+]
 # the search settings measured strongest over the champion (docs/log/results.md, "A teacher that
 # grows", "The search cut short by the value function" and "Round 10"): the network plays its
 # own rollouts, cut after 4 decisions and valued by the value function shipped beside it, over
@@ -79,11 +101,21 @@ SHIPPED_STAGES = [(4, FIRST_GROW_SETTINGS), (1, FIRST_GROW_SETTINGS), (1, FULL_R
 # (docs/log/results.md, "A learned belief of the opponent's hand")
 SEARCH_SETTINGS = {"candidates": 5, "rollout_policy": "base", "rollout_plies": 4, "belief": "learned"}
 BOTS = ["heuristic_balanced", "heuristic_careful", "heuristic_aggressive", "discard_only", "random"]
-QUICK_IMPROVE = ["network.hidden_size=16", "improve.games_per_round=4", "improve.batch_games=2", "improve.train_steps=20", "improve.batch_size=32",
-                 "improve.gate_games=20", "improve.eval_games=0", "improve.executor=inline",
-                 "improve.teacher=search[determinizations=2]:heuristic_balanced"]
+QUICK_IMPROVE = [
+    "network.hidden_size=16",
+    "improve.games_per_round=4",
+    "improve.batch_games=2",
+    "improve.train_steps=20",
+    "improve.batch_size=32",
+    "improve.gate_games=20",
+    "improve.eval_games=0",
+    "improve.executor=inline",
+    "improve.teacher=search[determinizations=2]:heuristic_balanced",
+]
 QUICK_GROW = [o for o in QUICK_IMPROVE if not o.startswith(("network.", "improve.teacher="))] + [
-    "improve.eval_opponents=[heuristic_balanced]", "improve.teacher=search[determinizations=2,rollout_policy=base]:learner"]
+    "improve.eval_opponents=[heuristic_balanced]",
+    "improve.teacher=search[determinizations=2,rollout_policy=base]:learner",
+]
 
 
 def deepcfr(*args: str) -> list[str]:
@@ -97,18 +129,27 @@ def run(command: list[str]) -> None:
 
 def commit() -> str:
     try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
+        return subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+        ).stdout.strip()
     except (OSError, subprocess.CalledProcessError):
         return "unknown"
 
 
-def recipe(variant: str, quick: bool, work: Path,
-           grow_stages: list[tuple[int, list[str]]]) -> tuple[list[list[str]], list[Path]]:
+def recipe(
+    variant: str, quick: bool, work: Path, grow_stages: list[tuple[int, list[str]]]
+) -> tuple[list[list[str]], list[Path]]:
     """The recipe's commands and the improvement checkpoints its runs leave (the last one is the
     champion's); ``grow_stages``: each growing run's rounds and its overrides of grow.yaml."""
-    improve = ["improve", "--config", "lost_cities/improve.yaml", "--set", "improve.eval_search=null",
-               "--run-dir", str(work / "improve")]
+    improve = [
+        "improve",
+        "--config",
+        "lost_cities/improve.yaml",
+        "--set",
+        "improve.eval_search=null",
+        "--run-dir",
+        str(work / "improve"),
+    ]
     if variant != "classic":
         improve += ["--set", f"game.variant={variant}"]
     if quick:
@@ -117,8 +158,17 @@ def recipe(variant: str, quick: bool, work: Path,
     commands, checkpoints = [improve], [work / "improve" / "checkpoints" / "latest.pt"]
     for stage, (rounds, overrides) in enumerate(grow_stages):
         run_dir = work / ("grow" if stage == 0 else f"grow{stage + 1}")
-        grow = ["improve", "--checkpoint", str(checkpoints[-1]), "--config", "lost_cities/grow.yaml",
-                "--rounds", str(rounds), "--run-dir", str(run_dir)]
+        grow = [
+            "improve",
+            "--checkpoint",
+            str(checkpoints[-1]),
+            "--config",
+            "lost_cities/grow.yaml",
+            "--rounds",
+            str(rounds),
+            "--run-dir",
+            str(run_dir),
+        ]
         for override in overrides + (QUICK_GROW if quick else []):
             grow += ["--set", override]
         commands.append(grow)
@@ -133,8 +183,9 @@ def search_settings(value_fn, hand_belief) -> dict:
     return {k: v for k, v in SEARCH_SETTINGS.items() if needs.get(k, True) is not None}
 
 
-def evaluate(champion: Path, variant: str, network_games: int, search_games: int, head_to_head_games: int,
-             seed: int) -> tuple[dict, dict]:
+def evaluate(
+    champion: Path, variant: str, network_games: int, search_games: int, head_to_head_games: int, seed: int
+) -> tuple[dict, dict]:
     """The network alone (greedy) and the search over it (``search_settings``) against every bot,
     and the search against the network alone (``search_vs_network``); and the search settings."""
     from deepcfr.cli.common import make_named_game
@@ -150,20 +201,53 @@ def evaluate(champion: Path, variant: str, network_games: int, search_games: int
         for i, bot in enumerate(BOTS):
             start = time.perf_counter()
             # the search's games cost seconds each: the bots it beats by a mile get fewer
-            r = match_row(game, spec, bot, games if kind == "network" or bot.startswith("heuristic") else min(games, 100),
-                          seed, value)
-            figures[kind][bot] = {k: r[k] for k in ("games", "win_rate", "win_rate_ci95", "mean_score_diff",
-                                                    "score_diff_ci95", "mean_game_length", "corrected_score_diff",
-                                                    "corrected_ci95", "variance_ratio") if k in r}
+            r = match_row(
+                game,
+                spec,
+                bot,
+                games if kind == "network" or bot.startswith("heuristic") else min(games, 100),
+                seed,
+                value,
+            )
+            figures[kind][bot] = {
+                k: r[k]
+                for k in (
+                    "games",
+                    "win_rate",
+                    "win_rate_ci95",
+                    "mean_score_diff",
+                    "score_diff_ci95",
+                    "mean_game_length",
+                    "corrected_score_diff",
+                    "corrected_ci95",
+                    "variance_ratio",
+                )
+                if k in r
+            }
             if kind == "search":
                 figures[kind][bot]["seconds_per_move"] = r.get("seconds_per_searched_move")
-            print(f"  {kind} vs {bot} ({i + 1}/{len(BOTS)}): {100 * r['win_rate']:.1f}% +-{100 * r['win_rate_ci95']:.1f}, "
-                  f"{r['mean_score_diff']:+.1f} +-{r['score_diff_ci95']:.1f} ({time.perf_counter() - start:.0f}s)", flush=True)
+            print(
+                f"  {kind} vs {bot} ({i + 1}/{len(BOTS)}): "
+                f"{100 * r['win_rate']:.1f}% +-{100 * r['win_rate_ci95']:.1f}, "
+                f"{r['mean_score_diff']:+.1f} +-{r['score_diff_ci95']:.1f} ({time.perf_counter() - start:.0f}s)",
+                flush=True,
+            )
     if head_to_head_games:
         r = match_row(game, searched, f"{champion}@greedy", head_to_head_games, seed, value)
-        figures["search_vs_network"] = {k: r[k] for k in ("games", "win_rate", "win_rate_ci95", "mean_score_diff",
-                                                          "score_diff_ci95", "corrected_score_diff", "corrected_ci95",
-                                                          "variance_ratio") if k in r}
+        figures["search_vs_network"] = {
+            k: r[k]
+            for k in (
+                "games",
+                "win_rate",
+                "win_rate_ci95",
+                "mean_score_diff",
+                "score_diff_ci95",
+                "corrected_score_diff",
+                "corrected_ci95",
+                "variance_ratio",
+            )
+            if k in r
+        }
         figures["search_vs_network"]["seconds_per_move"] = r.get("seconds_per_searched_move")
         print(f"  search vs network: {r['score_diff']:+.2f} +-{r['score_diff_ci']:.2f}", flush=True)
     return figures, settings
@@ -183,18 +267,26 @@ def main() -> int:
     p.add_argument("--quick", action="store_true", help="tiny settings (a test of the recipe, not a champion)")
     p.add_argument("--work", default="runs/champion", help="run directories (relative: to the repository root)")
     p.add_argument("--out", default=str(HERE), help="where the champion file and its card go")
-    p.add_argument("--evaluate-only", action="store_true", help="only measure the file already in --out and write the card")
-    p.add_argument("--made-by-recipe", action="store_true",
-                   help="with --evaluate-only: the file was made by this recipe's commands (run in pieces, or on "
-                        "another machine), so the card names them instead of the previous card's")
-    p.add_argument("--grow-rounds",
-                   help="rounds of lost_cities/grow.yaml as it is after the bot round, one run per comma-separated "
-                        "count, each from the network of the one before (default: the shipped champion's runs, "
-                        f"{','.join(str(n) for n, _ in SHIPPED_STAGES)}, with the settings each ran with; 0: none)")
+    p.add_argument(
+        "--evaluate-only", action="store_true", help="only measure the file already in --out and write the card"
+    )
+    p.add_argument(
+        "--made-by-recipe",
+        action="store_true",
+        help="with --evaluate-only: the file was made by this recipe's commands (run in pieces, or on "
+        "another machine), so the card names them instead of the previous card's",
+    )
+    p.add_argument(
+        "--grow-rounds",
+        help="rounds of lost_cities/grow.yaml as it is after the bot round, one run per comma-separated "
+        "count, each from the network of the one before (default: the shipped champion's runs, "
+        f"{','.join(str(n) for n, _ in SHIPPED_STAGES)}, with the settings each ran with; 0: none)",
+    )
     p.add_argument("--network-games", type=int, default=2000)
     p.add_argument("--search-games", type=int, default=400)
-    p.add_argument("--head-to-head-games", type=int, default=2000,
-                   help="games of the search against the network alone (0: none)")
+    p.add_argument(
+        "--head-to-head-games", type=int, default=2000, help="games of the search against the network alone (0: none)"
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--machine", default="a shared 2-core AMD EPYC CPU, one torch thread")
     args = p.parse_args()
@@ -202,8 +294,11 @@ def main() -> int:
     out.mkdir(parents=True, exist_ok=True)
     file = out / CHAMPION_FILE.name
     try:
-        grow_stages = SHIPPED_STAGES if args.grow_rounds is None else [
-            (int(n), []) for n in args.grow_rounds.split(",") if int(n) > 0]
+        grow_stages = (
+            SHIPPED_STAGES
+            if args.grow_rounds is None
+            else [(int(n), []) for n in args.grow_rounds.split(",") if int(n) > 0]
+        )
     except ValueError:
         p.error(f"--grow-rounds: comma-separated round counts, e.g. 4,3 (got {args.grow_rounds!r})")
     commands, checkpoints = recipe(args.variant, args.quick, work, grow_stages)  # paths as run in ROOT
@@ -216,14 +311,19 @@ def main() -> int:
         export_champion(made[-1], file)
         file.chmod(0o644)
     commands = [["deepcfr", *c] for c in commands] + [
-        ["python", "-c", f"'from deepcfr.players.champion import export_champion; export_champion(\"{improved}\", "
-                         f"\"{_shown(file)}\")'"]]
+        [
+            "python",
+            "-c",
+            f'\'from deepcfr.players.champion import export_champion; export_champion("{improved}", '
+            f'"{_shown(file)}")\'',
+        ]
+    ]
     keep_provenance = args.evaluate_only and previous and not args.made_by_recipe
     if keep_provenance:
         commands = previous["commands"]  # what made the file
+    from deepcfr.checkpoints import load_checkpoint, network_meta
     from deepcfr.improve.config import ImproveRunConfig
     from deepcfr.train.agent import load_agent
-    from deepcfr.checkpoints import load_checkpoint, network_meta
 
     agent = load_agent(str(file), config_class=ImproveRunConfig)
     if keep_provenance:
@@ -235,20 +335,38 @@ def main() -> int:
         rounds = 1 + sum(int(load_checkpoint(str(ck), map_location="cpu")["improve"]["round"]) for ck in made[1:])
         teachers = [load_agent(str(made[0]), config_class=ImproveRunConfig).config.improve.teacher_of(1)]
         teachers += agent.config.improve.teachers() if grow_stages else []
-    print(f"evaluating {file} ({args.network_games} games for the network, {args.search_games} for the search)", flush=True)
-    figures, settings = evaluate(file, args.variant, args.network_games, args.search_games, args.head_to_head_games, args.seed)
+    print(
+        f"evaluating {file} ({args.network_games} games for the network, {args.search_games} for the search)",
+        flush=True,
+    )
+    figures, settings = evaluate(
+        file, args.variant, args.network_games, args.search_games, args.head_to_head_games, args.seed
+    )
     net, search = figures["network"]["heuristic_balanced"], figures["search"]["heuristic_balanced"]
     card = champion_card_of(
         file,
         summary=f"the network alone {100 * net['win_rate']:.1f}% ({net['mean_score_diff']:+.1f}), the search over it "
-                f"{100 * search['win_rate']:.1f}% ({search['mean_score_diff']:+.1f}) against heuristic_balanced",
-        game=agent.game.name, rules=agent.game.config_dict(), rules_variant=args.variant,
-        network=network_meta(agent.config, agent.game), improve_rounds=rounds,
-        run_seed=int(agent.config.run.seed), eval_seed=args.seed,
-        teacher=teachers, commands=commands, search_settings=settings,
-        recipe_note=previous.get("recipe_note", "With a bot teacher on both seats the round never consults a start "
-                                 "network and the student starts fresh, so no Deep CFR checkpoint is needed."),
-        commit=commit(), date=dt.date.today().isoformat(), machine=args.machine, figures=figures)
+        f"{100 * search['win_rate']:.1f}% ({search['mean_score_diff']:+.1f}) against heuristic_balanced",
+        game=agent.game.name,
+        rules=agent.game.config_dict(),
+        rules_variant=args.variant,
+        network=network_meta(agent.config, agent.game),
+        improve_rounds=rounds,
+        run_seed=int(agent.config.run.seed),
+        eval_seed=args.seed,
+        teacher=teachers,
+        commands=commands,
+        search_settings=settings,
+        recipe_note=previous.get(
+            "recipe_note",
+            "With a bot teacher on both seats the round never consults a start "
+            "network and the student starts fresh, so no Deep CFR checkpoint is needed.",
+        ),
+        commit=commit(),
+        date=dt.date.today().isoformat(),
+        machine=args.machine,
+        figures=figures,
+    )
     if previous.get("exploitability") and previous.get("sha256") == card["sha256"]:
         card["exploitability"] = previous["exploitability"]  # measured on this very file
     written = write_champion_card(card, out)

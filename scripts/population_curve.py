@@ -23,9 +23,23 @@ ROOT = Path(__file__).resolve().parents[1]
 CHAMPION_PATH = "src/deepcfr/players/champion/lost_cities.pt"
 # The commit that shipped each round's champion (git log -- CHAMPION_PATH); round 1 is also the
 # fixed reference network (reference/lost_cities_one_round.pt).
-SHIPPED = {1: "423fdca", 3: "d81a343", 4: "d23558e", 5: "c23146a", 7: "0d517f7", 8: "443c788", 9: "b9dd27c",
-           10: "2776393", 11: "e419cc5", 12: "99a35be", 13: "2bbee3b", 15: "35db586", 17: "3d0f47e",
-           18: "c15fae1", 19: "9d3ff4d"}
+SHIPPED = {
+    1: "423fdca",
+    3: "d81a343",
+    4: "d23558e",
+    5: "c23146a",
+    7: "0d517f7",
+    8: "443c788",
+    9: "b9dd27c",
+    10: "2776393",
+    11: "e419cc5",
+    12: "99a35be",
+    13: "2bbee3b",
+    15: "35db586",
+    17: "3d0f47e",
+    18: "c15fae1",
+    19: "9d3ff4d",
+}
 
 
 def round_file(round_: int, directory: Path) -> Path:
@@ -33,8 +47,9 @@ def round_file(round_: int, directory: Path) -> Path:
     if round_ not in SHIPPED:
         raise SystemExit(f"no shipped champion of round {round_}; shipped rounds: {sorted(SHIPPED)}")
     out = directory / f"round_{round_:02d}.pt"
-    data = subprocess.run(["git", "show", f"{SHIPPED[round_]}:{CHAMPION_PATH}"], cwd=ROOT, capture_output=True,
-                          check=True).stdout
+    data = subprocess.run(
+        ["git", "show", f"{SHIPPED[round_]}:{CHAMPION_PATH}"], cwd=ROOT, capture_output=True, check=True
+    ).stdout
     out.write_bytes(data)
     return out
 
@@ -42,8 +57,13 @@ def round_file(round_: int, directory: Path) -> Path:
 def measure(round_: int, file: Path, games: int, seed: int, target_ci: float | None) -> dict:
     from deepcfr.games.lost_cities import LostCitiesGame
     from deepcfr.players.champion import shipped_value_function
-    from deepcfr.players.population import (POPULATION_VERSION, member_target, population_members, population_rows,
-                                            population_summary)
+    from deepcfr.players.population import (
+        POPULATION_VERSION,
+        member_target,
+        population_members,
+        population_rows,
+        population_summary,
+    )
 
     game = LostCitiesGame()
     spec = f"{file}@greedy"
@@ -51,15 +71,34 @@ def measure(round_: int, file: Path, games: int, seed: int, target_ci: float | N
     start = time.perf_counter()
 
     def shown(row):
-        print(f"  round {round_} vs {row['member']}: {row['score_diff']:+.2f} +- {row['score_diff_ci']:.2f} "
-              f"({row['games']} games, {row['seconds']:.0f}s)", file=sys.stderr, flush=True)
+        print(
+            f"  round {round_} vs {row['member']}: {row['score_diff']:+.2f} +- {row['score_diff_ci']:.2f} "
+            f"({row['games']} games, {row['seconds']:.0f}s)",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    rows = population_rows(game, spec, members, games, seed, shipped_value_function(game),
-                           member_target(target_ci, len(members)), on_row=shown)
-    return {"round": round_, "commit": SHIPPED[round_], "population_version": POPULATION_VERSION, "seed": seed,
-            "games": games, "seconds": round(time.perf_counter() - start, 1), **population_summary(rows),
-            "members": {r["member"]: [round(r["score_diff"], 3), round(r["score_diff_ci"], 3), r["games"]] for r in rows},
-            "skipped": [s["member"] for s in skipped]}
+    rows = population_rows(
+        game,
+        spec,
+        members,
+        games,
+        seed,
+        shipped_value_function(game),
+        member_target(target_ci, len(members)),
+        on_row=shown,
+    )
+    return {
+        "round": round_,
+        "commit": SHIPPED[round_],
+        "population_version": POPULATION_VERSION,
+        "seed": seed,
+        "games": games,
+        "seconds": round(time.perf_counter() - start, 1),
+        **population_summary(rows),
+        "members": {r["member"]: [round(r["score_diff"], 3), round(r["score_diff_ci"], 3), r["games"]] for r in rows},
+        "skipped": [s["member"] for s in skipped],
+    }
 
 
 def markdown(lines: list[dict]) -> str:
@@ -68,8 +107,10 @@ def markdown(lines: list[dict]) -> str:
     out = [head, "|" + " ---: |" * (3 + len(members))]
     for line in sorted(lines, key=lambda x: x["round"]):
         cells = [f"{line['members'][m][0]:+.1f}" if m in line["members"] else "-" for m in members]
-        out.append(f"| {line['round']} | {line['population_score']:+.2f} +- {line['population_ci']:.2f} | "
-                   f"`{line['worst_member']}` {line['worst_score_diff']:+.1f} | " + " | ".join(cells) + " |")
+        out.append(
+            f"| {line['round']} | {line['population_score']:+.2f} +- {line['population_ci']:.2f} | "
+            f"`{line['worst_member']}` {line['worst_score_diff']:+.1f} | " + " | ".join(cells) + " |"
+        )
     return "\n".join(out)
 
 
@@ -93,14 +134,25 @@ def redecide(lines: list[dict], games: int, seed: int, alpha: float = 0.05) -> l
             margins = {name: tuple(v[:2]) for name, v in by_round[r]["members"].items()}
             current = {name: tuple(v[:2]) for name, v in by_round[kept]["members"].items()}
             accepted, figures = population_verdict((row["score_diff"], row["score_diff_ci"]), margins, current, alpha)
-            decisions.append({"round": r, "against": kept, "head_to_head": round(row["score_diff"], 3),
-                              "head_to_head_ci": round(row["score_diff_ci"], 3), "accepted": accepted,
-                              **{k.removeprefix("gate/"): v for k, v in figures.items() if "/member/" not in k}})
-            print(f"round {r} against round {kept}: head to head {row['score_diff']:+.2f} +- {row['score_diff_ci']:.2f}, "
-                  f"population rise {figures['gate/population_rise']:+.2f} +- {figures['gate/population_rise_ci95']:.2f}, "
-                  f"closest to falling {figures['gate/closest_to_falling']} {figures['gate/closest_to_falling_diff']:+.2f}"
-                  f" +- {figures['gate/closest_to_falling_ci95']:.2f}: {'accepted' if accepted else 'rejected'}",
-                  flush=True)
+            decisions.append(
+                {
+                    "round": r,
+                    "against": kept,
+                    "head_to_head": round(row["score_diff"], 3),
+                    "head_to_head_ci": round(row["score_diff_ci"], 3),
+                    "accepted": accepted,
+                    **{k.removeprefix("gate/"): v for k, v in figures.items() if "/member/" not in k},
+                }
+            )
+            print(
+                f"round {r} against round {kept}: head to head {row['score_diff']:+.2f} +- {row['score_diff_ci']:.2f}, "
+                f"population rise {figures['gate/population_rise']:+.2f} +- "
+                f"{figures['gate/population_rise_ci95']:.2f}, "
+                f"closest to falling {figures['gate/closest_to_falling']} "
+                f"{figures['gate/closest_to_falling_diff']:+.2f}"
+                f" +- {figures['gate/closest_to_falling_ci95']:.2f}: {'accepted' if accepted else 'rejected'}",
+                flush=True,
+            )
             if accepted:
                 kept = r
     return decisions
@@ -114,9 +166,14 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "log" / "population_curve.jsonl")
     parser.add_argument("--markdown", action="store_true", help="print the table of what --out holds and stop")
-    parser.add_argument("--redecide", type=Path, default=None, metavar="OUT",
-                        help="apply the gate that asks everyone to the rounds --out holds, in order (head to head: "
-                        "--h2h-games), write its decisions to OUT (JSON lines) and stop")
+    parser.add_argument(
+        "--redecide",
+        type=Path,
+        default=None,
+        metavar="OUT",
+        help="apply the gate that asks everyone to the rounds --out holds, in order (head to head: "
+        "--h2h-games), write its decisions to OUT (JSON lines) and stop",
+    )
     parser.add_argument("--h2h-games", type=int, default=10000, help="with --redecide: head-to-head games per round")
     args = parser.parse_args()
     done = [json.loads(x) for x in args.out.read_text().splitlines()] if args.out.is_file() else []
@@ -124,8 +181,9 @@ def main() -> int:
         print(markdown(done))
         return 0
     if args.redecide is not None:
-        decisions = redecide([d for d in done if d["games"] == args.games and d["seed"] == args.seed], args.h2h_games,
-                             args.seed)
+        decisions = redecide(
+            [d for d in done if d["games"] == args.games and d["seed"] == args.seed], args.h2h_games, args.seed
+        )
         args.redecide.write_text("".join(json.dumps(d) + "\n" for d in decisions))
         return 0
     args.out.parent.mkdir(parents=True, exist_ok=True)
@@ -136,8 +194,11 @@ def main() -> int:
             line = measure(round_, round_file(round_, Path(tmp)), args.games, args.seed, args.target_ci)
             with open(args.out, "a") as f:
                 f.write(json.dumps(line) + "\n")
-            print(f"round {round_}: population score {line['population_score']:+.2f} +- {line['population_ci']:.2f}, "
-                  f"worst {line['worst_member']} {line['worst_score_diff']:+.2f} ({line['seconds']:.0f}s)", flush=True)
+            print(
+                f"round {round_}: population score {line['population_score']:+.2f} +- {line['population_ci']:.2f}, "
+                f"worst {line['worst_member']} {line['worst_score_diff']:+.2f} ({line['seconds']:.0f}s)",
+                flush=True,
+            )
     return 0
 
 

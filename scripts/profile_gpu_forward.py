@@ -3,8 +3,8 @@
 achieved FLOP/s against the device's measured matmul peak, at batch sizes 1 ... 65536, on CPU
 (at each --threads count) and on CUDA when present (skipped cleanly otherwise).
 
-    PYTHONPATH=src .venv/bin/python scripts/profile_gpu_forward.py
-    PYTHONPATH=src .venv/bin/python scripts/profile_gpu_forward.py --shapes 512x3,128x2 --threads 1,2 --json
+    .venv/bin/python scripts/profile_gpu_forward.py
+    .venv/bin/python scripts/profile_gpu_forward.py --shapes 512x3,128x2 --threads 1,2 --json
 
 Input size defaults to the Lost Cities feature size (and output size to its action count);
 give --input-size/--output-size when that engine is absent. Network shapes default to 512x3
@@ -24,11 +24,10 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "src"))
+from deepcfr.cfr import forward_bench as fb
+from deepcfr.cfr.networks import DeepCFRMLP
 
-from deepcfr.cfr import forward_bench as fb  # noqa: E402
-from deepcfr.cfr.networks import DeepCFRMLP  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
 
 CPU_CONFIG_CANDIDATES = (REPO / "src/deepcfr/configs/lost_cities/cpu.yaml",)
 
@@ -73,16 +72,28 @@ def median_by(items: list, key):
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--shapes", default=None, help="network shapes HIDDENxLAYERS, comma-separated (default: 512x3 and the CPU config's)")
+    parser.add_argument(
+        "--shapes",
+        default=None,
+        help="network shapes HIDDENxLAYERS, comma-separated (default: 512x3 and the CPU config's)",
+    )
     parser.add_argument("--input-size", type=int, default=None, help="feature size (default: Lost Cities')")
-    parser.add_argument("--output-size", type=int, default=None, help="output size (default: Lost Cities' action count)")
-    parser.add_argument("--batches", default=",".join(map(str, fb.DEFAULT_BATCHES)), help="batch sizes, comma-separated")
+    parser.add_argument(
+        "--output-size", type=int, default=None, help="output size (default: Lost Cities' action count)"
+    )
+    parser.add_argument(
+        "--batches", default=",".join(map(str, fb.DEFAULT_BATCHES)), help="batch sizes, comma-separated"
+    )
     parser.add_argument("--devices", default="cpu,cuda", help="cpu and/or cuda[:N]; cuda is skipped when absent")
     parser.add_argument("--threads", default="1,2", help="CPU intra-op thread counts to measure, comma-separated")
     parser.add_argument("--cuda-dtypes", default="float32,bfloat16", help="forward dtypes on CUDA (CPU is float32)")
-    parser.add_argument("--cuda-latency", action="store_true", help="on CUDA also time with a synchronize after every call")
+    parser.add_argument(
+        "--cuda-latency", action="store_true", help="on CUDA also time with a synchronize after every call"
+    )
     parser.add_argument("--repeats", type=int, default=5, help="timed samples per point (median reported)")
-    parser.add_argument("--rounds", type=int, default=1, help="interleaved repetitions of the whole sweep (median reported)")
+    parser.add_argument(
+        "--rounds", type=int, default=1, help="interleaved repetitions of the whole sweep (median reported)"
+    )
     parser.add_argument("--min-sample-seconds", type=float, default=0.05, help="length of one timed sample")
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object")
     args = parser.parse_args(argv)
@@ -124,16 +135,24 @@ def main(argv: list[str] | None = None) -> int:
         "input_size": input_size,
         "output_size": output_size,
         "batches": batches,
-        "nets": {name: {"hidden_size": h, "num_layers": n, "flops_per_state": fb.mlp_flops_per_state(nets[name]),
-                        "parameters": sum(p.numel() for p in nets[name].parameters())}
-                 for name, (h, n) in parsed_shapes},
+        "nets": {
+            name: {
+                "hidden_size": h,
+                "num_layers": n,
+                "flops_per_state": fb.mlp_flops_per_state(nets[name]),
+                "parameters": sum(p.numel() for p in nets[name].parameters()),
+            }
+            for name, (h, n) in parsed_shapes
+        },
         "peaks": [],
         "results": [],
         "skipped": [],
     }
     say = (lambda *a, **k: None) if args.json else print
-    say(f"torch {torch.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
-        f"input {input_size}, output {output_size}")
+    say(
+        f"torch {torch.__version__}, {os.cpu_count()} CPUs, load average {os.getloadavg()[0]:.2f}, "
+        f"input {input_size}, output {output_size}"
+    )
     for name, info in report["nets"].items():
         say(f"net {name}: {info['parameters']} parameters, {info['flops_per_state'] / 1e6:.3f} MFLOP per state")
 
@@ -168,8 +187,9 @@ def main(argv: list[str] | None = None) -> int:
                 torch.set_num_threads(threads)
                 for name, net in nets.items():
                     for sync in modes:
-                        timings = fb.sweep_forward(net, batches, dev, dtype, None, args.repeats,
-                                                   args.min_sample_seconds, sync_every_call=sync)
+                        timings = fb.sweep_forward(
+                            net, batches, dev, dtype, None, args.repeats, args.min_sample_seconds, sync_every_call=sync
+                        )
                         for t in timings:
                             rounds.setdefault((threads, fb.dtype_name(dtype), name, sync, t.batch), []).append(t)
             if args.rounds > 1:
@@ -180,8 +200,10 @@ def main(argv: list[str] | None = None) -> int:
             peak = median_by(found, lambda p: p.flop_per_second)
             peaks[(threads, dtype_name)] = peak.flop_per_second
             report["peaks"].append({**peak.as_dict(), "rounds": len(found)})
-            say(f"\n{device} matmul peak ({dtype_name}, best of sizes: {peak.size}^2, {threads} threads): "
-                f"{peak.flop_per_second / 1e9:.1f} GFLOP/s")
+            say(
+                f"\n{device} matmul peak ({dtype_name}, best of sizes: {peak.size}^2, {threads} threads): "
+                f"{peak.flop_per_second / 1e9:.1f} GFLOP/s"
+            )
         for threads, dtype in configs:
             dname = fb.dtype_name(dtype)
             peak = peaks[(threads, dname)]
@@ -192,12 +214,19 @@ def main(argv: list[str] | None = None) -> int:
                     for batch in batches:
                         found = rounds[(threads, dname, name, sync, batch)]
                         t = median_by(found, lambda x: x.us_per_call)
-                        row = {"net": name, **t.as_dict(), "peak_flop_per_second": peak,
-                               "peak_fraction": t.flop_per_second / peak, "rounds": len(found),
-                               "us_per_call_rounds": [x.us_per_call for x in found]}
+                        row = {
+                            "net": name,
+                            **t.as_dict(),
+                            "peak_flop_per_second": peak,
+                            "peak_fraction": t.flop_per_second / peak,
+                            "rounds": len(found),
+                            "us_per_call_rounds": [x.us_per_call for x in found],
+                        }
                         report["results"].append(row)
-                        say(f"{t.batch:>7} {t.us_per_call:>11.1f} {t.us_per_state:>10.3f} {t.states_per_second:>12.0f} "
-                            f"{t.flop_per_second / 1e9:>9.1f} {100 * row['peak_fraction']:>6.1f}%")
+                        say(
+                            f"{t.batch:>7} {t.us_per_call:>11.1f} {t.us_per_state:>10.3f} {t.states_per_second:>12.0f} "
+                            f"{t.flop_per_second / 1e9:>9.1f} {100 * row['peak_fraction']:>6.1f}%"
+                        )
     report["loadavg_end"] = list(os.getloadavg())
     say(f"\nload average at the end: {os.getloadavg()[0]:.2f}")
     if args.json:

@@ -3,7 +3,7 @@ current player), the encoding, the forward pass in float32 and bfloat16, the mas
 the argmax of the logits, over the lockstep batch a search plays (decisions x candidates x deals
 rows, from positions after some random plies). Every part runs on the same rows in each step.
 
-    PYTHONPATH=src python scripts/profile_rollout_step.py [--network champion] [--rows 4608] [--steps 60]
+    .venv/bin/python scripts/profile_rollout_step.py [--network champion] [--rows 4608] [--steps 60]
 
 Figures: docs/log/performance.md ("A teacher that grows").
 """
@@ -39,9 +39,9 @@ def main(argv: list[str] | None = None) -> int:
         state = game.step(state, sample_from_probs(game.legal_mask(state).float(), gen))
     seconds: dict[str, float] = {}
 
-    def timed(name, fn):
+    def timed(name, fn, *args):
         start = time.perf_counter()
-        out = fn()
+        out = fn(*args)
         seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - start
         return out
 
@@ -50,16 +50,18 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(args.steps):
             if bool(game.is_terminal(state).all()):
                 break
-            player_ = timed("engine", lambda: game.current_player(state).clamp(min=0))
-            mask = timed("engine", lambda: game.legal_mask(state))
-            obs = timed("engine", lambda: game.observe(state, player_))
-            x = timed("encode", lambda: game.encode(obs))
-            logits = timed("forward float32", lambda: net(x))
+            player_ = timed("engine", lambda s: game.current_player(s).clamp(min=0), state)
+            mask = timed("engine", game.legal_mask, state)
+            obs = timed("engine", game.observe, state, player_)
+            x = timed("encode", game.encode, obs)
+            logits = timed("forward float32", net, x)
             with torch.autocast("cpu", dtype=torch.bfloat16, enabled=x.device.type == "cpu"):
-                timed("forward bfloat16 (autocast)", lambda: net(x))
-            timed("masked softmax", lambda: masked_softmax(logits, mask))
-            actions = timed("argmax of the logits", lambda: logits.masked_fill(~mask, -torch.inf).argmax(dim=1))
-            state = timed("engine", lambda: game.step(state, actions))
+                timed("forward bfloat16 (autocast)", net, x)
+            timed("masked softmax", masked_softmax, logits, mask)
+            actions = timed(
+                "argmax of the logits", lambda z, m: z.masked_fill(~m, -torch.inf).argmax(dim=1), logits, mask
+            )
+            state = timed("engine", game.step, state, actions)
             rows += mask.shape[0]
     print(f"{rows} rows over {args.steps} steps of {args.rows} rollouts ({args.network}, {args.threads} thread(s))")
     for name, total in seconds.items():

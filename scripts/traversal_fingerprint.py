@@ -3,8 +3,8 @@
 from a fixed seed, on CPU: run it before and after a change that must not alter the samples
 (for example the host-sync removal of docs/log/performance.md) and compare the lines.
 
-    PYTHONPATH=src python scripts/traversal_fingerprint.py            # 130 traversals per case
-    PYTHONPATH=src python scripts/traversal_fingerprint.py --device cuda
+    .venv/bin/python scripts/traversal_fingerprint.py            # 130 traversals per case
+    .venv/bin/python scripts/traversal_fingerprint.py --device cuda
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import hashlib
 import json
 
 import torch
+
 
 def cases():
     from deepcfr.cfr.traversal import CriticSampling, OutcomeSampling
@@ -51,13 +52,16 @@ def main() -> None:
     torch.set_num_threads(1)
     game = make_game("lost_cities")
     torch.manual_seed(0)
-    nets = [DeepCFRMLP(game.feature_size, game.num_actions, hidden_size=64, num_layers=2).to(args.device) for _ in range(2)]
+    nets = [
+        DeepCFRMLP(game.feature_size, game.num_actions, hidden_size=64, num_layers=2).to(args.device) for _ in range(2)
+    ]
     traverser, opponent = RegretMatchingPolicy(nets[0], game.encode), StrategyNetPolicy(nets[1], game.encode)
     for name, options in cases().items():
         for player in (0, 1):
             generator = torch.Generator(device=args.device).manual_seed(7 + player)
-            result = traverse(options, game, player, args.traversals, traverser, opponent, 3, generator,
-                              device=args.device)
+            result = traverse(
+                options, game, player, args.traversals, traverser, opponent, 3, generator, device=args.device
+            )
             print(f"{name} p{player} {fingerprint(result)}")
 
 

@@ -1,5 +1,5 @@
 """Debian's headless Chromium through Playwright, for the browser tests (the served page and the
-static site): import ``browser`` into a test module to use the module-scoped fixture."""
+static site): the module-scoped fixture ``browser``, which tests/conftest.py provides to every test module."""
 
 from __future__ import annotations
 
@@ -7,8 +7,15 @@ import shutil
 
 import pytest
 
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+]
 
 
 def chromium() -> str:

@@ -4,6 +4,8 @@ import sys
 import pytest
 import torch
 
+from browser_helpers import browser  # noqa: F401 (the browser tests' module-scoped fixture)
+
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "src"))
 
 # Small tensor ops do not get faster with more threads on these machines, and several test
@@ -12,8 +14,16 @@ torch.set_num_threads(1)
 
 
 # A small Leduc run: ~1 s per iteration on one thread (the warm-start tests' settings).
-LEDUC_FAST = ["run.progress=false", "run.threads=1", "eval.every=0", "traversal.traversals_per_player=1000",
-              "traversal.chunk_size=1000", "advantage.train_steps=150", "strategy.every=1", "strategy.train_steps=300"]
+LEDUC_FAST = [
+    "run.progress=false",
+    "run.threads=1",
+    "eval.every=0",
+    "traversal.traversals_per_player=1000",
+    "traversal.chunk_size=1000",
+    "advantage.train_steps=150",
+    "strategy.every=1",
+    "strategy.train_steps=300",
+]
 
 
 @pytest.fixture(scope="session")

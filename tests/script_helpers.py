@@ -9,8 +9,8 @@ SCRIPTS = Path(__file__).resolve().parents[1] / "scripts"
 
 
 def load_script(name: str):
-    """scripts/NAME.py as a module."""
-    spec = importlib.util.spec_from_file_location(name, SCRIPTS / f"{name}.py")
+    """scripts/NAME.py as a module (NAME may name a subfolder: ``experiments/luck_floor``)."""
+    spec = importlib.util.spec_from_file_location(Path(name).name, SCRIPTS / f"{name}.py")
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -12,12 +12,14 @@ def tiny_checkpoint(path: Path, variant: str = "mini", hidden: int = 8, ply_cap:
     from deepcfr.train.config import TrainConfig
     from deepcfr.train.trainer import Trainer
 
-    config = TrainConfig.model_validate({
-        "game": {"name": "lost_cities", "variant": variant, "rules": {"ply_cap": ply_cap}},
-        "traversal": {"algorithm": "outcome", "traversals_per_player": 4, "chunk_size": 4},
-        "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
-        "network": {"hidden_size": hidden},
-    })
+    config = TrainConfig.model_validate(
+        {
+            "game": {"name": "lost_cities", "variant": variant, "rules": {"ply_cap": ply_cap}},
+            "traversal": {"algorithm": "outcome", "traversals_per_player": 4, "chunk_size": 4},
+            "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
+            "network": {"hidden_size": hidden},
+        }
+    )
     with Trainer(config) as trainer:
         return trainer.write_checkpoint(path)
 

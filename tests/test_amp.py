@@ -20,12 +20,26 @@ needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 
 
 def tiny(game="kuhn", *extra):
-    return load_config(None, [
-        f"game.name={game}", "memory.augment=false", "traversal.algorithm=external", "traversal.traversals_per_player=64",
-        "traversal.chunk_size=32", "network.hidden_size=16", "advantage.train_steps=4",
-        "advantage.batch_size=32", "strategy.train_steps=4", "strategy.batch_size=32", "eval.every=0",
-        "memory.advantage_capacity=500", "memory.strategy_capacity=500", "run.progress=false", *extra,
-    ])
+    return load_config(
+        None,
+        [
+            f"game.name={game}",
+            "memory.augment=false",
+            "traversal.algorithm=external",
+            "traversal.traversals_per_player=64",
+            "traversal.chunk_size=32",
+            "network.hidden_size=16",
+            "advantage.train_steps=4",
+            "advantage.batch_size=32",
+            "strategy.train_steps=4",
+            "strategy.batch_size=32",
+            "eval.every=0",
+            "memory.advantage_capacity=500",
+            "memory.strategy_capacity=500",
+            "run.progress=false",
+            *extra,
+        ],
+    )
 
 
 def weights(trainer):
@@ -150,8 +164,12 @@ def test_fp16_scaler_unscales_before_clipping():
     amp_fp16 = MixedPrecision("fp16", "cpu", allow_cpu=True)
     assert amp_fp16.grad_scale == 65536.0
     for seed in range(3):
-        assert bool(amp_off.step(plain.parameters(), opt_plain, regression_loss(plain, seed, scale=50.0), grad_clip=0.5))
-        assert bool(amp_fp16.step(scaled.parameters(), opt_scaled, regression_loss(scaled, seed, scale=50.0), grad_clip=0.5))
+        assert bool(
+            amp_off.step(plain.parameters(), opt_plain, regression_loss(plain, seed, scale=50.0), grad_clip=0.5)
+        )
+        assert bool(
+            amp_fp16.step(scaled.parameters(), opt_scaled, regression_loss(scaled, seed, scale=50.0), grad_clip=0.5)
+        )
     for p, q in zip(plain.parameters(), scaled.parameters()):
         torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
     assert not torch.equal(small_net()[0].weight, plain[0].weight)
@@ -203,10 +221,19 @@ def _parity(device: str, modes: list[str], steps: int, allow_cpu: bool, toleranc
     """Train one advantage network and the strategy network ``steps`` updates on the same
     memories from the same initial weights in float32 and in each AMP mode; the final losses
     (mean of the last quarter of the steps) must agree within ``tolerance`` (relative)."""
-    base_cfg = [f"run.device={device}", "network.hidden_size=64", f"advantage.train_steps={steps}",
-                f"strategy.train_steps={steps}", "advantage.batch_size=256", "strategy.batch_size=256",
-                "memory.advantage_capacity=20000", "memory.strategy_capacity=20000",
-                "traversal.traversals_per_player=512", "traversal.chunk_size=512", "advantage.lr=3e-3"]
+    base_cfg = [
+        f"run.device={device}",
+        "network.hidden_size=64",
+        f"advantage.train_steps={steps}",
+        f"strategy.train_steps={steps}",
+        "advantage.batch_size=256",
+        "strategy.batch_size=256",
+        "memory.advantage_capacity=20000",
+        "memory.strategy_capacity=20000",
+        "traversal.traversals_per_player=512",
+        "traversal.chunk_size=512",
+        "advantage.lr=3e-3",
+    ]
     source = Trainer(tiny("leduc", *base_cfg, "advantage.train_steps=1", "strategy.train_steps=1"))
     source.run_iteration()
     losses = {}

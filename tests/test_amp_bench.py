@@ -13,9 +13,37 @@ def load_bench():
 def test_bench_runs_and_reports_every_mode_and_phase(tmp_path, capsys):
     bench = load_bench()
     out = tmp_path / "report.json"
-    assert bench.main(["--device", "cpu", "--shapes", "16x1", "--modes", "fp32,bf16,bf16-cpu", "--memory-size", "2000",
-                       "--fill-games", "16", "--steps", "2", "--warmup-steps", "1", "--batch-size", "64",
-                       "--repeats", "2", "--peak-repeats", "1", "--throughput-batches", "32", "--json-out", str(out)]) == 0
+    assert (
+        bench.main(
+            [
+                "--device",
+                "cpu",
+                "--shapes",
+                "16x1",
+                "--modes",
+                "fp32,bf16,bf16-cpu",
+                "--memory-size",
+                "2000",
+                "--fill-games",
+                "16",
+                "--steps",
+                "2",
+                "--warmup-steps",
+                "1",
+                "--batch-size",
+                "64",
+                "--repeats",
+                "2",
+                "--peak-repeats",
+                "1",
+                "--throughput-batches",
+                "32",
+                "--json-out",
+                str(out),
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "1 threads" in printed and "speedup" in printed
     report = json.loads(out.read_text())

@@ -81,7 +81,7 @@ def test_heuristic_games_end_and_ply_cap_is_counted():
     game = make_game("lost_cities")
     names = ["heuristic_careful", "heuristic_balanced", "heuristic_aggressive"]
     for i, a in enumerate(names):
-        for b in names[i + 1:]:
+        for b in names[i + 1 :]:
             result = play_match(game, make_bot(game, a), make_bot(game, b), 100, seed=i)
             assert result.cut_off_games == 0, (a, b, result)
             assert result.mean_game_length < game.max_game_length
@@ -105,8 +105,22 @@ def _cli(*args):
 
 
 def test_cli_arena_json():
-    out = _cli("arena", "--game", "lost_cities", "--variant", "mini", "--a", "heuristic_careful", "--b", "random",
-               "--games", "100", "--seed", "1", "--json")
+    out = _cli(
+        "arena",
+        "--game",
+        "lost_cities",
+        "--variant",
+        "mini",
+        "--a",
+        "heuristic_careful",
+        "--b",
+        "random",
+        "--games",
+        "100",
+        "--seed",
+        "1",
+        "--json",
+    )
     assert out.returncode == 0, out.stderr
     lines = out.stdout.strip().splitlines()
     assert len(lines) == 1
@@ -131,8 +145,9 @@ def test_cli_arena_unknown_bot_lists_valid_names():
 def test_cli_bench_engine():
     out = _cli("bench", "--help")
     assert out.returncode == 0 and "engine" in out.stdout
-    out = _cli("bench", "engine", "--game", "lost_cities", "--variant", "mini", "--batch", "64", "--seconds", "0.2",
-               "--json")
+    out = _cli(
+        "bench", "engine", "--game", "lost_cities", "--variant", "mini", "--batch", "64", "--seconds", "0.2", "--json"
+    )
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     assert result["bench"] == "engine" and result["batch"] == 64 and result["batched_decisions_per_second"] > 0
@@ -149,8 +164,14 @@ def test_a_match_reports_its_progress_step_by_step():
 
     game = make_game("lost_cities", variant="mini")
     steps = []
-    result = play_match(game, make_bot(game, "random"), make_bot(game, "random"), 8, seed=1,
-                        on_step=lambda step, running: steps.append((step, running)))
+    result = play_match(
+        game,
+        make_bot(game, "random"),
+        make_bot(game, "random"),
+        8,
+        seed=1,
+        on_step=lambda step, running: steps.append((step, running)),
+    )
     assert [s for s, _ in steps] == list(range(len(steps)))  # every lockstep step, in order
     assert steps[0][1] == 8 and all(0 < r <= 8 for _, r in steps)
     assert len(steps) >= result.mean_game_length  # the longest game sets the number of steps
@@ -176,7 +197,7 @@ def test_pile_draws_that_fit_nothing_are_counted_per_side_and_game():
 
     def deck_drawer(obs, mask):
         prefer = mask.clone()
-        prefer[:, piles] &= ~mask[:, deck_draw:deck_draw + 1]
+        prefer[:, piles] &= ~mask[:, deck_draw : deck_draw + 1]
         return prefer.float() / prefer.sum(dim=1, keepdim=True)
 
     result = play_match(game, pile_drawer, deck_drawer, 40, seed=3)

@@ -14,8 +14,15 @@ import torch
 
 from deepcfr.games.bots import RandomBot, make_bot
 from deepcfr.games.lost_cities.bots import STYLES, HeuristicBot
-from deepcfr.games.lost_cities.layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, \
-    LostCitiesObsView, legal_mask_from_obs
+from deepcfr.games.lost_cities.layout import (
+    LOC_HAND,
+    LOC_MY_EXP,
+    LOC_OPP_EXP,
+    LOC_OPP_KNOWN,
+    LOC_PILE0,
+    LostCitiesObsView,
+    legal_mask_from_obs,
+)
 from deepcfr.games.lost_cities.rules import LostCitiesRules
 from deepcfr.games.registry import make_game
 
@@ -55,9 +62,18 @@ def decode(rules: LostCitiesRules, obs: torch.Tensor) -> LostCitiesObsView:
     top = torch.where(height > 0, top, -1)
     s = obs[:, D:].long()
     return LostCitiesObsView(
-        hand=counts(LOC_HAND), my_expedition=counts(LOC_MY_EXP), opp_expedition=counts(LOC_OPP_EXP),
-        opp_known=counts(LOC_OPP_KNOWN), pile_height=height, pile_top=top, piles=piles,
-        deck_size=s[:, 0], phase=s[:, 1], discarded_color=s[:, 2], player=s[:, 3], to_move=s[:, 4],
+        hand=counts(LOC_HAND),
+        my_expedition=counts(LOC_MY_EXP),
+        opp_expedition=counts(LOC_OPP_EXP),
+        opp_known=counts(LOC_OPP_KNOWN),
+        pile_height=height,
+        pile_top=top,
+        piles=piles,
+        deck_size=s[:, 0],
+        phase=s[:, 1],
+        discarded_color=s[:, 2],
+        player=s[:, 3],
+        to_move=s[:, 4],
     )
 
 
@@ -81,7 +97,7 @@ class ReferenceHeuristicBot:
         r, st = self.rules, self.style
         s = self._scale
         n, dev = obs.shape[0], obs.device
-        C, R1 = r.n_colors, r.n_ranks + 1
+        R1 = r.n_ranks + 1
         v = decode(r, obs)
         f32 = torch.float32
 
@@ -173,8 +189,9 @@ class ReferenceHeuristicBot:
         # In an uncommitted colour a pile card counts only if it makes the colour worth opening:
         # a card that merely "might help" would be discarded again next turn (and taken back by
         # the opponent, turn after turn).
-        opens_with_it = ((base + top_value * (1 - st.future_factor * p_get[:, None]) >= st.open_margin * s)
-                         & (hand_count + 1 >= st.min_open_cards))
+        opens_with_it = (base + top_value * (1 - st.future_factor * p_get[:, None]) >= st.open_margin * s) & (
+            hand_count + 1 >= st.min_open_cards
+        )
         gain = torch.where(top_playable & (committed | opens_with_it), top_value * w_hand[:, None], 0.0)
         wager_gain = torch.where(~my_has_num & committed & (base >= st.wager_margin * s), 5.0 * s, 0.0)
         gain = torch.where(top == 0, wager_gain, gain)
@@ -195,11 +212,14 @@ class ReferenceHeuristicBot:
     def _danger(self, value, above_opp, opp_open, opp_has_num, opp_wagers, deck_share, s):
         """Value ``[n, C, R1]`` of each card kind to the opponent if I hand it to them."""
         st = self.style
-        numbered = torch.where(
-            opp_open[:, :, None],
-            value * (1 + opp_wagers)[:, :, None] * st.danger_open,
-            value * st.danger_closed * deck_share[:, None, None],
-        ) * above_opp
+        numbered = (
+            torch.where(
+                opp_open[:, :, None],
+                value * (1 + opp_wagers)[:, :, None] * st.danger_open,
+                value * st.danger_closed * deck_share[:, None, None],
+            )
+            * above_opp
+        )
         wager = torch.where(
             opp_has_num,
             0.0,
@@ -302,8 +322,10 @@ def test_fast_act_chooses_the_reference_actions(variant, name):
         got = fast.act(obs, mask)
         assert got.dtype == expected.dtype and got.shape == expected.shape
         bad = (got != expected).nonzero().flatten()
-        assert bad.numel() == 0, (f"split_min_rows={split_min_rows}: {bad.numel()} of {obs.shape[0]} rows "
-                                  f"differ, first rows {bad[:10].tolist()}")
+        assert bad.numel() == 0, (
+            f"split_min_rows={split_min_rows}: {bad.numel()} of {obs.shape[0]} rows "
+            f"differ, first rows {bad[:10].tolist()}"
+        )
     # Default thresholds, small and odd batch sizes, single rows.
     fast = fast_bot(game, name)
     for size in (1, 7, 64, 300, 1000):

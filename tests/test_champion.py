@@ -11,13 +11,12 @@ from pathlib import Path
 import pytest
 import torch
 
+from deepcfr.checkpoints import network_meta
 from deepcfr.evaluate.arena import play_match
 from deepcfr.games.registry import make_game
 from deepcfr.players import load_player
 from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, champion_card, file_sha256
 from deepcfr.train.agent import load_agent
-from deepcfr.checkpoints import network_meta
-
 from script_helpers import load_script
 from search_helpers import decision_batch
 
@@ -47,7 +46,9 @@ def test_the_card_is_written_from_the_file_it_describes_and_reads_back(tmp_path)
     improved = ROOT / "tests" / "fixtures" / "checkpoints" / "improve_run.pt"
     file = export_network(improved, tmp_path / "lost_cities.pt")
     shipped = champion_card()
-    card = champion_card_of(file, "a summary", **{k: v for k, v in shipped.items() if k not in ("summary", "file", "sha256")})
+    card = champion_card_of(
+        file, "a summary", **{k: v for k, v in shipped.items() if k not in ("summary", "file", "sha256")}
+    )
     assert card["sha256"] == hashlib.sha256(file.read_bytes()).hexdigest() != file_sha256(improved)
     assert card["file"] == "src/deepcfr/players/champion/lost_cities.pt" and list(card) == list(shipped)
     json_file, markdown_file = write_champion_card(card, tmp_path)
@@ -71,7 +72,9 @@ def test_the_export_ships_the_strategy_network_not_an_advantage_network(tmp_path
     policy = exported.policy(obs, mask)
     assert torch.allclose(policy, NetworkPlayer.of_network(run.game, run.strategy_net, "run").policy(obs, mask))
     for net in run.advantage_nets:
-        assert not torch.allclose(policy, NetworkPlayer.of_network(run.game, net, "advantage").policy(obs, mask), atol=1e-3)
+        assert not torch.allclose(
+            policy, NetworkPlayer.of_network(run.game, net, "advantage").policy(obs, mask), atol=1e-3
+        )
 
 
 def test_the_default_recipe_is_the_one_that_made_the_shipped_file():
@@ -84,13 +87,16 @@ def test_the_default_recipe_is_the_one_that_made_the_shipped_file():
     # the runs made with grow.yaml's earlier settings name them, as keys grow.yaml has
     from deepcfr.improve import ImproveRunConfig
     from deepcfr.train.config import load_config
+
     earlier = load_config("lost_cities/grow.yaml", make_champion.FIRST_GROW_SETTINGS, config_class=ImproveRunConfig)
     assert (earlier.improve.temperature, earlier.improve.train_steps, earlier.improve.gate_games) == (5, 12000, 2000)
 
 
 def test_the_champion_greedy_beats_heuristic_careful():
     game = make_game("lost_cities")
-    result = play_match(game, load_player("champion@greedy", game), load_player("heuristic_careful", game), 400, seed=11)
+    result = play_match(
+        game, load_player("champion@greedy", game), load_player("heuristic_careful", game), 400, seed=11
+    )
     assert result.mean_score_diff - result.score_diff_ci95 > 0, result
     assert result.win_rate > 0.6
 
@@ -98,11 +104,31 @@ def test_the_champion_greedy_beats_heuristic_careful():
 @pytest.mark.slow
 def test_the_recipe_runs_on_the_mini_variant(tmp_path):
     out, work = tmp_path / "champion", tmp_path / "work"
-    proc = subprocess.run([sys.executable, str(ROOT / "scripts" / "make_champion.py"), "--variant", "mini", "--quick",
-                           "--out", str(out), "--work", str(work), "--network-games", "20", "--search-games", "4",
-                           "--head-to-head-games", "4",
-                           "--grow-rounds", "1,1"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "scripts" / "make_champion.py"),
+            "--variant",
+            "mini",
+            "--quick",
+            "--out",
+            str(out),
+            "--work",
+            str(work),
+            "--network-games",
+            "20",
+            "--search-games",
+            "4",
+            "--head-to-head-games",
+            "4",
+            "--grow-rounds",
+            "1,1",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     card = json.loads((out / "card.json").read_text())
     assert card["sha256"] == file_sha256(out / "lost_cities.pt") and card["rules_variant"] == "mini"
@@ -181,16 +207,25 @@ def test_the_search_is_offered_first_only_where_its_card_shows_it_beating_the_ne
 
     shipped = champion_card()
     row = shipped["figures"].get("search_vs_network")
-    assert champion.strongest_champion_spec() == ("search:champion" if row and champion.search_beats_network(row)
-                                                  else "champion@greedy")
-    plain = [({"mean_score_diff": 3.1, "score_diff_ci95": 3.8}, "champion@greedy"),
-             ({"mean_score_diff": 5.2, "score_diff_ci95": 1.9}, "search:champion"),
-             ({"mean_score_diff": -2.0, "score_diff_ci95": 1.0}, "champion@greedy")]
+    assert champion.strongest_champion_spec() == (
+        "search:champion" if row and champion.search_beats_network(row) else "champion@greedy"
+    )
+    plain = [
+        ({"mean_score_diff": 3.1, "score_diff_ci95": 3.8}, "champion@greedy"),
+        ({"mean_score_diff": 5.2, "score_diff_ci95": 1.9}, "search:champion"),
+        ({"mean_score_diff": -2.0, "score_diff_ci95": 1.0}, "champion@greedy"),
+    ]
     # where the row has the luck-corrected estimate, that one decides
-    corrected = [({"mean_score_diff": 3.1, "score_diff_ci95": 3.8, "corrected_score_diff": 5.0, "corrected_ci95": 2.0},
-                  "search:champion"),
-                 ({"mean_score_diff": 5.2, "score_diff_ci95": 1.9, "corrected_score_diff": 1.0, "corrected_ci95": 2.0},
-                  "champion@greedy")]
+    corrected = [
+        (
+            {"mean_score_diff": 3.1, "score_diff_ci95": 3.8, "corrected_score_diff": 5.0, "corrected_ci95": 2.0},
+            "search:champion",
+        ),
+        (
+            {"mean_score_diff": 5.2, "score_diff_ci95": 1.9, "corrected_score_diff": 1.0, "corrected_ci95": 2.0},
+            "champion@greedy",
+        ),
+    ]
     for row, expected in plain + corrected:
         card = {**shipped, "figures": {**shipped["figures"], "search_vs_network": row}}
         monkeypatch.setattr(champion, "champion_card", lambda card=card: card)

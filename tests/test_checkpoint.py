@@ -11,7 +11,9 @@ from deepcfr.train.config import load_config
 
 @pytest.fixture
 def config():
-    return load_config(None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "network.hidden_size=16"])
+    return load_config(
+        None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "network.hidden_size=16"]
+    )
 
 
 def _payload(config, iteration=3, value=1.0):
@@ -88,7 +90,10 @@ def test_an_older_format_version_is_refused_by_name(tmp_path, config, version):
 )
 def test_mismatch_names_key_and_values(tmp_path, config, override, key):
     path = save_checkpoint(tmp_path / "c.pt", _payload(config))
-    other = load_config(None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "network.hidden_size=16", *override])
+    other = load_config(
+        None,
+        ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "network.hidden_size=16", *override],
+    )
     with pytest.raises(CheckpointError) as e:
         load_checkpoint(path, expected_meta(other))
     msg = str(e.value)
@@ -141,8 +146,10 @@ def test_link_or_copy(tmp_path, config):
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "checkpoints"
 
 
-@pytest.mark.parametrize("name, kind", [("deepcfr_run.pt", ckpt.DEEPCFR_RUN), ("improve_run.pt", ckpt.IMPROVE_RUN),
-                                        ("network.pt", ckpt.NETWORK)])
+@pytest.mark.parametrize(
+    "name, kind",
+    [("deepcfr_run.pt", ckpt.DEEPCFR_RUN), ("improve_run.pt", ckpt.IMPROVE_RUN), ("network.pt", ckpt.NETWORK)],
+)
 def test_a_file_of_each_kind_written_before_kinds_existed_loads(name, kind):
     """The fixtures were written by the code before checkpoints had one owner (make_fixtures.py):
     reading upgrades them (their kind from their keys), and every kind plays as a player spec."""
@@ -159,7 +166,9 @@ def test_a_file_of_each_kind_written_before_kinds_existed_loads(name, kind):
 def test_a_kind_is_written_and_a_wrong_one_refused(tmp_path, config):
     path = save_checkpoint(tmp_path / "c.pt", _payload(config))
     assert load_checkpoint(path, kinds=(ckpt.DEEPCFR_RUN,))["meta"]["kind"] == ckpt.DEEPCFR_RUN
-    with pytest.raises(CheckpointError, match=r"c.pt holds a Deep CFR run \(deepcfr train\); this needs an? improvement run"):
+    with pytest.raises(
+        CheckpointError, match=r"c.pt holds a Deep CFR run \(deepcfr train\); this needs an? improvement run"
+    ):
         load_checkpoint(path, kinds=(ckpt.IMPROVE_RUN,))
     with pytest.raises(CheckpointError, match="unknown checkpoint kind 'model'"):
         make_meta(config, 1, kind="model")

@@ -70,8 +70,18 @@ def test_train_smoke_writes_run(smoke_run):
 
 def test_eval_smoke_checkpoint(smoke_run):
     run_dir, _ = smoke_run
-    out = _json(deepcfr("eval", "--checkpoint", run_dir / "checkpoints" / "latest.pt", "--games", 20,
-                        "--vs", "random,discard_only", "--json"))
+    out = _json(
+        deepcfr(
+            "eval",
+            "--checkpoint",
+            run_dir / "checkpoints" / "latest.pt",
+            "--games",
+            20,
+            "--vs",
+            "random,discard_only",
+            "--json",
+        )
+    )
     assert out["game"] == "lost_cities" and out["iteration"] == 3 and out["games"] == 20
     # the figures are those of the checkpoint's average policy in the arena, same deals (seed 0)
     from deepcfr.evaluate.arena import play_match
@@ -93,13 +103,32 @@ def test_train_without_config_uses_shipped_cpu_config(tmp_path, monkeypatch, cap
     from deepcfr.cli.main import main
 
     monkeypatch.chdir(tmp_path)
-    code = main([
-        "train", "--iterations", "1", "--json",
-        "--set", "traversal.traversals_per_player=4", "--set", "traversal.chunk_size=4",
-        "--set", "advantage.train_steps=2", "--set", "strategy.train_steps=2", "--set", "eval.every=0",
-        "--set", "memory.advantage_capacity=5000", "--set", "memory.strategy_capacity=5000",
-        "--set", "strategy.final_train_steps=3", "--set", "critic.train_steps=2",
-    ])
+    code = main(
+        [
+            "train",
+            "--iterations",
+            "1",
+            "--json",
+            "--set",
+            "traversal.traversals_per_player=4",
+            "--set",
+            "traversal.chunk_size=4",
+            "--set",
+            "advantage.train_steps=2",
+            "--set",
+            "strategy.train_steps=2",
+            "--set",
+            "eval.every=0",
+            "--set",
+            "memory.advantage_capacity=5000",
+            "--set",
+            "memory.strategy_capacity=5000",
+            "--set",
+            "strategy.final_train_steps=3",
+            "--set",
+            "critic.train_steps=2",
+        ]
+    )
     captured = capsys.readouterr()
     assert code == 0, captured.err[-2000:]
     summary = json.loads(captured.out)
@@ -115,21 +144,40 @@ def test_train_without_config_uses_shipped_cpu_config(tmp_path, monkeypatch, cap
 def _metrics_without_timings(run_dir: Path) -> list[dict]:
     """metrics.jsonl with every wall-clock figure left out (they differ from run to run)."""
     records = [json.loads(x) for x in (run_dir / "metrics.jsonl").read_text().splitlines() if x.strip()]
-    return [{k: v for k, v in r.items() if not k.startswith("time/") and k != "traversal/decisions_per_second"}
-            for r in records]
+    return [
+        {k: v for k, v in r.items() if not k.startswith("time/") and k != "traversal/decisions_per_second"}
+        for r in records
+    ]
 
 
 def test_killed_run_resumes_to_the_uninterrupted_runs_metrics(tmp_path):
     def args(run_dir):
-        return ["train", "--config", SMOKE, "--run-dir", run_dir, "--iterations", 6,
-                "--set", "traversal.traversals_per_player=192", "--set", "advantage.train_steps=30",
-                "--set", "strategy.train_steps=30", "--set", "eval.every=3", "--set", "checkpoint.every=2"]
+        return [
+            "train",
+            "--config",
+            SMOKE,
+            "--run-dir",
+            run_dir,
+            "--iterations",
+            6,
+            "--set",
+            "traversal.traversals_per_player=192",
+            "--set",
+            "advantage.train_steps=30",
+            "--set",
+            "strategy.train_steps=30",
+            "--set",
+            "eval.every=3",
+            "--set",
+            "checkpoint.every=2",
+        ]
 
     straight = tmp_path / "straight"
     assert _json(deepcfr(*args(straight), "--json"))["iterations"] == 6
     run_dir = tmp_path / "killed"
-    proc = subprocess.Popen(_cmd(*args(run_dir)), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        _cmd(*args(run_dir)), cwd=ROOT, env=_env(), stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
     metrics = run_dir / "metrics.jsonl"
     # The known point: iteration 2's metrics line is written (its checkpoint goes in place
     # right after it), then the process is killed during iteration 3.
@@ -144,13 +192,34 @@ def test_killed_run_resumes_to_the_uninterrupted_runs_metrics(tmp_path):
     # the resumed run is the uninterrupted one, metric for metric (timings aside)
     assert _metrics_without_timings(run_dir) == _metrics_without_timings(straight)
     assert sorted(p.name for p in (run_dir / "checkpoints").iterdir()) == [
-        "iter_000002.pt", "iter_000004.pt", "iter_000006.pt", "latest.pt"]
+        "iter_000002.pt",
+        "iter_000004.pt",
+        "iter_000006.pt",
+        "latest.pt",
+    ]
     assert "resum" in (run_dir / "train.log").read_text()
 
 
-KUHN_SHORT = ["--set", "run.iterations=20", "--set", "network.hidden_size=16", "--set", "traversal.traversals_per_player=64",
-              "--set", "traversal.chunk_size=64", "--set", "advantage.train_steps=20", "--set", "strategy.train_steps=20",
-              "--set", "strategy.every=1", "--set", "eval.every=0", "--set", "run.progress=false"]
+KUHN_SHORT = [
+    "--set",
+    "run.iterations=20",
+    "--set",
+    "network.hidden_size=16",
+    "--set",
+    "traversal.traversals_per_player=64",
+    "--set",
+    "traversal.chunk_size=64",
+    "--set",
+    "advantage.train_steps=20",
+    "--set",
+    "strategy.train_steps=20",
+    "--set",
+    "strategy.every=1",
+    "--set",
+    "eval.every=0",
+    "--set",
+    "run.progress=false",
+]
 
 
 def test_kuhn_train_and_eval_prints_exploitability(tmp_path, capsys):

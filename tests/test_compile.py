@@ -11,17 +11,32 @@ from deepcfr.train.config import load_config
 from deepcfr.train.trainer import Trainer
 
 needs_compiler = pytest.mark.skipif(
-    not any(shutil.which(cc) for cc in ("g++", "c++", "clang++")), reason="torch.compile (inductor) needs a C++ compiler"
+    not any(shutil.which(cc) for cc in ("g++", "c++", "clang++")),
+    reason="torch.compile (inductor) needs a C++ compiler",
 )
 
 
 def tiny(*extra):
-    return load_config(None, [
-        "game.name=leduc", "memory.augment=false", "traversal.algorithm=external", "traversal.traversals_per_player=64",
-        "traversal.chunk_size=32", "network.hidden_size=32", "advantage.train_steps=20",
-        "advantage.batch_size=64", "strategy.train_steps=20", "strategy.batch_size=64", "eval.every=0",
-        "memory.advantage_capacity=2000", "memory.strategy_capacity=2000", "run.progress=false", *extra,
-    ])
+    return load_config(
+        None,
+        [
+            "game.name=leduc",
+            "memory.augment=false",
+            "traversal.algorithm=external",
+            "traversal.traversals_per_player=64",
+            "traversal.chunk_size=32",
+            "network.hidden_size=32",
+            "advantage.train_steps=20",
+            "advantage.batch_size=64",
+            "strategy.train_steps=20",
+            "strategy.batch_size=64",
+            "eval.every=0",
+            "memory.advantage_capacity=2000",
+            "memory.strategy_capacity=2000",
+            "run.progress=false",
+            *extra,
+        ],
+    )
 
 
 def test_compile_is_off_by_default():

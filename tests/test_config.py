@@ -61,23 +61,38 @@ def test_a_shipped_config_sets_only_what_differs_from_the_defaults(name):
     schema = schema_of(name)
     defaults = schema().model_dump(mode="json")
     resolved = load_config(name, config_class=schema).model_dump(mode="json")
-    restated = [f"{section}.{key}" for section, values in read_config_file(name).items() for key in values
-                if resolved[section][key] == defaults[section][key]]
+    restated = [
+        f"{section}.{key}"
+        for section, values in read_config_file(name).items()
+        for key in values
+        if resolved[section][key] == defaults[section][key]
+    ]
     assert not restated, f"{name} restates the defaults of {restated}"
 
 
 def test_the_train_schema_has_no_improve_section():
     assert "improve" not in TrainConfig.model_fields and "improve" not in dump_config(load_config(None))
     improvement_runs = {"lost_cities/improve.yaml", "lost_cities/grow.yaml"}
-    assert all("improve" not in read_config_file(name) for name in shipped_config_names() if name not in improvement_runs)
+    assert all(
+        "improve" not in read_config_file(name) for name in shipped_config_names() if name not in improvement_runs
+    )
 
 
 def test_one_config_tree_in_the_package():
     root = Path(__file__).resolve().parent.parent
     assert not (root / "configs").exists()  # no second copy to keep in step
-    assert {"kuhn/default.yaml", "leduc/default.yaml", "liars_dice/default.yaml", "lost_cities/cpu.yaml",
-            "lost_cities/default.yaml", "lost_cities/default_server.yaml", "lost_cities/smoke.yaml", "lost_cities/improve.yaml",
-            "lost_cities/grow.yaml", "lost_cities/from_champion.yaml"} == set(shipped_config_names())
+    assert {
+        "kuhn/default.yaml",
+        "leduc/default.yaml",
+        "liars_dice/default.yaml",
+        "lost_cities/cpu.yaml",
+        "lost_cities/default.yaml",
+        "lost_cities/default_server.yaml",
+        "lost_cities/smoke.yaml",
+        "lost_cities/improve.yaml",
+        "lost_cities/grow.yaml",
+        "lost_cities/from_champion.yaml",
+    } == set(shipped_config_names())
 
 
 @pytest.mark.parametrize("setting, key", RETIRED)
@@ -92,9 +107,17 @@ def test_a_retired_option_is_an_unknown_key(tmp_path, setting, key):
 
 def test_a_saved_config_of_an_older_run_still_loads():
     old = load_config("lost_cities/default_server.yaml").model_dump(mode="json")
-    old["traversal"].update(batch_size=10000, worker_batch_size=1024, probe_rate=0.05, explore="once",
-                            importance_clip=None, warm_start_bot=None, warm_start_iterations=0,
-                            unsampled_target="zero", tail_correction=True)
+    old["traversal"].update(
+        batch_size=10000,
+        worker_batch_size=1024,
+        probe_rate=0.05,
+        explore="once",
+        importance_clip=None,
+        warm_start_bot=None,
+        warm_start_iterations=0,
+        unsampled_target="zero",
+        tail_correction=True,
+    )
     del old["traversal"]["chunk_size"]
     old["critic"].update(td_lambda=1.0, value_scale=None)
     old["advantage"].update(lr_iteration_decay=0.0, weight_averaging=0.0, discount_alpha=1.5)
@@ -123,8 +146,9 @@ def test_traversal_options_belong_to_the_algorithm():
     with pytest.raises(ConfigError, match="tail_correction: not an option of critic sampling"):
         load_config(None, ["traversal.tail_correction=false"])
     with pytest.raises(ConfigError, match="epsilon: not an option of external sampling"):
-        load_config(None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external",
-                           "traversal.epsilon=0.5"])
+        load_config(
+            None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "traversal.epsilon=0.5"]
+        )
 
 
 def test_shipped_config_profiles():

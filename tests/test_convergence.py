@@ -13,13 +13,10 @@ development machine, one torch thread (see the configs for the figures):
   from raw noisy samples; 0.006-0.009 after 100 iterations (bound 0.02).
 """
 
-from pathlib import Path
-
 import pytest
 
 from deepcfr.train.config import load_config
 from deepcfr.train.trainer import Trainer
-
 
 KUHN_BOUND = 0.005
 LEDUC_ITERATIONS = 150
@@ -48,10 +45,14 @@ def test_kuhn_default_config_converges():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("name,iterations,bound", [
-    ("leduc/default.yaml", LEDUC_ITERATIONS, LEDUC_BOUND),
-    ("liars_dice/default.yaml", LIARS_DICE_ITERATIONS, LIARS_DICE_BOUND),
-], ids=["leduc", "liars_dice"])
+@pytest.mark.parametrize(
+    "name,iterations,bound",
+    [
+        ("leduc/default.yaml", LEDUC_ITERATIONS, LEDUC_BOUND),
+        ("liars_dice/default.yaml", LIARS_DICE_ITERATIONS, LIARS_DICE_BOUND),
+    ],
+    ids=["leduc", "liars_dice"],
+)
 def test_truncated_default_config_converges(name, iterations, bound):
     result = train(name, f"run.iterations={iterations}")
     assert result["nonfinite"] == 0
@@ -61,8 +62,7 @@ def test_truncated_default_config_converges(name, iterations, bound):
 
 @pytest.mark.slow
 def test_kuhn_converges_with_plain_minibatch_training():
-    result = train("kuhn/default.yaml", "run.iterations=100", "advantage.aggregate=false",
-                   "strategy.aggregate=false")
+    result = train("kuhn/default.yaml", "run.iterations=100", "advantage.aggregate=false", "strategy.aggregate=false")
     assert result["exploitability/average"] < KUHN_PLAIN_BOUND, result
     assert result["exploitability/mixture"] < KUHN_PLAIN_BOUND, result
 

@@ -11,9 +11,7 @@ from deepcfr.cfr.traversal import CriticSampling, critic_sampling, traverse
 from deepcfr.games.registry import make_game
 from deepcfr.train.config import load_config
 from deepcfr.train.trainer import Trainer
-
 from test_traversal import exact_action_values, fixed_policy
-
 
 # ------------------------------------------------------------------------------------------------
 # The window memory
@@ -57,7 +55,9 @@ def test_nodes_from_the_one_exploration_on_carry_their_game_utility():
     m = adv["obs"].shape[0]
     assert m == result.stats.advantage_samples > 400
     assert not adv["on_policy_tail"].any()  # never explored: no node is known to be followed by sigma
-    always = critic_sampling(game, 0, 400, policy, policy, 7, torch.Generator().manual_seed(0), CriticSampling(1.0)).advantage
+    always = critic_sampling(
+        game, 0, 400, policy, policy, 7, torch.Generator().manual_seed(0), CriticSampling(1.0)
+    ).advantage
     assert always["on_policy_tail"].all()  # explores at its first node, so every node qualifies
     assert (adv["target"] == 0).all() and (adv["iteration"] == 7).all()
     assert torch.allclose(adv["sigma"], policy(adv["obs"], adv["mask"]).float())
@@ -80,8 +80,17 @@ def test_on_policy_tail_utilities_are_unbiased_action_values(traverser):
     repeats = 3000
     deal_index = torch.arange(deals.shape[0]).repeat(repeats)
     roots = game.init_from_deal(deals[deal_index])
-    result = critic_sampling(game, traverser, deal_index.shape[0], policy, policy, 1,
-                             torch.Generator().manual_seed(5), CriticSampling(0.5), root_state=roots)
+    result = critic_sampling(
+        game,
+        traverser,
+        deal_index.shape[0],
+        policy,
+        policy,
+        1,
+        torch.Generator().manual_seed(5),
+        CriticSampling(0.5),
+        root_state=roots,
+    )
     adv = result.advantage
     exact = exact_action_values(game, deals, traverser, policy)
     assert (~adv["on_policy_tail"]).any() and adv["on_policy_tail"].any()
@@ -107,8 +116,17 @@ def test_critic_sampling_is_deterministic_and_dispatched_by_name():
     u = UniformPolicy()
     a = traverse(CriticSampling(0.2), game, 1, 64, u, u, 2, torch.Generator().manual_seed(9))
     b = critic_sampling(game, 1, 64, u, u, 2, torch.Generator().manual_seed(9), CriticSampling(0.2))
-    assert set(a.advantage) >= {"obs", "mask", "target", "iteration", "sigma", "action", "utility", "on_policy_tail",
-                                "opponent_obs"}
+    assert set(a.advantage) >= {
+        "obs",
+        "mask",
+        "target",
+        "iteration",
+        "sigma",
+        "action",
+        "utility",
+        "on_policy_tail",
+        "opponent_obs",
+    }
     for k in a.advantage:
         assert torch.equal(a.advantage[k], b.advantage[k]), k
     assert a.strategy["obs"].shape[0] > 0
@@ -122,14 +140,32 @@ def test_critic_sampling_is_deterministic_and_dispatched_by_name():
 
 
 def critic_config(*extra):
-    return load_config(None, [
-        "game.name=leduc", "memory.augment=false", "traversal.algorithm=critic", "traversal.epsilon=0.3",
-        "traversal.traversals_per_player=64", "traversal.chunk_size=32", "network.hidden_size=16",
-        "advantage.train_steps=4", "advantage.batch_size=32", "advantage.reinit=false",
-        "strategy.train_steps=4", "strategy.batch_size=32", "critic.train_steps=4", "critic.batch_size=32",
-        "critic.capacity=300", "eval.every=0", "memory.advantage_capacity=500", "memory.strategy_capacity=500",
-        "run.progress=false", "strategy.final_train_steps=0", *extra,
-    ])
+    return load_config(
+        None,
+        [
+            "game.name=leduc",
+            "memory.augment=false",
+            "traversal.algorithm=critic",
+            "traversal.epsilon=0.3",
+            "traversal.traversals_per_player=64",
+            "traversal.chunk_size=32",
+            "network.hidden_size=16",
+            "advantage.train_steps=4",
+            "advantage.batch_size=32",
+            "advantage.reinit=false",
+            "strategy.train_steps=4",
+            "strategy.batch_size=32",
+            "critic.train_steps=4",
+            "critic.batch_size=32",
+            "critic.capacity=300",
+            "eval.every=0",
+            "memory.advantage_capacity=500",
+            "memory.strategy_capacity=500",
+            "run.progress=false",
+            "strategy.final_train_steps=0",
+            *extra,
+        ],
+    )
 
 
 def test_critic_targets_are_q_minus_its_sigma_average():
@@ -137,7 +173,9 @@ def test_critic_targets_are_q_minus_its_sigma_average():
     trainer.critic.scale = 2.0
     game = trainer.game
     policy = fixed_policy(game, seed=0)
-    samples = critic_sampling(game, 0, 50, policy, policy, 1, torch.Generator().manual_seed(0), CriticSampling(0.3)).advantage
+    samples = critic_sampling(
+        game, 0, 50, policy, policy, 1, torch.Generator().manual_seed(0), CriticSampling(0.3)
+    ).advantage
     filled = trainer.critic.targets(0, samples)
     with torch.no_grad():
         features = torch.cat([game.encode(samples["obs"]), game.encode(samples["opponent_obs"])], dim=1)
@@ -194,14 +232,29 @@ def test_lost_cities_critic_run_learns_something_on_mini():
     from deepcfr.evaluate.arena import play_match
     from deepcfr.games.bots import make_bot
 
-    config = load_config(None, [
-        "game.name=lost_cities", "game.variant=mini", "traversal.algorithm=critic", "traversal.epsilon=0.1",
-        "traversal.traversals_per_player=256", "traversal.chunk_size=256", "network.hidden_size=64",
-        "advantage.train_steps=100", "advantage.batch_size=256", "advantage.reinit=false",
-        "strategy.train_steps=50", "critic.train_steps=100", "critic.batch_size=256", "eval.every=0",
-        "memory.advantage_capacity=100000", "memory.strategy_capacity=100000", "run.progress=false",
-        "run.seed=3",
-    ])
+    config = load_config(
+        None,
+        [
+            "game.name=lost_cities",
+            "game.variant=mini",
+            "traversal.algorithm=critic",
+            "traversal.epsilon=0.1",
+            "traversal.traversals_per_player=256",
+            "traversal.chunk_size=256",
+            "network.hidden_size=64",
+            "advantage.train_steps=100",
+            "advantage.batch_size=256",
+            "advantage.reinit=false",
+            "strategy.train_steps=50",
+            "critic.train_steps=100",
+            "critic.batch_size=256",
+            "eval.every=0",
+            "memory.advantage_capacity=100000",
+            "memory.strategy_capacity=100000",
+            "run.progress=false",
+            "run.seed=3",
+        ],
+    )
     trainer = Trainer(config)
     for _ in range(6):
         trainer.run_iteration()
@@ -219,9 +272,20 @@ def test_traversal_bench_runs_the_critic_phase():
     from deepcfr.train.throughput_bench import bench_overrides, bench_traversal
 
     smoke = shipped_config_path("lost_cities/smoke.yaml")
-    config = load_config(smoke, bench_overrides([
-        "traversal.algorithm=critic", "traversal.epsilon=0.2", "traversal.traversals_per_player=32",
-        "traversal.chunk_size=32", "advantage.train_steps=3", "strategy.train_steps=3", "critic.train_steps=3"]))
+    config = load_config(
+        smoke,
+        bench_overrides(
+            [
+                "traversal.algorithm=critic",
+                "traversal.epsilon=0.2",
+                "traversal.traversals_per_player=32",
+                "traversal.chunk_size=32",
+                "advantage.train_steps=3",
+                "strategy.train_steps=3",
+                "critic.train_steps=3",
+            ]
+        ),
+    )
     result = bench_traversal(config, warmup_iterations=1, repeats=1, bound_repeats=1)
     assert result["algorithm"] == "critic" and result["critic_seconds"] > 0
     assert result["advantage_train_samples_per_second"] > 0

@@ -8,26 +8,45 @@ import math
 import pytest
 import torch
 
+from deepcfr.players import load_player
+from deepcfr.train.agent import load_agent
 from deepcfr.train.config import load_config
 from deepcfr.train.run import Run
-from deepcfr.train.agent import load_agent
 from deepcfr.train.trainer import Trainer
-from deepcfr.players import load_player
 
 pytestmark = [pytest.mark.cuda, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA device")]
 
 
 def lost_cities(*extra):
-    return load_config(None, [
-        "game.name=lost_cities", "game.variant=mini", "run.device=cuda", "traversal.algorithm=critic",
-        "traversal.epsilon=0.1", "traversal.traversals_per_player=64", "traversal.chunk_size=64",
-        "network.hidden_size=32", "critic.train_steps=4", "critic.batch_size=64", "critic.capacity=4000",
-        "critic.sees_opponent=true", "advantage.train_steps=4", "advantage.batch_size=64",
-        "strategy.train_steps=4", "strategy.batch_size=64",
-        "strategy.weighting=discounted", "strategy.final_train_steps=6", "memory.augment=true",
-        "memory.advantage_capacity=4000", "memory.strategy_capacity=4000", "eval.every=0", "run.progress=false",
-        *extra,
-    ])
+    return load_config(
+        None,
+        [
+            "game.name=lost_cities",
+            "game.variant=mini",
+            "run.device=cuda",
+            "traversal.algorithm=critic",
+            "traversal.epsilon=0.1",
+            "traversal.traversals_per_player=64",
+            "traversal.chunk_size=64",
+            "network.hidden_size=32",
+            "critic.train_steps=4",
+            "critic.batch_size=64",
+            "critic.capacity=4000",
+            "critic.sees_opponent=true",
+            "advantage.train_steps=4",
+            "advantage.batch_size=64",
+            "strategy.train_steps=4",
+            "strategy.batch_size=64",
+            "strategy.weighting=discounted",
+            "strategy.final_train_steps=6",
+            "memory.augment=true",
+            "memory.advantage_capacity=4000",
+            "memory.strategy_capacity=4000",
+            "eval.every=0",
+            "run.progress=false",
+            *extra,
+        ],
+    )
 
 
 def finite_losses(metrics):
@@ -71,16 +90,21 @@ def test_cuda_trainer_with_pinned_cpu_memories():
 
 
 def test_cuda_league_opponents():
-    trainer = Trainer(lost_cities("traversal.opponent=league", "league.weight_recent=0.5", "league.weight_anchor=0.2",
-                                  "league.anchor=random"), load_player=load_player)
+    trainer = Trainer(
+        lost_cities(
+            "traversal.opponent=league", "league.weight_recent=0.5", "league.weight_anchor=0.2", "league.anchor=random"
+        ),
+        load_player=load_player,
+    )
     for _ in range(3):
         assert finite_losses(trainer.run_iteration())
     assert len(trainer.league) >= 2
 
 
 def test_cuda_trainer_fed_by_worker_processes():
-    with Trainer(lost_cities("traversal.executor=processes", "traversal.num_workers=2",
-                             "traversal.chunk_size=32")) as trainer:
+    with Trainer(
+        lost_cities("traversal.executor=processes", "traversal.num_workers=2", "traversal.chunk_size=32")
+    ) as trainer:
         for _ in range(2):
             metrics = trainer.run_iteration()
             assert finite_losses(metrics) and metrics["traversal/advantage_samples"] > 0

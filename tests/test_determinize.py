@@ -40,7 +40,7 @@ def mid_game_states(game, n, seed, bot_names=("random",), pile_bias=0.0):
         bot = bots[step // 2 % len(bots)]
         if bot.name == "random" and pile_bias:
             weights = mask.float()
-            weights[:, K2 + 1:] *= pile_bias
+            weights[:, K2 + 1 :] *= pile_bias
             actions = sample_from_probs(weights, gen)
         else:
             actions = bot.act(obs, mask, gen)
@@ -55,10 +55,10 @@ def true_hidden(game, state, observer):
     L = game.tables(state.arena.device).layout
     n = state.turn.shape[0]
     obs = game.observe(state, observer)
-    opp_codes = state.arena[:, L.seen + (1 - observer) * (D + 5):][:, :D].long()
+    opp_codes = state.arena[:, L.seen + (1 - observer) * (D + 5) :][:, :D].long()
     to_opp = (obs[:, :D] == LOC_UNKNOWN) & (opp_codes == 1)
     deck_count = game.deck_size(state)
-    stack = state.arena[:, L.deck_stack:L.deck_stack + L.deck_cards].long()
+    stack = state.arena[:, L.deck_stack : L.deck_stack + L.deck_cards].long()
     i = torch.arange(L.deck_cards).expand(n, -1)
     deck_pos = torch.full((n, D + 1), -1, dtype=torch.long)
     deck_pos.scatter_(1, torch.where(i < deck_count[:, None], stack, D), i)
@@ -70,8 +70,11 @@ def test_every_determinization_reproduces_its_observation(variant):
     game = LostCitiesGame.from_params(variant)
     gen = torch.Generator().manual_seed(1)
     checked = known_rows = 0
-    for names, bias in ((("random",), 6.0), (("heuristic_balanced", "heuristic_aggressive"), 0.0),
-                        (("random", "heuristic_careful"), 3.0)):
+    for names, bias in (
+        (("random",), 6.0),
+        (("heuristic_balanced", "heuristic_aggressive"), 0.0),
+        (("random", "heuristic_careful"), 3.0),
+    ):
         for s in mid_game_states(game, 64, seed=len(names), bot_names=names, pile_bias=bias):
             for observer in (0, 1):
                 obs = game.observe(s, observer)
@@ -82,7 +85,7 @@ def test_every_determinization_reproduces_its_observation(variant):
                 true_mask = game.legal_mask(s).repeat_interleave(4, dim=0)
                 assert torch.equal(game.legal_mask(sampled)[mover], true_mask[mover])
                 checked += obs.shape[0] * 4
-                known_rows += int((obs[:, :game.rules.deck_size] == LOC_OPP_KNOWN).any(dim=1).sum())
+                known_rows += int((obs[:, : game.rules.deck_size] == LOC_OPP_KNOWN).any(dim=1).sum())
     assert checked > (20000 if variant == "classic" else 5000)
     assert known_rows > 200  # many states where the opponent holds cards it took from piles
 
@@ -105,12 +108,20 @@ def card_places(game, state, observer):
     L = game.tables(state.arena.device).layout
     mine, theirs = game.observe(state, observer)[:, :D].long(), game.observe(state, 1 - observer)[:, :D].long()
     n = mine.shape[0]
-    stack = state.arena[:, L.deck_stack:L.deck_stack + L.deck_cards].long()
+    stack = state.arena[:, L.deck_stack : L.deck_stack + L.deck_cards].long()
     in_deck = torch.zeros(n, D + 1, dtype=torch.long)
-    in_deck.scatter_add_(1, torch.where(torch.arange(L.deck_cards) < game.deck_size(state).long()[:, None], stack, D),
-                         torch.ones_like(stack))
-    places = ((mine == LOC_HAND).long() + (theirs == LOC_HAND).long() + in_deck[:, :D]
-              + ((mine == LOC_MY_EXP) | (mine == LOC_OPP_EXP)).long() + (mine >= LOC_PILE0).long())
+    in_deck.scatter_add_(
+        1,
+        torch.where(torch.arange(L.deck_cards) < game.deck_size(state).long()[:, None], stack, D),
+        torch.ones_like(stack),
+    )
+    places = (
+        (mine == LOC_HAND).long()
+        + (theirs == LOC_HAND).long()
+        + in_deck[:, :D]
+        + ((mine == LOC_MY_EXP) | (mine == LOC_OPP_EXP)).long()
+        + (mine >= LOC_PILE0).long()
+    )
     return per_kind(game, places), mine, theirs
 
 
@@ -163,7 +174,7 @@ def test_the_true_hidden_cards_rebuild_a_state_that_plays_like_the_true_one():
             # The opponent's knowledge of the observer's pile cards is not in the observation:
             # compare the opponent's view only where it knows none.
             opp_obs = game.observe(s, 1 - observer)
-            clean = ~(opp_obs[:, :game.rules.deck_size] == LOC_OPP_KNOWN).any(dim=1)
+            clean = ~(opp_obs[:, : game.rules.deck_size] == LOC_OPP_KNOWN).any(dim=1)
             true = index_state(s, torch.arange(s.turn.shape[0]))
             for _ in range(40):
                 assert torch.equal(game.observe(rebuilt, observer), game.observe(true, observer))
@@ -195,7 +206,7 @@ def test_each_unknown_card_is_uniform_over_the_opponents_hand_and_the_deck():
     sampled = determinize(game, obs, samples, torch.Generator().manual_seed(7))
     opp_codes = game.observe(sampled, 1)[:, :D].long()
     L = game.tables("cpu").layout
-    stack = sampled.arena[:, L.deck_stack:L.deck_stack + deck].long()  # [samples, deck] bottom first
+    stack = sampled.arena[:, L.deck_stack : L.deck_stack + deck].long()  # [samples, deck] bottom first
     # Cells per unknown card: in the opponent's hand, or at each deck position.
     stat, dof = 0.0, 0
     for card in unknown.tolist():

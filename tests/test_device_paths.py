@@ -15,13 +15,26 @@ from deepcfr.train.trainer import Trainer
 
 
 def tiny(*extra):
-    return load_config(None, [
-        "game.name=kuhn", "traversal.algorithm=external", "traversal.traversals_per_player=64",
-        "traversal.chunk_size=32", "network.hidden_size=16", "advantage.train_steps=24",
-        "advantage.batch_size=32", "strategy.train_steps=8", "strategy.batch_size=32", "eval.every=0",
-        "memory.advantage_capacity=500", "memory.strategy_capacity=500", "memory.augment=false", "run.progress=false",
-        *extra,
-    ])
+    return load_config(
+        None,
+        [
+            "game.name=kuhn",
+            "traversal.algorithm=external",
+            "traversal.traversals_per_player=64",
+            "traversal.chunk_size=32",
+            "network.hidden_size=16",
+            "advantage.train_steps=24",
+            "advantage.batch_size=32",
+            "strategy.train_steps=8",
+            "strategy.batch_size=32",
+            "eval.every=0",
+            "memory.advantage_capacity=500",
+            "memory.strategy_capacity=500",
+            "memory.augment=false",
+            "run.progress=false",
+            *extra,
+        ],
+    )
 
 
 def test_sample_weights_stay_on_the_iterations_device():
@@ -67,8 +80,15 @@ def test_generator_state_saved_for_another_device_is_reseeded_with_a_warning(cap
 def test_a_training_phase_reads_the_device_once_not_per_step():
     """Before: two host syncs per step (the finite check and the loss). Now the skip is decided
     on the device and the losses are added up there, read once at the end."""
-    trainer = Trainer(tiny("game.name=lost_cities", "game.variant=mini", "traversal.algorithm=outcome",
-                           "advantage.reinit=false", "memory.augment=true"))
+    trainer = Trainer(
+        tiny(
+            "game.name=lost_cities",
+            "game.variant=mini",
+            "traversal.algorithm=outcome",
+            "advantage.reinit=false",
+            "memory.augment=true",
+        )
+    )
     trainer.run_iteration()
     steps = trainer.config.advantage.train_steps
     with SyncCounter() as counter:

@@ -9,10 +9,8 @@ import torch
 from deepcfr.cfr.networks import build_network
 from deepcfr.improve import Improver, improve_config
 from deepcfr.improve.distil import evaluate_fit, fit_policy, held_out_split, relabel
-
 from search_helpers import tiny_checkpoint
 from test_improve import TINY
-
 
 
 @pytest.fixture(scope="module")
@@ -55,9 +53,19 @@ def test_fitting_lowers_the_loss_and_reports_its_steps(positions_and_game, augme
     net = build_network({"hidden_size": 32, "num_layers": 1}, game.feature_size, game.num_actions)
     before, agree_before = evaluate_fit(net, game, positions)
     reported = []
-    losses = fit_policy(net, game, positions, steps=120, batch_size=64, lr=3e-3, grad_clip=1.0,
-                        generator=torch.Generator().manual_seed(1), augment=augment,
-                        on_steps=reported.append, report_every=50)
+    losses = fit_policy(
+        net,
+        game,
+        positions,
+        steps=120,
+        batch_size=64,
+        lr=3e-3,
+        grad_clip=1.0,
+        generator=torch.Generator().manual_seed(1),
+        augment=augment,
+        on_steps=reported.append,
+        report_every=50,
+    )
     after, agree_after = evaluate_fit(net, game, positions)
     assert losses.shape == (120,) and reported == [50, 100]
     assert after < before and agree_after >= agree_before

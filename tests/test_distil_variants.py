@@ -1,5 +1,5 @@
 """Retargeting stored positions at another temperature is exact (up to float16), and
-scripts/distil_variants.py trains, plays and saves each variant end to end on a mini run."""
+scripts/experiments/distil_variants.py trains, plays and saves each variant end to end on a mini run."""
 
 import json
 
@@ -11,7 +11,6 @@ from hypothesis import strategies as st
 from deepcfr.cli.main import main as deepcfr_main
 from deepcfr.improve import Positions, improved_target, retargeted
 from deepcfr.players import load_player
-
 from script_helpers import load_script
 from search_helpers import tiny_checkpoint
 
@@ -33,8 +32,12 @@ def positions(n: int, k: int, seed: int, old_temperature: float):
 
 
 @settings(max_examples=60, deadline=None)
-@given(st.integers(1, 8), st.integers(1, 4), st.integers(0, 10**6), st.sampled_from([(2.0, 2.0), (2.0, 1.0),
-       (5.0, 5.0), (5.0, 2.0), (5.0, 1.0), (10.0, 1.0)]))
+@given(
+    st.integers(1, 8),
+    st.integers(1, 4),
+    st.integers(0, 10**6),
+    st.sampled_from([(2.0, 2.0), (2.0, 1.0), (5.0, 5.0), (5.0, 2.0), (5.0, 1.0), (10.0, 1.0)]),
+)
 def test_retargeting_colder_equals_the_target_made_at_the_new_temperature(n, k, seed, temperatures):
     old, new = temperatures
     stored, candidates, values, prior = positions(n, k, seed, old)
@@ -70,15 +73,49 @@ def test_the_script_trains_plays_and_saves_each_variant(tmp_path, capsys):
     torch.set_num_threads(1)
     start = tiny_checkpoint(tmp_path / "mini.pt")
     run_dir = tmp_path / "run"
-    tiny = ["improve.teacher=search[determinizations=3,candidates=3]:learner", "improve.games_per_round=8",
-            "improve.batch_games=8", "improve.train_steps=10", "improve.batch_size=32", "improve.gate_games=0",
-            "improve.eval_games=0", "run.threads=1"]
-    assert deepcfr_main(["improve", "--checkpoint", str(start), "--run-dir", str(run_dir), "--rounds", "1",
-                         *[x for item in tiny for x in ("--set", item)]]) == 0
+    tiny = [
+        "improve.teacher=search[determinizations=3,candidates=3]:learner",
+        "improve.games_per_round=8",
+        "improve.batch_games=8",
+        "improve.train_steps=10",
+        "improve.batch_size=32",
+        "improve.gate_games=0",
+        "improve.eval_games=0",
+        "run.threads=1",
+    ]
+    assert (
+        deepcfr_main(
+            [
+                "improve",
+                "--checkpoint",
+                str(start),
+                "--run-dir",
+                str(run_dir),
+                "--rounds",
+                "1",
+                *[x for item in tiny for x in ("--set", item)],
+            ]
+        )
+        == 0
+    )
     capsys.readouterr()
-    code = load_script("distil_variants").main([str(run_dir / "checkpoints" / "latest.pt"), "--variant", "t5:improve.temperature=5",
-                        "--variant", "t1:improve.temperature=1,improve.train_steps=5", "--gate-games", "8",
-                        "--games", "4", "--reference", str(start), "--save", str(tmp_path / "nets")])
+    code = load_script("experiments/distil_variants").main(
+        [
+            str(run_dir / "checkpoints" / "latest.pt"),
+            "--variant",
+            "t5:improve.temperature=5",
+            "--variant",
+            "t1:improve.temperature=1,improve.train_steps=5",
+            "--gate-games",
+            "8",
+            "--games",
+            "4",
+            "--reference",
+            str(start),
+            "--save",
+            str(tmp_path / "nets"),
+        ]
+    )
     assert code == 0
     out = json.loads(capsys.readouterr().out)
     assert out["positions"] > 0 and out["run_temperature"] == 5.0
@@ -90,19 +127,40 @@ def test_the_script_trains_plays_and_saves_each_variant(tmp_path, capsys):
     # the same positions: the colder variant's targets are sharper
     assert out["t1"]["train/target_entropy"] < out["t5"]["train/target_entropy"]
     # another run's positions (here the same run's again) are trained on too
-    assert load_script("distil_variants").main([str(run_dir / "checkpoints" / "latest.pt"), "--variant",
-                                                 "more:improve.train_steps=2", "--positions-from",
-                                                 str(run_dir / "checkpoints" / "latest.pt"), "--gate-games", "4",
-                                                 "--games", "2", "--reference", str(start)]) == 0
+    assert (
+        load_script("experiments/distil_variants").main(
+            [
+                str(run_dir / "checkpoints" / "latest.pt"),
+                "--variant",
+                "more:improve.train_steps=2",
+                "--positions-from",
+                str(run_dir / "checkpoints" / "latest.pt"),
+                "--gate-games",
+                "4",
+                "--games",
+                "2",
+                "--reference",
+                str(start),
+            ]
+        )
+        == 0
+    )
     more = json.loads(capsys.readouterr().out)
     assert more["positions"] == 2 * out["positions"] and more["more"]["train/positions"] == 2 * out["positions"]
     assert "corrected_score_diff" in more["more"]["vs_start"]
     # a hotter variant is refused before any variant trains
     with pytest.raises(SystemExit):
-        load_script("distil_variants").main([str(run_dir / "checkpoints" / "latest.pt"), "--variant", "t1:improve.temperature=1",
-                                             "--variant", "t10:improve.temperature=10"])
+        load_script("experiments/distil_variants").main(
+            [
+                str(run_dir / "checkpoints" / "latest.pt"),
+                "--variant",
+                "t1:improve.temperature=1",
+                "--variant",
+                "t10:improve.temperature=10",
+            ]
+        )
     assert "variant t10: retargeting can only make targets colder" in capsys.readouterr().err
     # a checkpoint that holds no positions (a Deep CFR run's) is refused, naming its kind
     with pytest.raises(SystemExit):
-        load_script("distil_variants").main([str(start), "--variant", "t1:improve.temperature=1"])
+        load_script("experiments/distil_variants").main([str(start), "--variant", "t1:improve.temperature=1"])
     assert "holds a Deep CFR run" in capsys.readouterr().err

@@ -26,8 +26,13 @@ CITATION = re.compile(r'(docs/[\w/.-]+?\.md)(?:(?:,\s*|\s+\()\\?"([^"\\]{1,120}?
 
 def tracked_files() -> list[Path]:
     """The project's files: tracked, and new ones git does not ignore."""
-    out = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=ROOT,
-                         capture_output=True, text=True, check=True).stdout
+    out = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     return [ROOT / line for line in sorted(set(out.splitlines())) if (ROOT / line).is_file()]
 
 
@@ -70,14 +75,29 @@ def unresolved_citations(text: str) -> list[str]:
 
 
 def citing_files() -> list[Path]:
-    return [p for p in tracked_files() if p.suffix in (".py", ".yaml", ".md", ".json", ".sh", ".js")
-            and (p.is_relative_to(ROOT / "src") or p.is_relative_to(ROOT / "scripts") or p.is_relative_to(ROOT / "reference"))]
+    return [
+        p
+        for p in tracked_files()
+        if p.suffix in (".py", ".yaml", ".md", ".json", ".sh", ".js")
+        and (
+            p.is_relative_to(ROOT / "src") or p.is_relative_to(ROOT / "scripts") or p.is_relative_to(ROOT / "reference")
+        )
+    ]
 
 
 def test_the_citation_checker_reads_both_forms():
-    assert CITATION.search('see docs/log/results.md, "Round 13 again")').groups() == ("docs/log/results.md", "Round 13 again")
-    assert CITATION.search('(docs/training.md ("The shipped configs"))').groups() == ("docs/training.md", "The shipped configs")
-    assert CITATION.search(r'"(docs/log/results.md, \"Lost Cities\")"').groups() == ("docs/log/results.md", "Lost Cities")
+    assert CITATION.search('see docs/log/results.md, "Round 13 again")').groups() == (
+        "docs/log/results.md",
+        "Round 13 again",
+    )
+    assert CITATION.search('(docs/training.md ("The shipped configs"))').groups() == (
+        "docs/training.md",
+        "The shipped configs",
+    )
+    assert CITATION.search(r'"(docs/log/results.md, \"Lost Cities\")"').groups() == (
+        "docs/log/results.md",
+        "Lost Cities",
+    )
     assert CITATION.search("docs/design.md.").groups() == ("docs/design.md", None)
     assert unresolved_citations('docs/log/results.md, "No such heading"') == ['docs/log/results.md, "No such heading"']
     assert unresolved_citations("docs/results.md") == ["docs/results.md"]  # moved to docs/log/
@@ -101,8 +121,12 @@ def test_every_docs_page_cites_pages_that_exist():
 def test_no_session_labels_anywhere():
     """Records are dated by versions, dates and commits: a "session N" label means nothing to a reader."""
     label = re.compile(r"\bsessions?[ -]\d+", re.I)
-    found = [f"{p.relative_to(ROOT)}: {m.group(0)}" for p in tracked_files() if (text := text_of(p))
-             for m in label.finditer(text)]
+    found = [
+        f"{p.relative_to(ROOT)}: {m.group(0)}"
+        for p in tracked_files()
+        if (text := text_of(p))
+        for m in label.finditer(text)
+    ]
     assert found == []
 
 
@@ -110,7 +134,15 @@ def test_the_readme_is_a_doorway():
     readme = (ROOT / "README.md").read_text()
     assert len(readme.splitlines()) <= 150
     first_screen = "\n".join(readme.splitlines()[:60])
-    for what in ("make setup", "deepcfr play", "deepcfr serve", "build-web", "make train", "make test", "## How strong"):
+    for what in (
+        "make setup",
+        "deepcfr play",
+        "deepcfr serve",
+        "build-web",
+        "make train",
+        "make test",
+        "## How strong",
+    ):
         assert what in first_screen, what
     for link in re.findall(r"\]\((docs/[^)#]+)", readme):
         assert (ROOT / link).is_file(), link
@@ -121,7 +153,9 @@ def test_the_strength_tables_are_the_ones_the_card_makes():
     scripts/how_strong.py makes from card.json (run it with --write after a new card)."""
     how_strong = load_script("how_strong")
     for name, block in how_strong.tables().items():
-        assert how_strong.generated_block((ROOT / name).read_text()) == block, f"{name}: run scripts/how_strong.py --write"
+        assert how_strong.generated_block((ROOT / name).read_text()) == block, (
+            f"{name}: run scripts/how_strong.py --write"
+        )
     readme_rows = [line for line in how_strong.tables()["README.md"].splitlines() if line.startswith("| ")]
     assert 2 <= len(readme_rows) - 1 <= 6  # a header and at most six rows
 
@@ -171,8 +205,10 @@ def test_train_options_lists_every_option_with_its_description():
     assert "init.kl_temperature (default: 0.0)" in text and "regularised toward the start policy" in text
 
 
-@pytest.mark.skipif(shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").is_file(),
-                    reason="mkdocs is not installed (the dev extra has it)")
+@pytest.mark.skipif(
+    shutil.which("mkdocs") is None and not (Path(sys.executable).parent / "mkdocs").is_file(),
+    reason="mkdocs is not installed (the dev extra has it)",
+)
 def test_the_docs_site_builds_strictly_and_offline(tmp_path):
     mkdocs = Path(sys.executable).parent / "mkdocs"
     command = [str(mkdocs) if mkdocs.is_file() else "mkdocs", "build", "--strict", "--site-dir", str(tmp_path / "site")]

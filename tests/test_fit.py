@@ -15,8 +15,7 @@ from deepcfr.cfr.samples import SampleCodec, max_legal_actions, memory_fields
 from deepcfr.games.base import sample_uniform_legal
 from deepcfr.games.registry import make_game
 from deepcfr.train.amp import MixedPrecision
-from deepcfr.train.fit import (FitSchedule, Fitter, TailMean, advantage_loss, lr_factor, sample_weights,
-                               strategy_loss)
+from deepcfr.train.fit import FitSchedule, Fitter, TailMean, advantage_loss, lr_factor, sample_weights, strategy_loss
 
 torch.set_num_threads(1)
 
@@ -91,8 +90,9 @@ def test_strategy_loss_ignores_illegal_actions_and_is_least_at_the_target():
         other = at_target + torch.randn(at_target.shape, generator=generator)
         assert float(strategy_loss(other, mask, policy, weight)) > best
     # weights: a heavier row pulls the weighted mean towards its cross-entropy
-    two = strategy_loss(torch.cat([at_target, torch.zeros(1, 4)]), mask.repeat(2, 1), policy.repeat(2, 1),
-                        torch.tensor([1.0, 3.0]))
+    two = strategy_loss(
+        torch.cat([at_target, torch.zeros(1, 4)]), mask.repeat(2, 1), policy.repeat(2, 1), torch.tensor([1.0, 3.0])
+    )
     flat = float(strategy_loss(torch.zeros(1, 4), mask, policy, weight))
     assert float(two) == pytest.approx((best + 3 * flat) / 4, rel=1e-5)
 
@@ -100,8 +100,9 @@ def test_strategy_loss_ignores_illegal_actions_and_is_least_at_the_target():
 # ------------------------------------------------------------------ the Fitter
 def _fitter(game, augment: bool = False, seed: int = 0):
     codec = SampleCodec(game.num_actions, max_legal_actions(game), torch.float32)
-    fitter = Fitter(game, codec, torch.device("cpu"), torch.Generator().manual_seed(seed), MixedPrecision("off", "cpu"),
-                    augment)
+    fitter = Fitter(
+        game, codec, torch.device("cpu"), torch.Generator().manual_seed(seed), MixedPrecision("off", "cpu"), augment
+    )
     return fitter, codec
 
 
@@ -139,7 +140,9 @@ def test_fitting_lowers_the_advantage_loss_and_reports_the_last_quarter():
     fitter, codec = _fitter(game)
     obs, mask = _positions(game, 64, seed=1)
     # a target the features determine: a fixed random linear map of them
-    target = game.encode(obs) @ torch.randn(game.feature_size, game.num_actions, generator=torch.Generator().manual_seed(2))
+    target = game.encode(obs) @ torch.randn(
+        game.feature_size, game.num_actions, generator=torch.Generator().manual_seed(2)
+    )
     iteration = torch.randint(1, 6, (obs.shape[0],), generator=torch.Generator().manual_seed(3))
     memory = _memory(game, codec, obs, mask, target, iteration)
     torch.manual_seed(0)
@@ -154,8 +157,17 @@ def test_fitting_lowers_the_advantage_loss_and_reports_the_last_quarter():
         seen.append(float(loss.detach()))
         return loss
 
-    reported = fitter.fit(net, net, optimizer, memory, "target", FitSchedule(steps=300, batch_size=128, lr=1e-2),
-                          lambda t: sample_weights(t, "linear"), recorded_loss, "test")
+    reported = fitter.fit(
+        net,
+        net,
+        optimizer,
+        memory,
+        "target",
+        FitSchedule(steps=300, batch_size=128, lr=1e-2),
+        lambda t: sample_weights(t, "linear"),
+        recorded_loss,
+        "test",
+    )
     after = _whole_memory_loss(game, net, obs, mask, target, weight)
     assert after < 0.1 * before, (before, after)
     assert reported == pytest.approx(sum(seen[-75:]) / 75, rel=1e-9)  # the mean of the last quarter of the steps
@@ -183,7 +195,9 @@ def test_samples_weigh_by_their_iteration(scheme, expected, aggregate):
     net = DeepCFRMLP(game.feature_size, game.num_actions, 16, 1)
     optimizer = torch.optim.Adam(net.parameters(), lr=1e-2)
     schedule = FitSchedule(steps=400, batch_size=64, lr=1e-2, lr_schedule="cosine", aggregate=aggregate)
-    fitter.fit(net, net, optimizer, memory, "target", schedule, lambda t: sample_weights(t, scheme), advantage_loss, "w")
+    fitter.fit(
+        net, net, optimizer, memory, "target", schedule, lambda t: sample_weights(t, scheme), advantage_loss, "w"
+    )
     with torch.no_grad():
         fitted = net(game.encode(obs[:1]))[mask[:1]]
     assert torch.allclose(fitted, torch.tensor(expected), atol=0.15), fitted
@@ -226,8 +240,17 @@ def test_non_finite_losses_are_skipped_and_counted():
     def broken(outputs, *rest):
         return advantage_loss(outputs, *rest) * float("nan")
 
-    loss = fitter.fit(net, net, optimizer, memory, "target", FitSchedule(steps=7, batch_size=4, lr=0.1),
-                      lambda t: sample_weights(t, "linear"), broken, "nan")
+    loss = fitter.fit(
+        net,
+        net,
+        optimizer,
+        memory,
+        "target",
+        FitSchedule(steps=7, batch_size=4, lr=0.1),
+        lambda t: sample_weights(t, "linear"),
+        broken,
+        "nan",
+    )
     assert math.isnan(loss) and fitter.nonfinite_loss_count == 7
     assert all(torch.equal(a, b) for a, b in zip(weights, net.parameters()))  # nothing was stepped
 
@@ -236,7 +259,9 @@ def test_cosine_schedule_ends_at_its_final_fraction():
     _, fitter, memory, net = _kuhn_zero_targets(seed=9)
     optimizer = torch.optim.SGD(net.parameters(), lr=1.0)
     schedule = FitSchedule(steps=10, batch_size=4, lr=0.2, lr_schedule="cosine", lr_final_fraction=0.05)
-    fitter.fit(net, net, optimizer, memory, "target", schedule, lambda t: sample_weights(t, "linear"), advantage_loss, "c")
+    fitter.fit(
+        net, net, optimizer, memory, "target", schedule, lambda t: sample_weights(t, "linear"), advantage_loss, "c"
+    )
     assert optimizer.param_groups[0]["lr"] == pytest.approx(0.2 * 0.05)
 
 

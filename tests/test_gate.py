@@ -9,7 +9,6 @@ import torch
 from deepcfr.improve import Improver, improve_config
 from deepcfr.improve.gate import population_verdict
 from deepcfr.players.population import population_members
-
 from search_helpers import tiny_checkpoint
 from test_improve import TINY, _wager_happy
 
@@ -63,8 +62,9 @@ def mini_checkpoint(tmp_path_factory):
 
 
 def test_the_loop_asks_the_population_and_keeps_the_current_networks_margins(mini_checkpoint):
-    config = improve_config(str(mini_checkpoint), overrides=[*TINY, "improve.gate_games=60",
-                                                              "improve.gate_population_games=40"])
+    config = improve_config(
+        str(mini_checkpoint), overrides=[*TINY, "improve.gate_games=60", "improve.gate_population_games=40"]
+    )
     improver = Improver(config)
     members = population_members(improver.game)[0]
     assert [m.name for m in improver.gate_members()] == [m.name for m in members] and members
@@ -75,8 +75,12 @@ def test_the_loop_asks_the_population_and_keeps_the_current_networks_margins(min
     assert set(improver.current_margins) == set(improver.candidate_margins) == {m.name for m in members}
     assert figures["gate/population_rise"] < 0 and figures["gate/population_rises"] == 0
     # the verdict is the rule applied to the figures it reports
-    recomputed = population_verdict((figures["gate/head_to_head"], figures["gate/head_to_head_ci95"]),
-                                    improver.candidate_margins, improver.current_margins, config.improve.gate_alpha)
+    recomputed = population_verdict(
+        (figures["gate/head_to_head"], figures["gate/head_to_head_ci95"]),
+        improver.candidate_margins,
+        improver.current_margins,
+        config.improve.gate_alpha,
+    )
     assert recomputed[0] == accepted and recomputed[1]["gate/population_rise"] == figures["gate/population_rise"]
     kept = dict(improver.current_margins)
     improver.gate(weak, round_index=2)  # the current network is measured once, on the same deals

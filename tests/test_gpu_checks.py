@@ -18,8 +18,13 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     env = {**os.environ, "OUT": str(out), "PYTHON": sys.executable, "TMPDIR": str(tmp_path)}
     # a hang guard, not a speed limit: the dry run checks that every step ran and reported, however
     # slow the machine (a busy two-core CI took 94 s for a step whose GPU limit is 90 s)
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_checks.sh"), "--dry-run"], env=env,
-                          capture_output=True, text=True, timeout=3600)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_checks.sh"), "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=3600,
+    )
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     files = sorted(p.name for p in out.rglob("*") if p.is_file())
     assert files == ["gpu_checks.log", "summary.json", "tables.md"]  # at most 8 come back from a GPU run
@@ -27,9 +32,26 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     assert summary["ok"] and summary["dry_run"] and not summary["problems"]
     assert summary["limits_enforced"] is False  # the GPU limits are reported, not enforced
     steps = summary["steps"]
-    expected = ["env", "cuda_tests", "train", "resume", "amp", "server", "forward", "traversal", "search",
-                "search_network_rollouts_float32", "search_network_rollouts_bfloat16", "teacher", "search_eval", "luck", "exploit", "warm_start", "improve",
-                "compile"]
+    expected = [
+        "env",
+        "cuda_tests",
+        "train",
+        "resume",
+        "amp",
+        "server",
+        "forward",
+        "traversal",
+        "search",
+        "search_network_rollouts_float32",
+        "search_network_rollouts_bfloat16",
+        "teacher",
+        "search_eval",
+        "luck",
+        "exploit",
+        "warm_start",
+        "improve",
+        "compile",
+    ]
     assert list(steps) == expected
     for name in expected:  # every step ran to its end and reported its figures; how fast is not checked
         assert steps[name]["status"] == "ok" and steps[name]["rc"] == 0, steps[name]
@@ -59,23 +81,38 @@ def test_gpu_checks_dry_run_passes_every_step(tmp_path):
     warm = steps["warm_start"]["figures"]
     assert list(warm["iterations"]) == ["1"] and any(k.startswith("eval/random") for k in warm["iterations"]["1"])
     teacher = steps["teacher"]["figures"]
-    assert teacher["positions_per_second"] > 0 and teacher["player"] == "search[candidates=3,rollout_policy=base]:champion"
+    assert (
+        teacher["positions_per_second"] > 0 and teacher["player"] == "search[candidates=3,rollout_policy=base]:champion"
+    )
     improved = steps["improve"]["figures"]
-    assert improved["rounds"] == 1 and improved["selfplay/positions"] > 0 and improved["selfplay/positions_per_second"] > 0
+    assert (
+        improved["rounds"] == 1 and improved["selfplay/positions"] > 0 and improved["selfplay/positions_per_second"] > 0
+    )
     assert 0 <= improved["eval/heuristic_balanced/greedy/win_rate"] <= 1
     tables = (out / "tables.md").read_text()
-    for heading in ("## CUDA tests", "## Lost Cities training run", "## Training step (amp)", "## Forward pass",
-                    "## Traversal against the forward bound", "## Inference server",
-                    "## Search agent against its network", "## Search with the network in the rollouts",
-                    "## The growing teacher over the champion", "## Luck-corrected match", "## Search exploiter", "## Deep CFR from the champion (one iteration after the warm start)",
-                    "## Expert iteration round"):
+    for heading in (
+        "## CUDA tests",
+        "## Lost Cities training run",
+        "## Training step (amp)",
+        "## Forward pass",
+        "## Traversal against the forward bound",
+        "## Inference server",
+        "## Search agent against its network",
+        "## Search with the network in the rollouts",
+        "## The growing teacher over the champion",
+        "## Luck-corrected match",
+        "## Search exploiter",
+        "## Deep CFR from the champion (one iteration after the warm start)",
+        "## Expert iteration round",
+    ):
         assert heading in tables
     assert not list(tmp_path.glob("gpu_checks.*"))  # its work folder is removed
 
 
 def test_gpu_checks_refuses_unknown_arguments():
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_checks.sh"), "--fast"], capture_output=True, text=True,
-                          timeout=60)
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_checks.sh"), "--fast"], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 2 and "unknown argument '--fast'" in proc.stderr and "--dry-run" in proc.stderr
 
 
@@ -95,10 +132,22 @@ def _fake_dry_run(tmp_path, **env_extra):
     fake.write_text(FAKE_PYTHON)
     fake.chmod(0o755)
     out = tmp_path / "out"
-    env = {**os.environ, "OUT": str(out), "PYTHON": str(fake), "REAL_PYTHON": sys.executable,
-           "TMPDIR": str(tmp_path), "SLOW_STEP_SECONDS": "0", **env_extra}
-    proc = subprocess.run(["bash", str(ROOT / "scripts" / "gpu_checks.sh"), "--dry-run"], env=env,
-                          capture_output=True, text=True, timeout=300)
+    env = {
+        **os.environ,
+        "OUT": str(out),
+        "PYTHON": str(fake),
+        "REAL_PYTHON": sys.executable,
+        "TMPDIR": str(tmp_path),
+        "SLOW_STEP_SECONDS": "0",
+        **env_extra,
+    }
+    proc = subprocess.run(
+        ["bash", str(ROOT / "scripts" / "gpu_checks.sh"), "--dry-run"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     return proc, json.loads((out / "summary.json").read_text())
 
 

@@ -12,14 +12,13 @@ import torch
 
 from deepcfr.checkpoints import CheckpointError
 from deepcfr.games.base import index_state
+from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.determinize import determinize, opponent_hand_size
 from deepcfr.games.lost_cities.engine import LostCitiesGame
 from deepcfr.games.lost_cities.layout import LOC_HAND, LOC_UNKNOWN
 from deepcfr.players import BotPlayer, load_player
-from deepcfr.games.bots import make_bot
-from deepcfr.train.hand_belief import HandBelief, fit_hand_belief, hand_targets, load_hand_belief, save_hand_belief
+from deepcfr.train.hand_belief import HandBelief, fit_hand_belief, load_hand_belief, save_hand_belief
 from deepcfr.train.value_fn import Positions, collect_positions
-
 from test_determinize import mid_game_states
 
 
@@ -68,7 +67,7 @@ def test_the_logits_choose_the_opponents_cards_and_leave_the_deck_order_uniform(
     assert not theirs[:, shunned].any() and theirs[:, favoured].all()
     # the shunned card's place in the undrawn deck: uniform over its 44 places
     L = game.tables("cpu").layout
-    deck = sampled.arena[:, L.deck_stack:L.deck_stack + L.deck_cards].long()
+    deck = sampled.arena[:, L.deck_stack : L.deck_stack + L.deck_cards].long()
     place = (deck == shunned).long().argmax(dim=1)
     counts = torch.bincount(place, minlength=L.deck_cards).double()
     expected = d / L.deck_cards
@@ -91,9 +90,9 @@ def test_hidden_hand_counts_the_opponents_unknown_cards_by_kind(game):
         mine, theirs = game.observe(state, 0), game.observe(state, 1)
         unknown, held = game.hidden_hand(mine, theirs)
         hand = opponent_hand_size(game, mine)
-        known = (mine[:, :game.rules.deck_size] == 4).sum(1)
+        known = (mine[:, : game.rules.deck_size] == 4).sum(1)
         assert torch.equal(held.sum(1), hand - known)
-        assert torch.equal(unknown.sum(1), (mine[:, :game.rules.deck_size] == LOC_UNKNOWN).sum(1))
+        assert torch.equal(unknown.sum(1), (mine[:, : game.rules.deck_size] == LOC_UNKNOWN).sum(1))
         assert (held >= 0).all() and (held <= unknown).all()
 
 
@@ -119,8 +118,9 @@ def test_the_uniform_log_loss_is_the_cross_entropy_of_the_opponents_share(game, 
     s = float((unknown & (theirs[0, :D] == LOC_HAND)).sum()) / float(unknown.sum())
     assert 0.3 < s < 0.7  # far from 0, where log s and logit s would be alike
     views = torch.stack([mine, theirs], dim=1).expand(64, -1, -1).contiguous()
-    _, info = fit_hand_belief(game, Positions(views, torch.zeros(64)), hidden_size=8, num_layers=1, steps=1,
-                              batch_size=8, held_out=0.25)
+    _, info = fit_hand_belief(
+        game, Positions(views, torch.zeros(64)), hidden_size=8, num_layers=1, steps=1, batch_size=8, held_out=0.25
+    )
     assert info["uniform_log_loss"] == pytest.approx(-(s * math.log(s) + (1 - s) * math.log(1 - s)), rel=1e-5)
     assert info["explained"] == pytest.approx(1 - info["held_out_log_loss"] / info["uniform_log_loss"])
 
@@ -163,8 +163,9 @@ def test_the_fitted_belief_beats_the_uniform_one_on_the_opponents_real_cards(gam
 def test_search_with_the_learned_belief_plays_legal_moves(game, fitted, tmp_path):
     net, info = fitted
     path = save_hand_belief(tmp_path / "hand.pt", HandBelief(game, net, info))
-    player = load_player(f"search[belief=learned,hand_belief={path},determinizations=4,candidates=2]:heuristic_balanced",
-                         game)
+    player = load_player(
+        f"search[belief=learned,hand_belief={path},determinizations=4,candidates=2]:heuristic_balanced", game
+    )
     assert player.search.hand_belief is not None
     seen = []
     determinize_ = player.search._determinize
@@ -187,15 +188,50 @@ def test_the_learned_belief_needs_a_belief_for_the_rules():
 
 def test_fit_belief_cli_writes_a_belief_and_refuses_a_game_without_hands(tmp_path):
     out = tmp_path / "hand.pt"
-    done = subprocess.run([sys.executable, "-m", "deepcfr.cli.main", "fit-belief", "--variant", "mini",
-                           "--matchup", "heuristic_balanced", "heuristic_careful", "--games", "20", "--steps", "20",
-                           "--out", str(out), "--json"], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "deepcfr.cli.main",
+            "fit-belief",
+            "--variant",
+            "mini",
+            "--matchup",
+            "heuristic_balanced",
+            "heuristic_careful",
+            "--games",
+            "20",
+            "--steps",
+            "20",
+            "--out",
+            str(out),
+            "--json",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     figures = json.loads(done.stdout)
     assert figures["positions"] > 100 and "uniform_log_loss" in figures
     assert load_hand_belief(out, LostCitiesGame.from_params("mini")).trained_on["steps"] == 20
-    bad = subprocess.run([sys.executable, "-m", "deepcfr.cli.main", "fit-belief", "--game", "kuhn",
-                          "--games", "2", "--out", str(tmp_path / "k.pt")], capture_output=True, text=True, timeout=300)
+    bad = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "deepcfr.cli.main",
+            "fit-belief",
+            "--game",
+            "kuhn",
+            "--games",
+            "2",
+            "--out",
+            str(tmp_path / "k.pt"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert bad.returncode != 0 and "hidden_hand" in bad.stderr
 
 
@@ -206,11 +242,11 @@ def test_the_champions_search_deals_by_the_shipped_hand_belief(game):
 
 
 def test_the_oracle_of_the_bound_deals_the_opponents_true_hand(game):
-    """scripts/search_hand_oracle.py: the searcher's determinizations keep the opponent's real
+    """scripts/experiments/search_hand_oracle.py: the searcher's determinizations keep the opponent's real
     cards (only the deck is shuffled), found from the match's own observation of each decision."""
     from script_helpers import load_script
 
-    oracle_script = load_script("search_hand_oracle")
+    oracle_script = load_script("experiments/search_hand_oracle")
     for state in mid_game_states(game, 8, seed=5, bot_names=("heuristic_balanced",))[2::4]:
         player = game.current_player(state)
         observe = game.observe
@@ -220,10 +256,13 @@ def test_the_oracle_of_the_bound_deals_the_opponents_true_hand(game):
         sampled = game.determinize(oracle.lookup(obs), 3, torch.Generator().manual_seed(0))
         D = game.rules.deck_size
         unknown, held = game.hidden_hand(obs, observe(state, 1 - player))
-        drawn_unknown, drawn_held = game.hidden_hand(obs.repeat_interleave(3, 0),
-                                                     observe(sampled, (1 - player).repeat_interleave(3)))
+        drawn_unknown, drawn_held = game.hidden_hand(
+            obs.repeat_interleave(3, 0), observe(sampled, (1 - player).repeat_interleave(3))
+        )
         assert torch.equal(drawn_held, held.repeat_interleave(3, 0))  # the same cards by kind, every deal
-        assert torch.equal(game.observe(sampled, player.repeat_interleave(3))[:, D:], obs.repeat_interleave(3, 0)[:, D:])
+        assert torch.equal(
+            game.observe(sampled, player.repeat_interleave(3))[:, D:], obs.repeat_interleave(3, 0)[:, D:]
+        )
 
 
 def test_each_chunk_of_a_search_call_deals_by_its_own_rows_logits(game, fitted):
@@ -236,11 +275,14 @@ def test_each_chunk_of_a_search_call_deals_by_its_own_rows_logits(game, fitted):
     belief = HandBelief(game, net)
     base = BotPlayer(make_bot(game, "heuristic_balanced"), game)
     config = SearchConfig(determinizations=4, candidates=2, belief="learned", max_batch=8)  # 1 decision a chunk
-    search = RolloutSearch(game, base, config, rollout_policy=BotPlayer(make_bot(game, "heuristic_balanced"), game),
-                           hand_belief=belief)
+    search = RolloutSearch(
+        game, base, config, rollout_policy=BotPlayer(make_bot(game, "heuristic_balanced"), game), hand_belief=belief
+    )
     seen = []
     determinize_ = search._determinize
-    search._determinize = lambda obs, d, gen, **kw: seen.append((obs, kw["hand_logits"])) or determinize_(obs, d, gen, **kw)
+    search._determinize = lambda obs, d, gen, **kw: (
+        seen.append((obs, kw["hand_logits"])) or determinize_(obs, d, gen, **kw)
+    )
     states = mid_game_states(game, 6, seed=9, bot_names=("heuristic_balanced",))[3]
     obs = game.observe(states, game.current_player(states))
     search.decide(obs, game.legal_mask(states))

@@ -8,8 +8,10 @@ import pytest
 from deepcfr import host_memory
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or ctypes.util.find_library("c") is None,
-                    reason="glibc's mallopt is Linux-only")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or ctypes.util.find_library("c") is None,
+    reason="glibc's mallopt is Linux-only",
+)
 def test_keep_freed_memory_applies_once_on_linux():
     assert host_memory.keep_freed_memory() is True
     assert host_memory._applied is True
@@ -22,7 +24,11 @@ def test_trainer_applies_it(monkeypatch):
 
     calls = []
     monkeypatch.setattr("deepcfr.train.trainer.keep_freed_memory", lambda: calls.append(1) or True)
-    Trainer(load_config(None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "run.progress=false"]))
+    Trainer(
+        load_config(
+            None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "run.progress=false"]
+        )
+    )
     assert calls == [1]
 
 
@@ -40,8 +46,10 @@ print(rss_mb() - before)
 """
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux") or ctypes.util.find_library("c") is None,
-                    reason="glibc's mallopt is Linux-only")
+@pytest.mark.skipif(
+    not sys.platform.startswith("linux") or ctypes.util.find_library("c") is None,
+    reason="glibc's mallopt is Linux-only",
+)
 def test_a_freed_48_mb_block_stays_in_the_process_for_the_next_step():
     """With glibc's defaults a 48 MB tensor is mmapped and handed back on free (the next step
     page-faults it in again); with the settings it stays in the heap."""

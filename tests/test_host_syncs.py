@@ -52,8 +52,13 @@ def test_sync_counter_counts_scalar_reads_data_dependent_ops_and_to_host():
         to_host(torch.stack([x.sum(), x.max()]))
         torch.nonzero_static(x > 4, size=5)  # size given: no sync
         x + 1
-    assert counter.by_op == {"scalar read": 1, "nonzero.default": 1, "boolean index": 1, "_unique2.default": 1,
-                             "to_host": 1}
+    assert counter.by_op == {
+        "scalar read": 1,
+        "nonzero.default": 1,
+        "boolean index": 1,
+        "_unique2.default": 1,
+        "to_host": 1,
+    }
     assert counter.count == 5
 
 
@@ -84,7 +89,9 @@ def test_samples_do_not_depend_on_the_index_kernel(monkeypatch):
     results = []
     for static in (True, False):
         monkeypatch.setattr(traversal_module, "_NONZERO_STATIC", static)
-        results.append(traverse(CriticSampling(epsilon=0.2), game, 1, 150, trav, opp, 2, torch.Generator().manual_seed(5)))
+        results.append(
+            traverse(CriticSampling(epsilon=0.2), game, 1, 150, trav, opp, 2, torch.Generator().manual_seed(5))
+        )
     for part in ("advantage", "strategy"):
         for key, value in getattr(results[0], part).items():
             assert torch.equal(value, getattr(results[1], part)[key]), (part, key)

@@ -9,22 +9,34 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from deepcfr.checkpoints import load_checkpoint
 from deepcfr.cli.main import main
 from deepcfr.evaluate.arena import play_match
-from deepcfr.improve import (ImproveRunConfig, Improver, PositionMemory, Positions, improve_config, improved_target,
-                             one_sided_p, retargeted)
+from deepcfr.improve import (
+    Improver,
+    ImproveRunConfig,
+    PositionMemory,
+    Positions,
+    improve_config,
+    improved_target,
+    one_sided_p,
+    retargeted,
+)
 from deepcfr.improve.labelling import teaches_over_learner
 from deepcfr.players import load_player
-from deepcfr.checkpoints import load_checkpoint
 from deepcfr.train.config import ConfigError
 from deepcfr.train.run import Run
-
 from search_helpers import tiny_checkpoint
 
 TINY = [  # a round of a few mini games with a cheap teacher
-    "improve.teacher=search[determinizations=3,candidates=3]:learner", "improve.games_per_round=8",
-    "improve.batch_games=8", "improve.train_steps=15", "improve.batch_size=32", "improve.gate_games=8",
-    "improve.eval_games=0", "run.threads=1",
+    "improve.teacher=search[determinizations=3,candidates=3]:learner",
+    "improve.games_per_round=8",
+    "improve.batch_games=8",
+    "improve.train_steps=15",
+    "improve.batch_size=32",
+    "improve.gate_games=8",
+    "improve.eval_games=0",
+    "run.threads=1",
 ]
 
 
@@ -72,8 +84,10 @@ def test_searched_positions_target_legal_actions_only(mini_checkpoint):
 
 def test_a_bot_teachers_target_is_its_searchs_choice(mini_checkpoint):
     overrides = [x for x in TINY if not x.startswith("improve.teacher=")]
-    config = improve_config(str(mini_checkpoint), overrides=[
-        *overrides, "improve.teacher=search[determinizations=3,candidates=3]:heuristic_balanced"])
+    config = improve_config(
+        str(mini_checkpoint),
+        overrides=[*overrides, "improve.teacher=search[determinizations=3,candidates=3]:heuristic_balanced"],
+    )
     positions, _ = Improver(config).self_play(1)
     target = positions.target.float()
     assert len(positions) > 0
@@ -85,9 +99,14 @@ def test_a_teacher_with_a_belief_is_given_each_games_action_history(mini_checkpo
     """A Lost Cities observation does not hold the history: self-play keeps it for a teacher (and an
     opponent) whose belief weighs the other player's past moves."""
     overrides = [x for x in TINY if not x.startswith("improve.teacher=")]
-    config = improve_config(str(mini_checkpoint), overrides=[
-        *overrides, "improve.teacher=search[determinizations=3,candidates=3,belief=base,belief_particles=2]:learner",
-        "improve.opponents=[self, heuristic_careful]"])
+    config = improve_config(
+        str(mini_checkpoint),
+        overrides=[
+            *overrides,
+            "improve.teacher=search[determinizations=3,candidates=3,belief=base,belief_particles=2]:learner",
+            "improve.opponents=[self, heuristic_careful]",
+        ],
+    )
     positions, metrics = Improver(config).self_play(1)
     assert metrics["selfplay/positions"] == len(positions) > 0
     legal = positions.mask.gather(1, positions.candidates.long().clamp(min=0))
@@ -95,8 +114,10 @@ def test_a_teacher_with_a_belief_is_given_each_games_action_history(mini_checkpo
 
 
 def test_a_round_reports_held_out_fit_and_the_greedy_network(mini_checkpoint):
-    config = improve_config(str(mini_checkpoint), overrides=[
-        *TINY, "improve.holdout=0.25", "improve.eval_games=4", "improve.eval_opponents=[random]"])
+    config = improve_config(
+        str(mini_checkpoint),
+        overrides=[*TINY, "improve.holdout=0.25", "improve.eval_games=4", "improve.eval_opponents=[random]"],
+    )
     improver = Improver(config)
     metrics = improver.run_round()
     held = int(metrics["selfplay/positions"] * 0.25)
@@ -126,8 +147,9 @@ def test_position_memory_keeps_the_last_rounds_and_round_trips():
     for r in (1, 2, 3):
         obs = torch.full((r, 4), r, dtype=torch.uint8)
         cand = torch.tensor([[0, 1]] * r)
-        memory.add_round(r, Positions.make(obs, torch.ones(r, 3, dtype=torch.bool), cand,
-                                           torch.zeros(r, 2), torch.full((r, 2), 0.5)))
+        memory.add_round(
+            r, Positions.make(obs, torch.ones(r, 3, dtype=torch.bool), cand, torch.zeros(r, 2), torch.full((r, 2), 0.5))
+        )
     assert [r for r, _ in memory.rounds] == [2, 3] and len(memory) == 5
     copy_ = PositionMemory(1)
     copy_.load_state_dict(memory.state_dict())
@@ -142,7 +164,13 @@ def _wager_happy(game, net):
         net.head.weight.zero_()
         for a in range(game.num_actions):
             name = game.action_name(a)
-            net.head.bias[a] = 8.0 if name.startswith("play") and name.endswith("wager") else 4.0 if name.startswith("discard") else 0.0
+            net.head.bias[a] = (
+                8.0
+                if name.startswith("play") and name.endswith("wager")
+                else 4.0
+                if name.startswith("discard")
+                else 0.0
+            )
     return net
 
 
@@ -171,8 +199,14 @@ def _comparable(records):
 
 
 def test_a_kill_during_a_round_resumes_to_the_uninterrupted_result(mini_checkpoint, tmp_path):
-    overrides = [*TINY, "improve.rounds=2", "improve.games_per_round=8", "improve.batch_games=4",
-                 "improve.init=fine_tune", "improve.gate_games=0"]
+    overrides = [
+        *TINY,
+        "improve.rounds=2",
+        "improve.games_per_round=8",
+        "improve.batch_games=4",
+        "improve.init=fine_tune",
+        "improve.gate_games=0",
+    ]
     config = improve_config(str(mini_checkpoint), overrides=overrides)
     with Run(tmp_path / "whole", config, console=False) as run:
         whole = Improver(config, run=run)
@@ -207,9 +241,26 @@ def test_a_kill_during_a_round_resumes_to_the_uninterrupted_result(mini_checkpoi
 # CLI and checkpoint ----------------------------------------------------------------------------
 def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint, tmp_path, capsys):
     run_dir = tmp_path / "run"
-    args = ["improve", "--checkpoint", str(mini_checkpoint), "--run-dir", str(run_dir), "--rounds", "1", "--json",
-            *[x for item in [*TINY, "improve.eval_games=4", "improve.eval_opponents=[random]",
-                                                        "improve.eval_search=search:learner"] for x in ("--set", item)]]
+    args = [
+        "improve",
+        "--checkpoint",
+        str(mini_checkpoint),
+        "--run-dir",
+        str(run_dir),
+        "--rounds",
+        "1",
+        "--json",
+        *[
+            x
+            for item in [
+                *TINY,
+                "improve.eval_games=4",
+                "improve.eval_opponents=[random]",
+                "improve.eval_search=search:learner",
+            ]
+            for x in ("--set", item)
+        ],
+    ]
     assert main(args) == 0
     captured = capsys.readouterr()
     summary = json.loads(captured.out)
@@ -243,16 +294,36 @@ def test_a_run_from_an_earlier_runs_network_trains_on_its_positions_too(mini_che
     # keep_rounds rounds, as one resumed run does
     first = tmp_path / "first"
     sets = [x for item in [*TINY, "improve.gate_games=0"] for x in ("--set", item)]
-    assert main(["improve", "--checkpoint", str(mini_checkpoint), "--run-dir", str(first), "--rounds", "1", "--json",
-                 *sets]) == 0
+    assert (
+        main(
+            ["improve", "--checkpoint", str(mini_checkpoint), "--run-dir", str(first), "--rounds", "1", "--json", *sets]
+        )
+        == 0
+    )
     capsys.readouterr()
     first_ck = first / "checkpoints" / "latest.pt"
     earlier = load_checkpoint(first_ck)["memories"]["rounds"]
     earlier_positions = sum(len(r["obs"]) for r in earlier)
     assert earlier_positions > 0
     second = tmp_path / "second"
-    assert main(["improve", "--checkpoint", str(first_ck), "--positions-from", str(first_ck), "--run-dir", str(second),
-                 "--rounds", "1", "--json", *sets]) == 0
+    assert (
+        main(
+            [
+                "improve",
+                "--checkpoint",
+                str(first_ck),
+                "--positions-from",
+                str(first_ck),
+                "--run-dir",
+                str(second),
+                "--rounds",
+                "1",
+                "--json",
+                *sets,
+            ]
+        )
+        == 0
+    )
     summary = json.loads(capsys.readouterr().out)
     record = json.loads((second / "metrics.jsonl").read_text().splitlines()[-1])
     assert record["train/positions"] == earlier_positions + record["selfplay/positions"]
@@ -260,8 +331,15 @@ def test_a_run_from_an_earlier_runs_network_trains_on_its_positions_too(mini_che
     kept = load_checkpoint(summary["checkpoint"])["memories"]["rounds"]
     assert torch.equal(kept[0]["target"], earlier[0]["target"])  # same temperature: the stored targets themselves
     # colder targets are remade from the stored ones; keep_rounds still bounds the memory
-    config = improve_config(str(first_ck), overrides=[*TINY, "improve.temperature=1", "improve.keep_rounds=1",
-                                                      f"improve.positions_from=[{first_ck}, {first_ck}]"])
+    config = improve_config(
+        str(first_ck),
+        overrides=[
+            *TINY,
+            "improve.temperature=1",
+            "improve.keep_rounds=1",
+            f"improve.positions_from=[{first_ck}, {first_ck}]",
+        ],
+    )
     with Improver(config) as improver:
         assert len(improver.memory.rounds) == 1 and len(improver.memory) == earlier_positions
         stored = Positions.from_state_dict({k: v for k, v in earlier[0].items() if k != "round"})
@@ -269,8 +347,11 @@ def test_a_run_from_an_earlier_runs_network_trains_on_its_positions_too(mini_che
         assert not torch.equal(improver.memory.all().target, stored.target)
     # what cannot be used is refused, naming the setting and the file
     with pytest.raises(ValueError, match=r"improve.positions_from: .*first.*colder"):
-        Improver(improve_config(str(first_ck), overrides=[*TINY, "improve.temperature=50",
-                                                          f"improve.positions_from=[{first_ck}]"]))
+        Improver(
+            improve_config(
+                str(first_ck), overrides=[*TINY, "improve.temperature=50", f"improve.positions_from=[{first_ck}]"]
+            )
+        )
     with pytest.raises(ValueError, match=r"improve.positions_from: .*mini.pt holds a Deep CFR run"):
         Improver(improve_config(str(first_ck), overrides=[*TINY, f"improve.positions_from=[{mini_checkpoint}]"]))
     with pytest.raises(ValueError, match=r"improve.positions_from: .*not found"):
@@ -323,16 +404,24 @@ def test_improve_owns_its_config_section(mini_checkpoint, tmp_path):
     assert type(agent.config) is SharedConfig and agent.config.network == config.network
     assert load_agent(latest, config_class=ImproveRunConfig).config.improve == config.improve
     # an older train checkpoint's config held improve at its defaults (improve.play included)
-    old = {**TrainConfig().model_dump(mode="json"), "improve": {**ImproveRunConfig().improve.model_dump(mode="json"),
-                                                                "play": "chosen"}}
+    old = {
+        **TrainConfig().model_dump(mode="json"),
+        "improve": {**ImproveRunConfig().improve.model_dump(mode="json"), "play": "chosen"},
+    }
     assert config_from_dict(upgrade_saved_config(old)) == TrainConfig()
-    assert config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig) == ImproveRunConfig()
+    assert (
+        config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig)
+        == ImproveRunConfig()
+    )
     old["improve"]["play"] = "target"  # a retired value that changed what was played: refused, by name
     with pytest.raises(ConfigError, match="improve.play"):
         config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig)
     # improve.gain_weight (retired 2026-12-06): the runs saved with it at 0 load; a weighted one is refused
     old["improve"].update(play="chosen", gain_weight=0.0)
-    assert config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig) == ImproveRunConfig()
+    assert (
+        config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig)
+        == ImproveRunConfig()
+    )
     old["improve"]["gain_weight"] = 1.0
     with pytest.raises(ConfigError, match="improve.gain_weight"):
         config_from_dict(upgrade_saved_config(old, ImproveRunConfig), config_class=ImproveRunConfig)
@@ -367,10 +456,21 @@ def test_bad_improve_settings_are_clear_errors(mini_checkpoint):
 # Strength (slow) -------------------------------------------------------------------------------
 @pytest.mark.slow
 def test_a_short_mini_improvement_makes_the_network_stronger_than_its_start(mini_checkpoint):
-    config = improve_config(str(mini_checkpoint), overrides=[
-        "improve.teacher=search[determinizations=6,candidates=3]:learner", "improve.rounds=2", "improve.temperature=2.0",
-        "improve.games_per_round=48", "improve.batch_games=48", "improve.train_steps=300",
-        "improve.batch_size=128", "improve.gate_games=0", "improve.eval_games=0", "run.threads=1"])
+    config = improve_config(
+        str(mini_checkpoint),
+        overrides=[
+            "improve.teacher=search[determinizations=6,candidates=3]:learner",
+            "improve.rounds=2",
+            "improve.temperature=2.0",
+            "improve.games_per_round=48",
+            "improve.batch_games=48",
+            "improve.train_steps=300",
+            "improve.batch_size=128",
+            "improve.gate_games=0",
+            "improve.eval_games=0",
+            "run.threads=1",
+        ],
+    )
     improver = Improver(config)
     start = improver.network_player(improver.current, "start")
     improver.improve()
@@ -380,19 +480,27 @@ def test_a_short_mini_improvement_makes_the_network_stronger_than_its_start(mini
     assert result.mean_score_diff - result.score_diff_ci95 > 3.0, result
 
 
-def test_a_bot_teacher_needs_no_start_network_and_gives_what_a_checkpoint_start_gives(mini_checkpoint, tmp_path, capsys):
+def test_a_bot_teacher_needs_no_start_network_and_gives_what_a_checkpoint_start_gives(
+    mini_checkpoint, tmp_path, capsys
+):
     """Self-play with a bot teacher on both seats never consults the start network and the
     student starts fresh: with and without a Deep CFR checkpoint, the same positions and network."""
-    bot_round = [*TINY[1:], "improve.teacher=search[determinizations=3,candidates=3]:heuristic_balanced",
-                 "improve.gate_games=0", "improve.rounds=1"]
+    bot_round = [
+        *TINY[1:],
+        "improve.teacher=search[determinizations=3,candidates=3]:heuristic_balanced",
+        "improve.gate_games=0",
+        "improve.rounds=1",
+    ]
     own = ["game.variant=mini", "game.rules.ply_cap=400", "network.hidden_size=8"]  # the checkpoint's game and network
     runs = {}
     for name, args in (("start", ["--checkpoint", str(mini_checkpoint)]), ("none", [f"--set={x}" for x in own])):
         run_dir = tmp_path / name
         assert main(["improve", *args, "--run-dir", str(run_dir), *[f"--set={x}" for x in bot_round]]) == 0
         runs[name] = load_checkpoint(str(run_dir / "checkpoints" / "latest.pt"), map_location="cpu")
-    assert "no start network: round 1's teacher search[determinizations=3,candidates=3]:heuristic_balanced plays" \
+    assert (
+        "no start network: round 1's teacher search[determinizations=3,candidates=3]:heuristic_balanced plays"
         in capsys.readouterr().out
+    )
     a, b = runs["start"], runs["none"]
     (ra,), (rb,) = a["memories"]["rounds"], b["memories"]["rounds"]
     assert len(ra["target"]) > 0 and all(torch.equal(ra[k], rb[k]) for k in ("obs", "mask", "candidates", "target"))
@@ -403,8 +511,19 @@ def test_a_bot_teacher_needs_no_start_network_and_gives_what_a_checkpoint_start_
     with pytest.raises(ValueError, match="no current policy"):
         load_player(str(tmp_path / "none" / "checkpoints" / "latest.pt") + "@current")
     # a teacher over the learner needs a network to search over
-    assert main(["improve", "--run-dir", str(tmp_path / "bad"), *[f"--set={x}" for x in own], "--set",
-                 "improve.teacher=search:learner"]) == 2
+    assert (
+        main(
+            [
+                "improve",
+                "--run-dir",
+                str(tmp_path / "bad"),
+                *[f"--set={x}" for x in own],
+                "--set",
+                "improve.teacher=search:learner",
+            ]
+        )
+        == 2
+    )
     assert "needs a start network" in capsys.readouterr().err
 
 
@@ -432,18 +551,36 @@ def test_a_self_play_rounds_targets_are_the_improved_target_at_the_configured_te
     expected = torch.cat(expected)
     assert len(positions) == len(expected) > 0
     assert torch.allclose(positions.target.float(), expected.to(torch.float16).float(), atol=1e-3)
-    assert not torch.allclose(expected, torch.cat([improved_target(d.candidates, d.mean, d.prior, 5.0)[
-        (d.candidates >= 0).sum(dim=1) > 1] for d in decisions]), atol=1e-2)  # the temperature matters here
+    assert not torch.allclose(
+        expected,
+        torch.cat(
+            [improved_target(d.candidates, d.mean, d.prior, 5.0)[(d.candidates >= 0).sum(dim=1) > 1] for d in decisions]
+        ),
+        atol=1e-2,
+    )  # the temperature matters here
 
 
 def test_a_run_without_a_start_network_keeps_keep_rounds_rounds_of_positions():
     """A bot teacher and no start network: the Improver's memory holds the last improve.keep_rounds
     rounds, as a run from a checkpoint does."""
-    config = improve_config(None, overrides=[
-        "game.variant=mini", "game.rules.ply_cap=400", "network.hidden_size=8", "run.threads=1",
-        "improve.teacher=search[determinizations=2,candidates=2]:heuristic_balanced", "improve.games_per_round=2",
-        "improve.batch_games=2", "improve.train_steps=1", "improve.batch_size=8", "improve.gate_games=0",
-        "improve.eval_games=0", "improve.value_fn=none", "improve.keep_rounds=2"])
+    config = improve_config(
+        None,
+        overrides=[
+            "game.variant=mini",
+            "game.rules.ply_cap=400",
+            "network.hidden_size=8",
+            "run.threads=1",
+            "improve.teacher=search[determinizations=2,candidates=2]:heuristic_balanced",
+            "improve.games_per_round=2",
+            "improve.batch_games=2",
+            "improve.train_steps=1",
+            "improve.batch_size=8",
+            "improve.gate_games=0",
+            "improve.eval_games=0",
+            "improve.value_fn=none",
+            "improve.keep_rounds=2",
+        ],
+    )
     improver = Improver(config)
     assert improver.current is None
     for _ in range(3):

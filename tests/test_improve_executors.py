@@ -15,16 +15,21 @@ import torch
 from deepcfr.improve import Improver, improve_config
 from deepcfr.parallel.base import WorkerError
 from deepcfr.parallel.shm import list_segments
-
 from search_helpers import tiny_checkpoint
 from test_cli_train import ROOT, _cmd, _env, _iterations, _json, deepcfr, kill_when
 
 # Every kind of opponent a batch can have: self-play, a bot, an accepted network (round 2 on,
 # every round is accepted).
 POOL = [
-    "improve.teacher=search[determinizations=3,candidates=3]:learner", "improve.games_per_round=12",
-    "improve.batch_games=4", "improve.train_steps=15", "improve.batch_size=32", "improve.gate_games=0",
-    "improve.eval_games=0", "run.threads=1", "improve.opponents=[self,random,past]",
+    "improve.teacher=search[determinizations=3,candidates=3]:learner",
+    "improve.games_per_round=12",
+    "improve.batch_games=4",
+    "improve.train_steps=15",
+    "improve.batch_size=32",
+    "improve.gate_games=0",
+    "improve.eval_games=0",
+    "run.threads=1",
+    "improve.opponents=[self,random,past]",
 ]
 POSITION_FIELDS = ("obs", "mask", "candidates", "values", "target")
 
@@ -84,11 +89,21 @@ def test_ray_actors_label_exactly_as_inline(mini_checkpoint, inline_rounds):
 
 
 def test_a_batch_that_fails_in_a_worker_is_named(mini_checkpoint):
-    config = improve_config(str(mini_checkpoint), overrides=[
-        *POOL, "improve.opponents=[self,no_such_bot]", "improve.executor=processes", "improve.num_workers=1"])
+    config = improve_config(
+        str(mini_checkpoint),
+        overrides=[
+            *POOL,
+            "improve.opponents=[self,no_such_bot]",
+            "improve.executor=processes",
+            "improve.num_workers=1",
+        ],
+    )
     with Improver(config) as improver:
-        with pytest.raises(WorkerError, match=r"(?s)labelling worker 0 \(pid \d+\) failed on self-play batch 1 of "
-                                              r"round 1:.*unknown bot 'no_such_bot'"):
+        with pytest.raises(
+            WorkerError,
+            match=r"(?s)labelling worker 0 \(pid \d+\) failed on self-play batch 1 of "
+            r"round 1:.*unknown bot 'no_such_bot'",
+        ):
             improver.self_play(1)
 
 
@@ -96,16 +111,26 @@ def test_killed_improve_resumes_to_the_uninterrupted_run(mini_checkpoint, tmp_pa
     """The real command labelling in worker processes, SIGKILLed in round 2's self-play (once its
     first batch is done), then --resume: the same metrics and network as an inline run never
     killed, and nothing left in shared memory."""
+
     def args(run_dir, *executor):
-        return ["improve", "--checkpoint", mini_checkpoint, "--run-dir", run_dir, "--rounds", 3,
-                *[x for item in [*POOL, *executor] for x in ("--set", item)]]
+        return [
+            "improve",
+            "--checkpoint",
+            mini_checkpoint,
+            "--run-dir",
+            run_dir,
+            "--rounds",
+            3,
+            *[x for item in [*POOL, *executor] for x in ("--set", item)],
+        ]
 
     straight = tmp_path / "straight"  # inline; the killed run labels in worker processes
     assert _json(deepcfr(*args(straight), "--json", timeout=300))["rounds"] == 3
     run_dir = tmp_path / "killed"
     killed = args(run_dir, "improve.executor=processes", "improve.num_workers=2")
-    proc = subprocess.Popen(_cmd(*killed), cwd=ROOT, env=_env(), stdout=subprocess.PIPE,
-                            stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        _cmd(*killed), cwd=ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True
+    )
 
     def labelling_round_2() -> bool:  # the progress line of round 2's first finished batch
         line = proc.stdout.readline()
@@ -129,8 +154,10 @@ def test_killed_improve_resumes_to_the_uninterrupted_run(mini_checkpoint, tmp_pa
         return [_without_timings(json.loads(x)) for x in (path / "metrics.jsonl").read_text().splitlines() if x.strip()]
 
     assert records(run_dir) == records(straight)
-    nets = [torch.load(p / "checkpoints" / "latest.pt", map_location="cpu", weights_only=False)["strategy_net"]
-            for p in (straight, run_dir)]
+    nets = [
+        torch.load(p / "checkpoints" / "latest.pt", map_location="cpu", weights_only=False)["strategy_net"]
+        for p in (straight, run_dir)
+    ]
     assert all(torch.equal(nets[0][k], nets[1][k]) for k in nets[0])
 
 

@@ -8,9 +8,8 @@ import pytest
 import torch
 
 from deepcfr.cfr.networks import build_network
-from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec
-from deepcfr.seeding import chunk_seed
 from deepcfr.parallel.base import WorkerError
+from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec
 from deepcfr.parallel.executors import InlineExecutor, ProcessExecutor
 from deepcfr.parallel.inference_server import (
     InferenceClient,
@@ -21,6 +20,7 @@ from deepcfr.parallel.inference_server import (
     ServerOptions,
 )
 from deepcfr.parallel.shm import WeightsPublisher, list_segments
+from deepcfr.seeding import chunk_seed
 
 MINI = GameSpec.of("lost_cities", {"variant": "mini"})
 F, A = 24, 7
@@ -118,8 +118,19 @@ def test_killed_server_is_detected_by_clients_and_the_trainer():
 
 
 def _chunks(n, size=8, iteration=1, opponent="advantage_1"):
-    return [ChunkSpec(i, size, chunk_seed(1, iteration, 0, i), 0, iteration, PolicySpec("regret", "advantage_0"),
-                      PolicySpec("regret", opponent), True) for i in range(n)]
+    return [
+        ChunkSpec(
+            i,
+            size,
+            chunk_seed(1, iteration, 0, i),
+            0,
+            iteration,
+            PolicySpec("regret", "advantage_0"),
+            PolicySpec("regret", opponent),
+            True,
+        )
+        for i in range(n)
+    ]
 
 
 def test_workers_through_the_server_match_inline_and_failures_clean_up():
@@ -128,8 +139,16 @@ def test_workers_through_the_server_match_inline_and_failures_clean_up():
     chunks = _chunks(4)
     inline = InlineExecutor(game).run(networks, chunks)
     stale = InlineExecutor(game).run(networks, _chunks(2, iteration=2))
-    executor = ProcessExecutor(MINI, 2, server=ServerOptions(device="cpu"), slot_rows=8, weight_sync_every=2,
-                               feature_size=game.feature_size, output_size=game.num_actions, chunk_timeout=60)
+    executor = ProcessExecutor(
+        MINI,
+        2,
+        server=ServerOptions(device="cpu"),
+        slot_rows=8,
+        weight_sync_every=2,
+        feature_size=game.feature_size,
+        output_size=game.num_actions,
+        chunk_timeout=60,
+    )
     pids = [*executor.worker_pids, executor.server.process.pid]
     try:
         results = executor.run(networks, chunks)
@@ -167,8 +186,15 @@ def test_workers_through_the_server_match_inline_and_failures_clean_up():
 def test_killed_worker_with_server_backend_cleans_up():
     game = MINI.make()
     networks = nets(["advantage_0", "advantage_1"], feature_size=game.feature_size, output_size=game.num_actions)
-    executor = ProcessExecutor(MINI, 2, server=ServerOptions(device="cpu"), slot_rows=32,
-                               feature_size=game.feature_size, output_size=game.num_actions, chunk_timeout=60)
+    executor = ProcessExecutor(
+        MINI,
+        2,
+        server=ServerOptions(device="cpu"),
+        slot_rows=32,
+        feature_size=game.feature_size,
+        output_size=game.num_actions,
+        chunk_timeout=60,
+    )
     pids = [*executor.worker_pids, executor.server.process.pid]
     try:
         os.kill(executor.worker_pids[1], 9)
@@ -194,14 +220,29 @@ def test_training_smoke_with_the_server_backend():
     from deepcfr.train.config import load_config
     from deepcfr.train.trainer import Trainer
 
-    config = load_config(None, [
-        "game.name=lost_cities", "game.variant=mini", "traversal.traversals_per_player=32",
-        "traversal.chunk_size=8", "traversal.executor=processes", "traversal.num_workers=2",
-        "traversal.inference_backend=server", "inference_server.device=cpu", "network.hidden_size=16",
-        "advantage.train_steps=3", "advantage.batch_size=64", "strategy.train_steps=3", "strategy.batch_size=64",
-        "eval.every=0", "memory.advantage_capacity=5000", "memory.strategy_capacity=5000", "run.progress=false",
-        "run.iterations=2",
-    ])
+    config = load_config(
+        None,
+        [
+            "game.name=lost_cities",
+            "game.variant=mini",
+            "traversal.traversals_per_player=32",
+            "traversal.chunk_size=8",
+            "traversal.executor=processes",
+            "traversal.num_workers=2",
+            "traversal.inference_backend=server",
+            "inference_server.device=cpu",
+            "network.hidden_size=16",
+            "advantage.train_steps=3",
+            "advantage.batch_size=64",
+            "strategy.train_steps=3",
+            "strategy.batch_size=64",
+            "eval.every=0",
+            "memory.advantage_capacity=5000",
+            "memory.strategy_capacity=5000",
+            "run.progress=false",
+            "run.iterations=2",
+        ],
+    )
     trainer = Trainer(config)
     trainer.train()  # closes the executor at the end
     first, last = trainer.history

@@ -7,10 +7,10 @@ import math
 
 import pytest
 import torch
-from conftest import LEDUC_FAST
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from conftest import LEDUC_FAST
 from deepcfr.cfr.networks import masked_softmax
 from deepcfr.cfr.policies import StrategyNetPolicy, greedy
 from deepcfr.cfr.regret_matching import kl_regularized
@@ -20,6 +20,7 @@ from deepcfr.train.agent import load_agent
 from deepcfr.train.config import ConfigError, load_config
 from deepcfr.train.trainer import Trainer
 from deepcfr.train.warm_start import StartPolicy, _fit_schedule, policy_distance, sample_positions, warm_start
+
 
 def leduc(*extra):
     return load_config("leduc/default.yaml", [*LEDUC_FAST, "init.spec=start", *extra])
@@ -103,7 +104,7 @@ def _distance(trainer, policy, player_policy=None, seed=7):
     positions = sample_positions(trainer.game, policy, 500, 0.25, torch.Generator().manual_seed(seed), trainer.device)
     out = []
     for p, (obs, mask) in enumerate(positions):
-        mine = (player_policy or trainer.current_policy_of(p))
+        mine = player_policy or trainer.current_policy_of(p)
         out.append(policy_distance(mine(obs, mask), policy(obs, mask) * mask))
     return torch.cat(out)
 
@@ -187,12 +188,20 @@ def test_worker_processes_give_the_inline_run(partly_trained):
     torch.set_num_threads(1)
     states = {}
     for executor in ("inline", "processes"):
-        with _started(partly_trained, "init.kl_temperature=0.5", "init.weight=1", f"traversal.executor={executor}",
-                      "traversal.num_workers=2", "traversal.chunk_size=250") as trainer:
+        with _started(
+            partly_trained,
+            "init.kl_temperature=0.5",
+            "init.weight=1",
+            f"traversal.executor={executor}",
+            "traversal.num_workers=2",
+            "traversal.chunk_size=250",
+        ) as trainer:
             for _ in range(2):
                 trainer.run_iteration()
-            states[executor] = ([p.detach().clone() for net in trainer.advantage_nets for p in net.parameters()],
-                                trainer.strategy_memory.data("policy").clone())
+            states[executor] = (
+                [p.detach().clone() for net in trainer.advantage_nets for p in net.parameters()],
+                trainer.strategy_memory.data("policy").clone(),
+            )
     (a, sa), (b, sb) = states["inline"], states["processes"]
     assert all(torch.equal(x, y) for x, y in zip(a, b)) and torch.equal(sa, sb)
 
@@ -247,9 +256,16 @@ def test_the_fits_learning_rate_and_schedule_are_inits(partly_trained, kl_temper
     distance = "init/start_distance" if kl_temperature else "init/policy_distance_p0"
 
     def fit(lr, schedule):
-        trainer = Trainer(leduc(f"init.kl_temperature={kl_temperature}", "init.train_steps=300",
-                                "advantage.lr=1e-9", "strategy.lr=1e-9", f"init.lr={lr}",
-                                f"init.lr_schedule={schedule}"))
+        trainer = Trainer(
+            leduc(
+                f"init.kl_temperature={kl_temperature}",
+                "init.train_steps=300",
+                "advantage.lr=1e-9",
+                "strategy.lr=1e-9",
+                f"init.lr={lr}",
+                f"init.lr_schedule={schedule}",
+            )
+        )
         return warm_start(trainer, StartPolicy(policy, "start"))[distance]
 
     still = fit(1e-9, "constant")
@@ -263,13 +279,31 @@ def test_the_fits_learning_rate_and_schedule_are_inits(partly_trained, kl_temper
 
 
 def _lost_cities_mini(*extra):
-    return load_config(None, [
-        "game.name=lost_cities", "game.variant=mini", "traversal.traversals_per_player=64",
-        "traversal.chunk_size=32", "network.hidden_size=32", "advantage.train_steps=5", "advantage.batch_size=64",
-        "strategy.train_steps=5", "strategy.batch_size=64", "critic.train_steps=5", "critic.batch_size=64",
-        "eval.every=0", "memory.advantage_capacity=20000", "memory.strategy_capacity=20000", "run.progress=false",
-        "init.spec=heuristic_balanced", "init.kl_temperature=1", "init.weight=1", "strategy.final_train_steps=0",
-        *extra])
+    return load_config(
+        None,
+        [
+            "game.name=lost_cities",
+            "game.variant=mini",
+            "traversal.traversals_per_player=64",
+            "traversal.chunk_size=32",
+            "network.hidden_size=32",
+            "advantage.train_steps=5",
+            "advantage.batch_size=64",
+            "strategy.train_steps=5",
+            "strategy.batch_size=64",
+            "critic.train_steps=5",
+            "critic.batch_size=64",
+            "eval.every=0",
+            "memory.advantage_capacity=20000",
+            "memory.strategy_capacity=20000",
+            "run.progress=false",
+            "init.spec=heuristic_balanced",
+            "init.kl_temperature=1",
+            "init.weight=1",
+            "strategy.final_train_steps=0",
+            *extra,
+        ],
+    )
 
 
 def _bot_started(*extra) -> Trainer:
@@ -300,8 +334,9 @@ def test_a_bot_start_is_its_own_anchor(tmp_path):
         played = trainer.current_policy_of(p)(obs, mask)
         assert torch.allclose(played, smoothed(obs, mask), atol=1e-6)
         moves = bot.act(obs, mask).long()
-        assert torch.allclose(played.gather(1, moves[:, None]).squeeze(1),
-                              0.8 + 0.2 / mask.sum(dim=1).float(), atol=1e-6)
+        assert torch.allclose(
+            played.gather(1, moves[:, None]).squeeze(1), 0.8 + 0.2 / mask.sum(dim=1).float(), atol=1e-6
+        )
     networks = {}
     assert trainer._sigma_spec(0, networks).kind == "bot" and not networks
     trainer.run_iteration()
@@ -311,8 +346,9 @@ def test_a_bot_start_is_its_own_anchor(tmp_path):
     # after the iteration the advantages move sigma_t away from the bot, through kl_regularized
     obs, mask = positions[0]
     advantages = trainer.advantage_nets[0](trainer.game.encode(obs)).detach()
-    expected = kl_regularized(advantages, smoothed(obs, mask).clamp(min=1e-30).log(), mask,
-                              trainer.agent().kl_temperature_units())
+    expected = kl_regularized(
+        advantages, smoothed(obs, mask).clamp(min=1e-30).log(), mask, trainer.agent().kl_temperature_units()
+    )
     assert torch.allclose(trainer.current_policy_of(0)(obs, mask), expected, atol=1e-5)
     assert not torch.allclose(expected, smoothed(obs, mask), atol=1e-3)
     path = trainer.write_checkpoint(tmp_path / "bot.pt")
@@ -320,8 +356,9 @@ def test_a_bot_start_is_its_own_anchor(tmp_path):
     assert agent.start_bot == "heuristic_balanced" and agent.start_net is None
     for p, (obs, mask) in enumerate(positions):
         assert torch.allclose(agent.current_policy_of(p)(obs, mask), trainer.current_policy_of(p)(obs, mask), atol=1e-6)
-        assert torch.equal(agent.current_policy_of(p, greedy=True)(obs, mask),
-                           greedy(trainer.current_policy_of(p)(obs, mask), mask))
+        assert torch.equal(
+            agent.current_policy_of(p, greedy=True)(obs, mask), greedy(trainer.current_policy_of(p)(obs, mask), mask)
+        )
     resumed = Trainer(_lost_cities_mini("init.smoothing=0.2"))
     resumed.load_state_dict(load_checkpoint(path))
     assert resumed.start_bot == "heuristic_balanced"

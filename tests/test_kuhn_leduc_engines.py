@@ -9,13 +9,18 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_helpers import assert_cuda_engine_matches_cpu, play_alongside_references
 from deepcfr.games.base import (
-    BatchedGame, IllegalActionError, clone_state, concat_states, index_state, sample_from_probs,
+    BatchedGame,
+    IllegalActionError,
+    clone_state,
+    concat_states,
+    index_state,
+    sample_from_probs,
 )
 from deepcfr.games.kuhn import KuhnGame, KuhnReference
 from deepcfr.games.leduc import LeducGame, LeducReference
 from deepcfr.games.registry import make_game, make_reference
+from engine_helpers import assert_cuda_engine_matches_cpu, play_alongside_references
 
 GAMES = [(KuhnGame, KuhnReference), (LeducGame, LeducReference)]
 IDS = ["kuhn", "leduc"]

@@ -11,14 +11,54 @@ PACKAGE = SRC / "deepcfr"
 # lower layers must not import these: games -> checkpoints -> cfr -> parallel -> train -> search ->
 # players -> improve -> exploit -> play / serve / cli (evaluate -> games beside cfr; report and the
 # small modules at the bottom, the player spec grammar among them). No row has an exception.
-EVERYTHING = ("games", "checkpoints", "cfr", "parallel", "evaluate", "train", "search", "players", "improve", "exploit", "play",
-              "report", "serve", "cli")
+EVERYTHING = (
+    "games",
+    "checkpoints",
+    "cfr",
+    "parallel",
+    "evaluate",
+    "train",
+    "search",
+    "players",
+    "improve",
+    "exploit",
+    "play",
+    "report",
+    "serve",
+    "cli",
+)
 FORBIDDEN = {
-    "games": ("checkpoints", "cfr", "parallel", "train", "evaluate", "search", "players", "improve", "exploit", "cli", "serve", "play",
-              "report"),
+    "games": (
+        "checkpoints",
+        "cfr",
+        "parallel",
+        "train",
+        "evaluate",
+        "search",
+        "players",
+        "improve",
+        "exploit",
+        "cli",
+        "serve",
+        "play",
+        "report",
+    ),
     "cfr": ("parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report"),
     "parallel": ("train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report"),
-    "evaluate": ("checkpoints", "cfr", "parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report"),
+    "evaluate": (
+        "checkpoints",
+        "cfr",
+        "parallel",
+        "train",
+        "search",
+        "players",
+        "improve",
+        "exploit",
+        "cli",
+        "serve",
+        "play",
+        "report",
+    ),
     "train": ("search", "players", "improve", "exploit", "cli", "serve", "play"),
     "search": ("players", "improve", "exploit", "cli", "serve", "play"),
     "players": ("improve", "exploit", "cli", "serve", "play"),
@@ -29,7 +69,19 @@ FORBIDDEN = {
     "serve": ("improve", "exploit", "cli"),
     # the one owner of the checkpoint format, below every layer that saves or loads a network
     "checkpoints": tuple(layer for layer in EVERYTHING if layer != "games"),
-    "report": ("checkpoints", "cfr", "parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play"),
+    "report": (
+        "checkpoints",
+        "cfr",
+        "parallel",
+        "train",
+        "search",
+        "players",
+        "improve",
+        "exploit",
+        "cli",
+        "serve",
+        "play",
+    ),
     # the bottom: modules that every layer may use and that use none
     "seeding": EVERYTHING,
     "devices": EVERYTHING,
@@ -151,11 +203,13 @@ def test_training_needs_no_web_framework():
     import subprocess
     import sys
 
-    code = ("import sys\n"
-            "for name in ('fastapi', 'starlette', 'uvicorn'): sys.modules[name] = None  # import raises\n"
-            "from deepcfr.cli.train_cmd import next_steps\n"
-            "from deepcfr.games.registry import make_game\n"
-            "print('\\n'.join(next_steps(make_game('lost_cities'), 'run/latest.pt', 'run')))\n")
+    code = (
+        "import sys\n"
+        "for name in ('fastapi', 'starlette', 'uvicorn'): sys.modules[name] = None  # import raises\n"
+        "from deepcfr.cli.train_cmd import next_steps\n"
+        "from deepcfr.games.registry import make_game\n"
+        "print('\\n'.join(next_steps(make_game('lost_cities'), 'run/latest.pt', 'run')))\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert "deepcfr play --checkpoint run/latest.pt" in proc.stdout

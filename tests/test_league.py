@@ -30,8 +30,9 @@ def test_category_weights_renormalise_over_available_categories():
 
 
 def test_sampling_frequencies_match_weights():
-    cfg = LeagueConfig(recent_window=2, weight_current=0.4, weight_recent=0.4, weight_older=0.1,
-                       weight_anchor=0.1, anchor="random")
+    cfg = LeagueConfig(
+        recent_window=2, weight_current=0.4, weight_recent=0.4, weight_older=0.1, weight_anchor=0.1, anchor="random"
+    )
     league = League(cfg, seed=1)
     for it in range(1, 6):
         league.add(it, [sd(it), sd(-it)])
@@ -68,7 +69,9 @@ def test_state_dict_round_trip_continues_the_same_draws():
     state = a.state_dict()
     b = League(cfg, seed=99)
     b.load_state_dict(state)
-    assert [x.iteration for x in (a.sample() for _ in range(30))] == [x.iteration for x in (b.sample() for _ in range(30))]
+    assert [x.iteration for x in (a.sample() for _ in range(30))] == [
+        x.iteration for x in (b.sample() for _ in range(30))
+    ]
     assert torch.equal(b.snapshot(3, 1)["w"], sd(-4)["w"])
 
 

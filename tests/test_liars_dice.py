@@ -9,12 +9,18 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engine_helpers import assert_cuda_engine_matches_cpu, play_alongside_references
 from deepcfr.games.base import BatchedGame, IllegalActionError, clone_state, sample_from_probs
 from deepcfr.games.liars_dice import (
-    ACTION_NAMES, LIAR, NUM_BIDS, NUM_FACES, WILD_FACE, LiarsDiceGame, LiarsDiceReference,
+    ACTION_NAMES,
+    LIAR,
+    NUM_BIDS,
+    NUM_FACES,
+    WILD_FACE,
+    LiarsDiceGame,
+    LiarsDiceReference,
 )
 from deepcfr.games.registry import make_game, make_reference
+from engine_helpers import assert_cuda_engine_matches_cpu, play_alongside_references
 
 GAME = LiarsDiceGame()
 
@@ -165,8 +171,10 @@ def test_enumerated_infostates_cover_random_play():
 
 
 @settings(max_examples=60, deadline=None)
-@given(dice=st.tuples(st.integers(0, NUM_FACES - 1), st.integers(0, NUM_FACES - 1)),
-       bids=st.sets(st.integers(0, NUM_BIDS - 1), min_size=1))
+@given(
+    dice=st.tuples(st.integers(0, NUM_FACES - 1), st.integers(0, NUM_FACES - 1)),
+    bids=st.sets(st.integers(0, NUM_BIDS - 1), min_size=1),
+)
 def test_any_bid_sequence_then_a_call(dice, bids):
     """Any increasing bid sequence ending in a call: engines agree, the loser is who the count of
     matching and wild dice says, the observation holds the bids in order and the die only."""

@@ -6,8 +6,14 @@ import random
 import pytest
 import torch
 
-from deepcfr.games.base import BatchedGame, IllegalActionError, clone_state, concat_states, index_state
-from deepcfr.games.base import sample_uniform_legal
+from deepcfr.games.base import (
+    BatchedGame,
+    IllegalActionError,
+    clone_state,
+    concat_states,
+    index_state,
+    sample_uniform_legal,
+)
 from deepcfr.games.benchmark import refill_finished
 from deepcfr.games.lost_cities import LostCitiesGame, LostCitiesReference, make_rules
 from deepcfr.games.registry import make_game
@@ -76,8 +82,10 @@ def assert_same_as_reference(game, state, refs, views, where=""):
             batched = torch.where(batched.isnan(), 0.0, batched)
         if not torch.equal(batched, expected):
             bad = (batched != expected).reshape(len(refs), -1).any(dim=1).nonzero()[0, 0].item()
-            raise AssertionError(f"{where}: {name} differs in row {bad}: batched {batched[bad].tolist()} "
-                                 f"reference {expected[bad].tolist()}\n{refs[bad]}")
+            raise AssertionError(
+                f"{where}: {name} differs in row {bad}: batched {batched[bad].tolist()} "
+                f"reference {expected[bad].tolist()}\n{refs[bad]}"
+            )
 
 
 def play_both(game, n, seed):
@@ -100,14 +108,17 @@ def play_both(game, n, seed):
         steps += 1
 
 
-@pytest.mark.parametrize("variant, n, overrides", [
-    ("classic", 256, {}),
-    ("classic", 256, dict(ply_cap=61, utility="win_loss")),
-    ("mini", 1000, {}),
-    ("mini", 300, dict(ply_cap=7)),
-    # The widest tables: 10 colours, 5 wager copies (base-3 hand entries up to 242), large values.
-    ("classic", 32, dict(n_colors=10, n_ranks=4, n_wagers=5, min_rank=60, hand_size=10, ply_cap=600)),
-])
+@pytest.mark.parametrize(
+    "variant, n, overrides",
+    [
+        ("classic", 256, {}),
+        ("classic", 256, dict(ply_cap=61, utility="win_loss")),
+        ("mini", 1000, {}),
+        ("mini", 300, dict(ply_cap=7)),
+        # The widest tables: 10 colours, 5 wager copies (base-3 hand entries up to 242), large values.
+        ("classic", 32, dict(n_colors=10, n_ranks=4, n_wagers=5, min_rank=60, hand_size=10, ply_cap=600)),
+    ],
+)
 def test_random_playouts_match_the_reference(variant, n, overrides):
     game = LostCitiesGame.from_params(variant, **overrides)
     state, refs = play_both(game, n, seed=hash((variant, n)) % 1000)
@@ -291,8 +302,14 @@ def plain_features(rules, row):
             bonus = rules.bonus * (len(cards) >= rules.bonus_threshold)
             score = (total + rules.expedition_cost) * (1 + wagers) + bonus if cards else 0
             color_total = sum(rules.kind_value(rules.card_kind(j)) for j in range(P))
-            side[s, col] = [float(bool(cards)), len(cards) / P, wagers / max(W, 1), total / color_total,
-                            top[s][col] / rules.n_ranks, score / scale]
+            side[s, col] = [
+                float(bool(cards)),
+                len(cards) / P,
+                wagers / max(W, 1),
+                total / color_total,
+                top[s][col] / rules.n_ranks,
+                score / scale,
+            ]
     for k in range(6):
         for s in (0, 1):
             f += [side[s, col][k] for col in range(C)]
@@ -317,12 +334,23 @@ def plain_features(rules, row):
         n_after = len(mine) + len(fits)
         wagers_after = sum(1 for c in mine + fits if kind[c] == 0)
         total_after = sum(rules.kind_value(kind[c]) for c in mine + fits)
-        projected = ((total_after + rules.expedition_cost) * (1 + wagers_after)
-                     + rules.bonus * (n_after >= rules.bonus_threshold)) if n_after else 0
-        values = [len(hand) / P, sum(1 for c in hand if kind[c] == 0) / max(W, 1),
-                  sum(rules.kind_value(kind[c]) for c in hand) / color_total,
-                  len(fits) / P, sum(rules.kind_value(kind[c]) for c in fits) / color_total,
-                  sum(rules.kind_value(kind[c]) for c in unseen) / color_total, projected / scale]
+        projected = (
+            (
+                (total_after + rules.expedition_cost) * (1 + wagers_after)
+                + rules.bonus * (n_after >= rules.bonus_threshold)
+            )
+            if n_after
+            else 0
+        )
+        values = [
+            len(hand) / P,
+            sum(1 for c in hand if kind[c] == 0) / max(W, 1),
+            sum(rules.kind_value(kind[c]) for c in hand) / color_total,
+            len(fits) / P,
+            sum(rules.kind_value(kind[c]) for c in fits) / color_total,
+            sum(rules.kind_value(kind[c]) for c in unseen) / color_total,
+            projected / scale,
+        ]
         for k, v in enumerate(values):
             outlook[k].append(v)
     for group in outlook:
@@ -356,7 +384,9 @@ def test_scores_of_a_constructed_state():
     def packed(cards, wagers, total):
         return cards | wagers << 8 | total << 16
 
-    game.expedition(state)[0, 0] = torch.tensor([packed(4, 1, 17), packed(8, 2, 40), packed(7, 0, 46), 0, packed(1, 1, 0)])
+    game.expedition(state)[0, 0] = torch.tensor(
+        [packed(4, 1, 17), packed(8, 2, 40), packed(7, 0, 46), 0, packed(1, 1, 0)]
+    )
     assert game.expedition_scores(state)[0, 0].tolist() == [-6, 80, 26, 0, -40]
     assert game.scores(state).tolist() == [[60, 0]]
     assert game.returns(state).tolist() == [[1.0, -1.0]]

@@ -6,8 +6,7 @@ import torch
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from deepcfr.games.base import clone_state
-from deepcfr.games.base import sample_uniform_legal
+from deepcfr.games.base import clone_state, sample_uniform_legal
 from deepcfr.games.lost_cities import LostCitiesGame, LostCitiesReference, LostCitiesRules, make_rules
 
 SETTINGS = settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -23,10 +22,16 @@ def small_rules(draw):
         n_ranks += 3
         deck = n_colors * (n_ranks + n_wagers)
     return LostCitiesRules(
-        n_colors=n_colors, n_ranks=n_ranks, n_wagers=n_wagers, min_rank=draw(st.integers(1, 4)),
-        hand_size=draw(st.integers(1, (deck - 1) // 2)), expedition_cost=draw(st.integers(-25, 0)),
-        bonus_threshold=draw(st.integers(1, 8)), bonus=draw(st.integers(0, 30)),
-        ply_cap=draw(st.integers(2, 80)), utility=draw(st.sampled_from(["score_diff", "win_loss"])),
+        n_colors=n_colors,
+        n_ranks=n_ranks,
+        n_wagers=n_wagers,
+        min_rank=draw(st.integers(1, 4)),
+        hand_size=draw(st.integers(1, (deck - 1) // 2)),
+        expedition_cost=draw(st.integers(-25, 0)),
+        bonus_threshold=draw(st.integers(1, 8)),
+        bonus=draw(st.integers(0, 30)),
+        ply_cap=draw(st.integers(2, 80)),
+        utility=draw(st.sampled_from(["score_diff", "win_loss"])),
     )
 
 
@@ -104,7 +109,7 @@ def test_batched_cards_are_each_in_exactly_one_place(variant, seed, steps):
     state = game.init(16, generator)
     for _ in range(steps):
         game.step(state, sample_uniform_legal(game.legal_mask(state), generator))
-    o0, o1 = game.observe(state, 0)[:, :r.deck_size].long(), game.observe(state, 1)[:, :r.deck_size].long()
+    o0, o1 = game.observe(state, 0)[:, : r.deck_size].long(), game.observe(state, 1)[:, : r.deck_size].long()
     # Numbered cards (wager codes are sorted per colour, so compare those by counts).
     numbered = torch.tensor([r.card_kind(c) > 0 for c in range(r.deck_size)])
     a, b = o0[:, numbered], o1[:, numbered]

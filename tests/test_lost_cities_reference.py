@@ -51,12 +51,14 @@ def game_with(rules, hands, deck=None, expeditions=None, piles=None, player=0, p
 # Scoring ---------------------------------------------------------------------------------------
 def test_worked_scoring_examples_classic():
     r = make_rules("classic")
-    expeditions = {0: {
-        RED: [card(r, RED, 0)] + numbered(r, RED, 3, 5, 9),
-        BLUE: numbered(r, BLUE, 2, 4, 6, 7, 8, 9, 10),
-        GREEN: [card(r, GREEN, 0, 0), card(r, GREEN, 0, 1)] + numbered(r, GREEN, 4, 5, 6, 7, 8, 10),
-        YELLOW: [card(r, YELLOW, 0)],
-    }}
+    expeditions = {
+        0: {
+            RED: [card(r, RED, 0)] + numbered(r, RED, 3, 5, 9),
+            BLUE: numbered(r, BLUE, 2, 4, 6, 7, 8, 9, 10),
+            GREEN: [card(r, GREEN, 0, 0), card(r, GREEN, 0, 1)] + numbered(r, GREEN, 4, 5, 6, 7, 8, 10),
+            YELLOW: [card(r, YELLOW, 0)],
+        }
+    }
     g = game_with(r, [[], []], expeditions=expeditions)
     scores = g.expedition_scores(0)
     assert scores[RED] == -6
@@ -91,8 +93,10 @@ def test_scoring_more_classic_cases():
 def test_scoring_mini_and_win_loss_utility():
     r = make_rules("mini", utility="win_loss")  # cost -10, bonus 10 at 5 cards, values 2..6, 1 wager
     expeditions = {
-        0: {0: [card(r, 0, 0)] + numbered(r, 0, 2, 3, 4, 5),  # (14 - 10) * 2 + 10 = 18
-            1: numbered(r, 1, 6)},  # -4
+        0: {
+            0: [card(r, 0, 0)] + numbered(r, 0, 2, 3, 4, 5),  # (14 - 10) * 2 + 10 = 18
+            1: numbered(r, 1, 6),
+        },  # -4
         1: {2: [card(r, 2, 0)]},  # -20
     }
     g = game_with(r, [[], []], expeditions=expeditions)
@@ -108,8 +112,14 @@ def test_scoring_mini_and_win_loss_utility():
 # Legal actions ---------------------------------------------------------------------------------
 def test_card_decision_masks():
     r = make_rules("classic")
-    hand0 = [card(r, RED, 0, 1), *numbered(r, RED, 4, 7), card(r, BLUE, 0), *numbered(r, BLUE, 3, 8),
-             *numbered(r, GREEN, 9), *numbered(r, WHITE, 2)]
+    hand0 = [
+        card(r, RED, 0, 1),
+        *numbered(r, RED, 4, 7),
+        card(r, BLUE, 0),
+        *numbered(r, BLUE, 3, 8),
+        *numbered(r, GREEN, 9),
+        *numbered(r, WHITE, 2),
+    ]
     expeditions = {0: {RED: numbered(r, RED, 5), BLUE: [card(r, BLUE, 0, 1)]}}
     g = game_with(r, [hand0, numbered(r, YELLOW, 2, 3, 4, 5, 6, 7, 8, 9)], expeditions=expeditions)
     legal = set(g.legal_actions())
@@ -120,8 +130,16 @@ def test_card_decision_masks():
     assert play(r, BLUE, 3) in legal and play(r, BLUE, 8) in legal
     assert play(r, GREEN, 9) in legal and play(r, WHITE, 2) in legal
     assert play(r, YELLOW, 2) not in legal  # not in hand
-    kinds_in_hand = {play(r, RED, 0), play(r, RED, 4), play(r, RED, 7), play(r, BLUE, 0), play(r, BLUE, 3),
-                     play(r, BLUE, 8), play(r, GREEN, 9), play(r, WHITE, 2)}
+    kinds_in_hand = {
+        play(r, RED, 0),
+        play(r, RED, 4),
+        play(r, RED, 7),
+        play(r, BLUE, 0),
+        play(r, BLUE, 3),
+        play(r, BLUE, 8),
+        play(r, GREEN, 9),
+        play(r, WHITE, 2),
+    }
     assert {a - r.num_kinds for a in legal if a >= r.num_kinds} == kinds_in_hand  # discard anything held
     assert max(legal) < 2 * r.num_kinds  # no draws before the card decision
     assert g.legal_mask() == [a in legal for a in range(r.num_actions)]
@@ -129,8 +147,11 @@ def test_card_decision_masks():
 
 def test_equal_or_lower_numbered_cards_are_not_playable():
     r = make_rules("classic")
-    g = game_with(r, [numbered(r, RED, 2, 8, 9, 10) + numbered(r, GREEN, 2, 3, 4, 5), numbered(r, BLUE, 2, 3)],
-                  expeditions={0: {RED: numbered(r, RED, 3, 8)}})
+    g = game_with(
+        r,
+        [numbered(r, RED, 2, 8, 9, 10) + numbered(r, GREEN, 2, 3, 4, 5), numbered(r, BLUE, 2, 3)],
+        expeditions={0: {RED: numbered(r, RED, 3, 8)}},
+    )
     legal = set(g.legal_actions())
     assert play(r, RED, 2) not in legal
     assert play(r, RED, 9) in legal and play(r, RED, 10) in legal
@@ -142,8 +163,9 @@ def test_draw_decision_masks():
     r = make_rules("classic")
     piles = {RED: numbered(r, RED, 2), GREEN: numbered(r, GREEN, 3, 4), WHITE: numbered(r, WHITE, 5)}
     hand0 = numbered(r, BLUE, 2, 3, 4, 5, 6, 7, 8)
-    g = game_with(r, [hand0, numbered(r, YELLOW, 2, 3, 4, 5, 6, 7, 8, 9)], piles=piles, phase=PHASE_DRAW,
-                  discarded=GREEN)
+    g = game_with(
+        r, [hand0, numbered(r, YELLOW, 2, 3, 4, 5, 6, 7, 8, 9)], piles=piles, phase=PHASE_DRAW, discarded=GREEN
+    )
     assert g.legal_actions() == [r.draw_deck_action, draw_pile(r, RED), draw_pile(r, WHITE)]
     with pytest.raises(IllegalActionError, match="draw pile green.*discarded in this turn"):
         g.apply(draw_pile(r, GREEN))
@@ -170,8 +192,12 @@ def test_a_turn_is_card_then_draw_by_the_same_player():
 def test_known_cards_follow_pile_draws():
     r = make_rules("classic")
     wager_a, wager_b = card(r, RED, 0, 0), card(r, RED, 0, 1)
-    g = game_with(r, [[wager_a] + numbered(r, BLUE, 2, 3, 4, 5, 6, 7), numbered(r, YELLOW, 2, 3, 4, 5, 6, 7, 8, 9)],
-                  piles={RED: [wager_b]}, phase=PHASE_DRAW)
+    g = game_with(
+        r,
+        [[wager_a] + numbered(r, BLUE, 2, 3, 4, 5, 6, 7), numbered(r, YELLOW, 2, 3, 4, 5, 6, 7, 8, 9)],
+        piles={RED: [wager_b]},
+        phase=PHASE_DRAW,
+    )
     g.apply(draw_pile(r, RED))  # player 0 takes the red wager from the pile: known to player 1
     assert g.known[0] == {wager_b}
     obs1 = g.observe(1)
@@ -257,7 +283,7 @@ def test_observation_row_layout():
     obs = g.observe(1)
     color = (a - r.num_kinds) // (r.n_ranks + 1)
     assert obs[g.piles[color][0]] == 5
-    assert obs[D + 1:] == [1, color, 1, 0]
+    assert obs[D + 1 :] == [1, color, 1, 0]
 
 
 def test_str_describes_the_game():
@@ -269,20 +295,23 @@ def test_str_describes_the_game():
 
 
 # Rules -----------------------------------------------------------------------------------------
-@pytest.mark.parametrize("overrides, name", [
-    (dict(n_colors=0), "n_colors"),
-    (dict(n_colors=11), "n_colors"),
-    (dict(n_ranks=0), "n_ranks"),
-    (dict(n_wagers=-1), "n_wagers"),
-    (dict(n_wagers=6), "n_wagers"),
-    (dict(min_rank=0), "min_rank"),
-    (dict(hand_size=0), "hand_size"),
-    (dict(hand_size=30), "hand_size"),  # deck of 60 needs 2 * hand_size + 1 cards
-    (dict(bonus_threshold=0), "bonus_threshold"),
-    (dict(ply_cap=1), "ply_cap"),
-    (dict(utility="rank"), "utility"),
-    (dict(n_colors=10, n_ranks=20, n_wagers=5), "n_colors"),  # more than 200 cards
-])
+@pytest.mark.parametrize(
+    "overrides, name",
+    [
+        (dict(n_colors=0), "n_colors"),
+        (dict(n_colors=11), "n_colors"),
+        (dict(n_ranks=0), "n_ranks"),
+        (dict(n_wagers=-1), "n_wagers"),
+        (dict(n_wagers=6), "n_wagers"),
+        (dict(min_rank=0), "min_rank"),
+        (dict(hand_size=0), "hand_size"),
+        (dict(hand_size=30), "hand_size"),  # deck of 60 needs 2 * hand_size + 1 cards
+        (dict(bonus_threshold=0), "bonus_threshold"),
+        (dict(ply_cap=1), "ply_cap"),
+        (dict(utility="rank"), "utility"),
+        (dict(n_colors=10, n_ranks=20, n_wagers=5), "n_colors"),  # more than 200 cards
+    ],
+)
 def test_invalid_rules_raise_naming_the_parameter(overrides, name):
     with pytest.raises(ValueError, match=name):
         make_rules("classic", **overrides)

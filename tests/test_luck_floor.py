@@ -1,4 +1,4 @@
-"""scripts/luck_floor.py: the starting hands' share of a paired match's variance (what no luck
+"""scripts/experiments/luck_floor.py: the starting hands' share of a paired match's variance (what no luck
 correction can remove) and the share within a hand."""
 
 import json
@@ -8,7 +8,7 @@ import torch
 from deepcfr.games.registry import make_game
 from script_helpers import load_script
 
-floor = load_script("luck_floor")
+floor = load_script("experiments/luck_floor")
 
 
 def test_each_hand_is_played_with_new_deck_orders_behind_the_same_hands():
@@ -34,8 +34,10 @@ def test_the_shares_recover_a_known_split_of_the_variance():
 
 
 def test_the_script_splits_a_real_match(capsys):
-    assert floor.main(["--matchup", "heuristic_balanced", "heuristic_careful", "--hands", "6", "--orders", "2",
-                       "--json"]) == 0
+    assert (
+        floor.main(["--matchup", "heuristic_balanced", "heuristic_careful", "--hands", "6", "--orders", "2", "--json"])
+        == 0
+    )
     (row,) = json.loads(capsys.readouterr().out)
     assert row["hands"] == 6 and row["orders"] == 2
     for estimate in ("plain", "corrected"):

@@ -117,13 +117,17 @@ def test_errors_name_the_problem():
 
 
 def _filled(capacity: int, offered: int, device="cpu", pin_memory=False) -> ReservoirMemory:
-    memory = ReservoirMemory(capacity, {"x": ((3,), torch.int16), "y": ((), torch.float32)}, device=device,
-                             pin_memory=pin_memory)
+    memory = ReservoirMemory(
+        capacity, {"x": ((3,), torch.int16), "y": ((), torch.float32)}, device=device, pin_memory=pin_memory
+    )
     g = torch.Generator().manual_seed(0)
     for start in range(0, offered, 7):
         m = min(7, offered - start)
-        memory.add(generator=g, x=torch.arange(start, start + m).repeat_interleave(3).view(m, 3).to(torch.int16),
-                   y=torch.arange(start, start + m, dtype=torch.float32))
+        memory.add(
+            generator=g,
+            x=torch.arange(start, start + m).repeat_interleave(3).view(m, 3).to(torch.int16),
+            y=torch.arange(start, start + m, dtype=torch.float32),
+        )
     return memory
 
 

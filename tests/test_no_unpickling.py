@@ -5,7 +5,7 @@ converter reads old files the unsafe way only when told to trust them."""
 
 from __future__ import annotations
 
-import os
+import functools
 import pickle
 import warnings
 from pathlib import Path
@@ -84,13 +84,17 @@ def test_the_checkpoint_loader_and_the_fitted_networks_never_run_a_files_code(ev
 
 def test_every_player_spec_and_search_setting_that_names_a_file_refuses_it(evil, game):
     path, marker = evil
-    specs = [f"{path}", f"{path}@greedy", f"search:{path}@greedy",
-             f"search[rollout_policy={path},determinizations=2]:random",
-             f"search[rollout_plies=2,value_fn={path},determinizations=2]:random",
-             f"search[belief=learned,hand_belief={path},determinizations=2]:random",
-             f"search[belief={path}@greedy,determinizations=2]:random"]
+    specs = [
+        f"{path}",
+        f"{path}@greedy",
+        f"search:{path}@greedy",
+        f"search[rollout_policy={path},determinizations=2]:random",
+        f"search[rollout_plies=2,value_fn={path},determinizations=2]:random",
+        f"search[belief=learned,hand_belief={path},determinizations=2]:random",
+        f"search[belief={path}@greedy,determinizations=2]:random",
+    ]
     for spec in specs:
-        _refused(lambda: load_player(spec, game), marker)
+        _refused(functools.partial(load_player, spec, game), marker)
     # the list above covers every setting that names a file or a player (a new one must be added)
     covered = {"rollout_policy", "value_fn", "hand_belief", "belief"}
     assert set(named_settings(SearchConfig)) == covered
@@ -101,17 +105,19 @@ def test_the_command_line_never_runs_a_files_code(evil, tmp_path, capsys):
     run_dir = tmp_path / "resume"
     (run_dir / "checkpoints").mkdir(parents=True)
     (run_dir / "checkpoints" / "latest.pt").write_bytes(path.read_bytes())
-    commands = [["eval", "--checkpoint", str(path), "--games", "2"],
-                ["arena", "--a", f"{path}@greedy", "--b", "random", "--games", "2"],
-                ["strength", f"{path}@greedy", "--vs", "random", "--games", "2"],
-                ["improve", "--checkpoint", str(path), "--rounds", "1"],
-                ["train", "--resume", str(run_dir)],
-                ["exploit", "--target", f"{path}@greedy", "--games", "2"],
-                ["exploit", "--target", "random", "--games", "2", "--value-fn", str(path)],
-                ["arena", "--a", "random", "--b", "random", "--games", "2", "--value-fn", str(path)],
-                ["fit-value", "--start", str(path), "--out", str(tmp_path / "v.pt")],
-                ["export", "--onnx", str(tmp_path / "x.onnx"), "--player", str(path)],
-                ["convert-checkpoint", str(path), "--out", str(tmp_path / "c.pt")]]
+    commands = [
+        ["eval", "--checkpoint", str(path), "--games", "2"],
+        ["arena", "--a", f"{path}@greedy", "--b", "random", "--games", "2"],
+        ["strength", f"{path}@greedy", "--vs", "random", "--games", "2"],
+        ["improve", "--checkpoint", str(path), "--rounds", "1"],
+        ["train", "--resume", str(run_dir)],
+        ["exploit", "--target", f"{path}@greedy", "--games", "2"],
+        ["exploit", "--target", "random", "--games", "2", "--value-fn", str(path)],
+        ["arena", "--a", "random", "--b", "random", "--games", "2", "--value-fn", str(path)],
+        ["fit-value", "--start", str(path), "--out", str(tmp_path / "v.pt")],
+        ["export", "--onnx", str(tmp_path / "x.onnx"), "--player", str(path)],
+        ["convert-checkpoint", str(path), "--out", str(tmp_path / "c.pt")],
+    ]
     for argv in commands:
         try:
             code = main(argv)
@@ -128,9 +134,15 @@ def test_the_server_never_runs_a_files_code(evil, tmp_path):
     given.write_bytes(path.read_bytes())
     client = TestClient(create_app(ServeSettings(runs=str(runs), checkpoints=[str(given)])))
     opponents = ["r/evil.pt", "r/evil.pt@greedy", "given.pt", "search:r/evil.pt@greedy"]
-    opponents += [f"search[{key}={value},determinizations=2]:random" for key, value in
-                  [("rollout_policy", "r/evil.pt"), ("belief", "r/evil.pt@greedy"), ("hand_belief", "r/evil.pt"),
-                   ("value_fn", "r/evil.pt")]]
+    opponents += [
+        f"search[{key}={value},determinizations=2]:random"
+        for key, value in [
+            ("rollout_policy", "r/evil.pt"),
+            ("belief", "r/evil.pt@greedy"),
+            ("hand_belief", "r/evil.pt"),
+            ("value_fn", "r/evil.pt"),
+        ]
+    ]
     opponents[-2] = "search[belief=learned,hand_belief=r/evil.pt,determinizations=2]:random"
     opponents[-1] = "search[rollout_plies=2,value_fn=r/evil.pt,determinizations=2]:random"
     for opponent in opponents:
@@ -144,8 +156,16 @@ def test_the_converter_reads_an_old_file_only_when_trusted_and_writes_one_that_l
     import numpy as np
 
     old = tmp_path / "old.pt"
-    torch.save({"meta": _meta(), "strategy_net": {"w": np.arange(3, dtype=np.float32)}, "where": tmp_path,
-                "iteration": np.int64(4), "seen": {2, 1}}, old)
+    torch.save(
+        {
+            "meta": _meta(),
+            "strategy_net": {"w": np.arange(3, dtype=np.float32)},
+            "where": tmp_path,
+            "iteration": np.int64(4),
+            "seen": {2, 1},
+        },
+        old,
+    )
     with pytest.raises(CheckpointError, match="convert-checkpoint"):
         load_checkpoint(old)
     with pytest.raises(CheckpointError, match="trust"):

@@ -13,12 +13,14 @@ from deepcfr.cli.main import main
 from deepcfr.games.lost_cities.encoding import ENCODING_VERSION
 from deepcfr.players import load_player
 from deepcfr.players.export import ExportError, export_onnx, onnx_available, onnx_metadata
-
 from search_helpers import tiny_checkpoint
 from web_helpers import positions, record_game
 
-pytestmark = pytest.mark.skipif(not onnx_available(), reason="onnx and onnxruntime are not installed "
-                                "(pip install -c constraints.txt -e '.[onnx]'; the dev extra has them)")
+pytestmark = pytest.mark.skipif(
+    not onnx_available(),
+    reason="onnx and onnxruntime are not installed "
+    "(pip install -c constraints.txt -e '.[onnx]'; the dev extra has them)",
+)
 
 # float32 rounding of two runtimes: over 3,834 positions of 42 recorded games the champion's logits differed
 # by at most 3.1e-5 and its probabilities by at most 2.0e-6 (9 positions above 1e-6; issue 64 saw 1.73e-6
@@ -87,11 +89,14 @@ def test_a_checkpoints_average_policy_of_the_mini_rules_exports(tmp_path):
     assert logits.shape == (1, player.game.num_actions)
 
 
-@pytest.mark.parametrize("spec, named", [
-    ("heuristic_balanced", "a bot"),
-    ("search:champion", "a search"),
-    ("CK@current", "regret matching over two advantage networks"),
-])
+@pytest.mark.parametrize(
+    "spec, named",
+    [
+        ("heuristic_balanced", "a bot"),
+        ("search:champion", "a search"),
+        ("CK@current", "regret matching over two advantage networks"),
+    ],
+)
 def test_a_player_that_is_not_one_network_is_refused_by_name(tmp_path, capsys, spec, named):
     ck = tiny_checkpoint(tmp_path / "mini.pt")
     spec = spec.replace("CK", str(ck))

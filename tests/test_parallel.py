@@ -9,9 +9,9 @@ import time
 import pytest
 import torch
 
-from deepcfr.cfr.traversal import OutcomeSampling
-
 from deepcfr.cfr.networks import build_network
+from deepcfr.cfr.traversal import OutcomeSampling
+from deepcfr.parallel.base import ExecutorError, WorkerError
 from deepcfr.parallel.chunks import (
     ChunkSpec,
     GameSpec,
@@ -21,18 +21,19 @@ from deepcfr.parallel.chunks import (
     result_to_arrays,
     run_chunk,
 )
-from deepcfr.parallel.base import ExecutorError, WorkerError
 from deepcfr.parallel.executors import InlineExecutor, ProcessExecutor, make_executor
-from deepcfr.seeding import chunk_seed
 from deepcfr.parallel.shm import SharedBlock, WeightsPublisher, WeightsReader, list_segments
+from deepcfr.seeding import chunk_seed
 
 MINI = GameSpec.of("lost_cities", {"variant": "mini"})
 
 
 def networks_for(game, names, hidden=16, seed=0):
     torch.manual_seed(seed)
-    return {name: build_network({"hidden_size": hidden, "num_layers": 2}, game.feature_size, game.num_actions).eval()
-            for name in names}
+    return {
+        name: build_network({"hidden_size": hidden, "num_layers": 2}, game.feature_size, game.num_actions).eval()
+        for name in names
+    }
 
 
 def mixed_chunks(n_chunks=6, size=8, iteration=3, traverser=1, options=OutcomeSampling()):
@@ -47,8 +48,21 @@ def mixed_chunks(n_chunks=6, size=8, iteration=3, traverser=1, options=OutcomeSa
     chunks = []
     for i in range(n_chunks):
         opp, on_policy, label = opponents[i % len(opponents)]
-        chunks.append(ChunkSpec(i, size, chunk_seed(7, iteration, traverser, i), traverser, iteration,
-                                PolicySpec("regret", "advantage_1"), opp, on_policy, options, "argmax", label))
+        chunks.append(
+            ChunkSpec(
+                i,
+                size,
+                chunk_seed(7, iteration, traverser, i),
+                traverser,
+                iteration,
+                PolicySpec("regret", "advantage_1"),
+                opp,
+                on_policy,
+                options,
+                "argmax",
+                label,
+            )
+        )
     return chunks
 
 
@@ -207,8 +221,19 @@ def test_chunk_error_carries_the_worker_traceback_and_breaks_the_executor():
 def test_killed_worker_is_reported_by_name_and_nothing_is_left():
     game = MINI.make()
     nets = networks_for(game, ["advantage_0", "advantage_1"])
-    chunks = [ChunkSpec(i, 32, chunk_seed(0, 1, 0, i), 0, 1, PolicySpec("regret", "advantage_0"),
-                        PolicySpec("regret", "advantage_1"), True) for i in range(400)]
+    chunks = [
+        ChunkSpec(
+            i,
+            32,
+            chunk_seed(0, 1, 0, i),
+            0,
+            1,
+            PolicySpec("regret", "advantage_0"),
+            PolicySpec("regret", "advantage_1"),
+            True,
+        )
+        for i in range(400)
+    ]
     executor = ProcessExecutor(MINI, 2, chunk_timeout=60)
     pids = executor.worker_pids
     try:
@@ -274,31 +299,65 @@ def test_ray_actors_give_the_inline_samples():
 def _trainer_config(*extra):
     from deepcfr.train.config import load_config
 
-    return load_config(None, [
-        "game.name=leduc", "memory.augment=false", "traversal.algorithm=external", "traversal.traversals_per_player=48",
-        "traversal.chunk_size=16", "network.hidden_size=16",
-        "advantage.train_steps=3", "advantage.batch_size=32", "strategy.train_steps=3", "strategy.batch_size=32",
-        "eval.every=0", "memory.advantage_capacity=2000", "memory.strategy_capacity=2000", "run.progress=false",
-        "traversal.opponent=league", "league.weight_current=0.5", "league.weight_recent=0.5", *extra,
-    ])
+    return load_config(
+        None,
+        [
+            "game.name=leduc",
+            "memory.augment=false",
+            "traversal.algorithm=external",
+            "traversal.traversals_per_player=48",
+            "traversal.chunk_size=16",
+            "network.hidden_size=16",
+            "advantage.train_steps=3",
+            "advantage.batch_size=32",
+            "strategy.train_steps=3",
+            "strategy.batch_size=32",
+            "eval.every=0",
+            "memory.advantage_capacity=2000",
+            "memory.strategy_capacity=2000",
+            "run.progress=false",
+            "traversal.opponent=league",
+            "league.weight_current=0.5",
+            "league.weight_recent=0.5",
+            *extra,
+        ],
+    )
 
 
-@pytest.mark.parametrize("extra", [[], ["traversal.algorithm=critic", "traversal.epsilon=0.3", "critic.train_steps=3",
-                                        "critic.batch_size=16", "advantage.reinit=false"]])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        [
+            "traversal.algorithm=critic",
+            "traversal.epsilon=0.3",
+            "critic.train_steps=3",
+            "critic.batch_size=16",
+            "advantage.reinit=false",
+        ],
+    ],
+)
 def test_trainer_with_worker_processes_matches_inline_exactly(extra):
     from deepcfr.train.trainer import Trainer
 
     def state(trainer):
         nets = [*trainer.advantage_nets, trainer.strategy_net]
-        return ([p.detach().clone() for net in nets for p in net.parameters()],
-                [m.data("target").clone() for m in trainer.advantage_memories], trainer.strategy_memory.data("obs").clone())
+        return (
+            [p.detach().clone() for net in nets for p in net.parameters()],
+            [m.data("target").clone() for m in trainer.advantage_memories],
+            trainer.strategy_memory.data("obs").clone(),
+        )
 
     results = {}
     for executor in ("inline", "processes"):
         with Trainer(_trainer_config(f"traversal.executor={executor}", "traversal.num_workers=2", *extra)) as trainer:
             for _ in range(2):
                 metrics = trainer.run_iteration()
-            results[executor] = (state(trainer), metrics, trainer._executor.worker_pids if executor == "processes" else [])
+            results[executor] = (
+                state(trainer),
+                metrics,
+                trainer._executor.worker_pids if executor == "processes" else [],
+            )
         assert trainer._executor is None
     (params_a, adv_a, strat_a), m_a, _ = results["inline"]
     (params_b, adv_b, strat_b), m_b, pids = results["processes"]

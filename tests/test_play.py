@@ -33,9 +33,14 @@ def test_parse_entry_numbers_names_and_refusals():
     assert parse_entry(f" {choices[-1][1].upper()} ", choices, view, ref) == (choices[-1][0], None)
     assert parse_entry("q", choices, view, ref) == (QUIT, None)
     assert parse_entry("?", choices, view, ref) == (PROBS, None)
-    for entry, reason in [("0", "there is no move 0"), ("-3", "there is no move -3"), ("", "empty entry"),
-                          ("play", "could be any of"), ("hello", "did not understand 'hello'"),
-                          ("draw deck", "draw deck is not allowed now: illegal action")]:
+    for entry, reason in [
+        ("0", "there is no move 0"),
+        ("-3", "there is no move -3"),
+        ("", "empty entry"),
+        ("play", "could be any of"),
+        ("hello", "did not understand 'hello'"),
+        ("draw deck", "draw deck is not allowed now: illegal action"),
+    ]:
         action, why = parse_entry(entry, choices, view, ref)
         assert action is None and reason in why, (entry, why)
 
@@ -115,22 +120,39 @@ def test_greedy_agent_and_observation_rows_match_the_batched_engine():
 
 
 def test_play_command_against_a_checkpoint(tmp_path, monkeypatch, capsys):
-    from deepcfr.cli.main import main
     from deepcfr.checkpoints import make_meta, save_checkpoint
+    from deepcfr.cli.main import main
     from deepcfr.train.config import TrainConfig
     from deepcfr.train.trainer import Trainer
 
-    config = TrainConfig.model_validate({
-        "game": {"name": "kuhn"}, "traversal": {"algorithm": "external"},
-        "memory": {"advantage_capacity": 64, "strategy_capacity": 64, "augment": False}, "network": {"hidden_size": 8},
-    })
+    config = TrainConfig.model_validate(
+        {
+            "game": {"name": "kuhn"},
+            "traversal": {"algorithm": "external"},
+            "memory": {"advantage_capacity": 64, "strategy_capacity": 64, "augment": False},
+            "network": {"hidden_size": 8},
+        }
+    )
     trainer = Trainer(config)  # untrained networks are enough to play
     path = tmp_path / "kuhn.pt"
     save_checkpoint(path, {**trainer.state_dict(), "meta": make_meta(config, 0, trainer.game)})
     record = tmp_path / "games.jsonl"
     monkeypatch.setattr("sys.stdin", io.StringIO("1\n1\n1\n"))
-    code = main(["play", "--checkpoint", str(path), "--seat", "1", "--seed", "4", "--show-probs", "--plain",
-                 "--record", str(record)])
+    code = main(
+        [
+            "play",
+            "--checkpoint",
+            str(path),
+            "--seat",
+            "1",
+            "--seed",
+            "4",
+            "--show-probs",
+            "--plain",
+            "--record",
+            str(record),
+        ]
+    )
     out = capsys.readouterr().out
     assert code == 0, out
     assert "Kuhn poker" in out and "kuhn.pt" in out  # the opponent is named by its spec
@@ -141,8 +163,23 @@ def test_play_command_against_a_checkpoint(tmp_path, monkeypatch, capsys):
     assert main(["play", "--checkpoint", str(path), "--game", "leduc"]) == 2
     assert "is for kuhn, but this match plays leduc" in capsys.readouterr().err
     # a spec form as in arena: a bot of another game, and a search over a bot
-    assert main(["play", "--vs", "search:heuristic_balanced", "--variant", "mini", "--seed", "1", "--plain",
-                 "--search-determinizations", "2"]) == 0
+    assert (
+        main(
+            [
+                "play",
+                "--vs",
+                "search:heuristic_balanced",
+                "--variant",
+                "mini",
+                "--seed",
+                "1",
+                "--plain",
+                "--search-determinizations",
+                "2",
+            ]
+        )
+        == 0
+    )
     assert "search:heuristic_balanced" in capsys.readouterr().out
 
 

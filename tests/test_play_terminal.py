@@ -69,7 +69,7 @@ class Terminal:
         rx = re.compile(pattern) if isinstance(pattern, str) else pattern
         deadline = time.monotonic() + self.timeout
         while True:
-            new = self.text[self.seen:]
+            new = self.text[self.seen :]
             m = rx.search(new)
             if m:
                 self.seen += m.end()

@@ -15,7 +15,6 @@ from deepcfr.cli.main import main
 from deepcfr.games.lost_cities.engine import LostCitiesGame
 from deepcfr.players import PlayerSpecError, load_player, parse_player
 from deepcfr.players.champion import CHAMPION_FILE
-
 from search_helpers import tiny_checkpoint
 
 FAST = "search[determinizations=2,candidates=2]"
@@ -28,8 +27,16 @@ def ck(tmp_path_factory) -> str:
 
 def valid_specs(ck: str) -> list[str]:
     """Every form, on the mini variant (short games); the champion plays classic rules."""
-    return ["heuristic_careful", ck, f"{ck}@current", f"{ck}@greedy", f"{ck}@current,greedy",
-            f"{FAST}:heuristic_careful", f"{FAST}:{ck}", f"{FAST}:{ck}@greedy"]
+    return [
+        "heuristic_careful",
+        ck,
+        f"{ck}@current",
+        f"{ck}@greedy",
+        f"{ck}@current,greedy",
+        f"{FAST}:heuristic_careful",
+        f"{FAST}:{ck}",
+        f"{FAST}:{ck}@greedy",
+    ]
 
 
 CHAMPION_SPECS = ["champion", "champion@greedy", f"{FAST}:champion"]
@@ -69,9 +76,11 @@ def test_arena_eval_and_play_take_every_spec(ck, capsys, monkeypatch):
 
 @pytest.mark.parametrize("spec, problem", BAD_SPECS)
 def test_arena_eval_and_play_refuse_a_bad_spec_with_its_message(ck, spec, problem, capsys):
-    for argv in (["arena", "--a", spec, "--b", "random", "--games", "2"],
-                 ["eval", "--checkpoint", ck, "--vs", spec, "--games", "2"],
-                 ["play", "--vs", spec, "--seed", "1"]):
+    for argv in (
+        ["arena", "--a", spec, "--b", "random", "--games", "2"],
+        ["eval", "--checkpoint", ck, "--vs", spec, "--games", "2"],
+        ["play", "--vs", spec, "--seed", "1"],
+    ):
         assert main(argv) == 2, argv
         err = capsys.readouterr().err
         assert problem in err and "Traceback" not in err, (argv, err)
@@ -103,18 +112,35 @@ def test_improve_takes_every_spec_as_opponent_and_a_search_as_teacher(ck):
     game = LostCitiesGame.from_params("mini")
     runner = ChunkRunner(game)
     for spec in valid_specs(ck):
-        config = config_from_dict({"improve": {"opponents": [spec, "self"], "eval_opponents": [spec],
-                                               "teacher": f"{FAST}:heuristic_careful"}},
-                                  config_class=ImproveRunConfig)
+        config = config_from_dict(
+            {
+                "improve": {
+                    "opponents": [spec, "self"],
+                    "eval_opponents": [spec],
+                    "teacher": f"{FAST}:heuristic_careful",
+                }
+            },
+            config_class=ImproveRunConfig,
+        )
         assert config.improve.opponents[0] == spec
-        chunk = LabelChunk(index=0, round=1, games=2, teacher=config.improve.teacher, temperature=5.0,
-                           teacher_seed=1, deal_seed=2, play_seed=3, opponent=spec)
+        chunk = LabelChunk(
+            index=0,
+            round=1,
+            games=2,
+            teacher=config.improve.teacher,
+            temperature=5.0,
+            teacher_seed=1,
+            deal_seed=2,
+            play_seed=3,
+            opponent=spec,
+        )
         result = chunk.run(runner, ModuleNetworks({}))
         assert result.score_diffs.shape == (2,) and result.positions is not None
     # the teacher over the learner: the network the round trains, by name
     net = load_player(ck, game).agent.strategy_net
-    chunk = LabelChunk(index=0, round=1, games=2, teacher=f"{FAST}:learner", temperature=5.0,
-                       teacher_seed=1, deal_seed=2, play_seed=3)
+    chunk = LabelChunk(
+        index=0, round=1, games=2, teacher=f"{FAST}:learner", temperature=5.0, teacher_seed=1, deal_seed=2, play_seed=3
+    )
     assert chunk.network_names() == {"learner"}
     assert chunk.run(runner, ModuleNetworks({"learner": net})).positions is not None
     for spec, problem in BAD_SPECS[1:-1]:  # form errors: a bot name or `learner` is checked when built
@@ -127,15 +153,26 @@ def test_the_config_lists_take_specs(ck):
     from deepcfr.train.config import ConfigError, config_from_dict
     from deepcfr.train.trainer import Trainer
 
-    base = {"game": {"name": "lost_cities", "variant": "mini"}, "network": {"hidden_size": 8},
-            "traversal": {"algorithm": "outcome", "traversals_per_player": 4, "chunk_size": 4, "opponent": "league"},
-            "memory": {"advantage_capacity": 64, "strategy_capacity": 64}, "eval": {"games": 2}}
+    base = {
+        "game": {"name": "lost_cities", "variant": "mini"},
+        "network": {"hidden_size": 8},
+        "traversal": {"algorithm": "outcome", "traversals_per_player": 4, "chunk_size": 4, "opponent": "league"},
+        "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
+        "eval": {"games": 2},
+    }
     for spec in valid_specs(ck):
         anchored = parse_player(spec).kind in ("bot", "checkpoint") and not parse_player(spec).greedy
         # the anchor nearly always (the current policy must keep a share: the average strategy learns from it)
-        league = {"anchor": spec, "weight_anchor": 1.0, "weight_current": 1e-6, "weight_recent": 0.0, "weight_older": 0.0}
-        config = config_from_dict({**base, "eval": {"games": 2, "opponents": [spec]},
-                                   "league": league if anchored else {}})
+        league = {
+            "anchor": spec,
+            "weight_anchor": 1.0,
+            "weight_current": 1e-6,
+            "weight_recent": 0.0,
+            "weight_older": 0.0,
+        }
+        config = config_from_dict(
+            {**base, "eval": {"games": 2, "opponents": [spec]}, "league": league if anchored else {}}
+        )
         with Trainer(config, load_player=load_player) as trainer:
             metrics = trainer.evaluate()
             assert f"eval/{spec}/average/win_rate" in metrics

@@ -5,9 +5,15 @@ import torch
 
 from deepcfr.evaluate.arena import play_match
 from deepcfr.games.lost_cities.engine import LostCitiesGame
-from deepcfr.players import (BotPlayer, NetworkPlayer, PlayerSpec, PlayerSpecError, SearchPlayer, load_player,
-                             parse_player)
-
+from deepcfr.players import (
+    BotPlayer,
+    NetworkPlayer,
+    PlayerSpec,
+    PlayerSpecError,
+    SearchPlayer,
+    load_player,
+    parse_player,
+)
 from search_helpers import tiny_checkpoint
 
 
@@ -17,28 +23,46 @@ def checkpoints(tmp_path_factory):
     return tiny_checkpoint(d / "mini.pt"), tiny_checkpoint(d / "classic.pt", variant="classic")
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("heuristic_balanced", PlayerSpec(kind="bot", name="heuristic_balanced")),
-    ("runs/x/checkpoints/latest.pt", PlayerSpec(kind="checkpoint", path="runs/x/checkpoints/latest.pt")),
-    ("ck.pt@current", PlayerSpec(kind="checkpoint", path="ck.pt", policy="current")),
-    ("ck.pt@current,greedy", PlayerSpec(kind="checkpoint", path="ck.pt", policy="current", greedy=True)),
-    ("a/b@greedy", PlayerSpec(kind="checkpoint", path="a/b", greedy=True)),
-    ("search:ck.pt", PlayerSpec(kind="search", base=PlayerSpec(kind="checkpoint", path="ck.pt"))),
-    ("search:heuristic_balanced", PlayerSpec(kind="search", base=PlayerSpec(kind="bot", name="heuristic_balanced"))),
-    ("search[determinizations=64,prior_weight=2.5]:ck.pt@current",
-     PlayerSpec(kind="search", base=PlayerSpec(kind="checkpoint", path="ck.pt", policy="current"),
-                settings={"determinizations": 64, "prior_weight": 2.5})),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("heuristic_balanced", PlayerSpec(kind="bot", name="heuristic_balanced")),
+        ("runs/x/checkpoints/latest.pt", PlayerSpec(kind="checkpoint", path="runs/x/checkpoints/latest.pt")),
+        ("ck.pt@current", PlayerSpec(kind="checkpoint", path="ck.pt", policy="current")),
+        ("ck.pt@current,greedy", PlayerSpec(kind="checkpoint", path="ck.pt", policy="current", greedy=True)),
+        ("a/b@greedy", PlayerSpec(kind="checkpoint", path="a/b", greedy=True)),
+        ("search:ck.pt", PlayerSpec(kind="search", base=PlayerSpec(kind="checkpoint", path="ck.pt"))),
+        (
+            "search:heuristic_balanced",
+            PlayerSpec(kind="search", base=PlayerSpec(kind="bot", name="heuristic_balanced")),
+        ),
+        (
+            "search[determinizations=64,prior_weight=2.5]:ck.pt@current",
+            PlayerSpec(
+                kind="search",
+                base=PlayerSpec(kind="checkpoint", path="ck.pt", policy="current"),
+                settings={"determinizations": 64, "prior_weight": 2.5},
+            ),
+        ),
+    ],
+)
 def test_every_kind_of_spec_parses_and_prints_back(text, expected):
     spec = parse_player(text)
     assert spec == expected
     assert parse_player(str(spec)) == spec
 
 
-@pytest.mark.parametrize("text, problem", [
-    ("", "empty"), ("ck.pt@fast", "unknown checkpoint option 'fast'"), ("search[d=1:x", "never closed"),
-    ("search:search:x", "search over search"), ("not a bot!", "neither"), ("search[k]:x", "key=value"),
-])
+@pytest.mark.parametrize(
+    "text, problem",
+    [
+        ("", "empty"),
+        ("ck.pt@fast", "unknown checkpoint option 'fast'"),
+        ("search[d=1:x", "never closed"),
+        ("search:search:x", "search over search"),
+        ("not a bot!", "neither"),
+        ("search[k]:x", "key=value"),
+    ],
+)
 def test_a_bad_spec_lists_the_valid_forms(text, problem):
     with pytest.raises(PlayerSpecError, match=problem) as e:
         parse_player(text)
@@ -53,7 +77,9 @@ def test_load_every_kind(checkpoints):
     bot = load_player("heuristic_careful", game)
     net = load_player(str(mini), game)
     current = load_player(f"{mini}@current,greedy")
-    search = load_player(f"search[determinizations=3]:{mini}", game, search_settings={"determinizations": 9, "candidates": 2})
+    search = load_player(
+        f"search[determinizations=3]:{mini}", game, search_settings={"determinizations": 9, "candidates": 2}
+    )
     assert isinstance(bot, BotPlayer) and isinstance(net, NetworkPlayer) and isinstance(search, SearchPlayer)
     assert current.kind == "current" and current.greedy and current.game.rules.n_colors == 3
     assert search.search.config.determinizations == 3 and search.search.config.candidates == 2  # inline wins
@@ -72,7 +98,9 @@ def test_load_every_kind(checkpoints):
 
 def test_a_checkpoint_of_another_variant_or_game_is_refused(checkpoints, tmp_path):
     mini, classic = checkpoints
-    with pytest.raises(ValueError, match=r"is for lost_cities \(variant classic\), but this match plays lost_cities \(variant mini\)"):
+    with pytest.raises(
+        ValueError, match=r"is for lost_cities \(variant classic\), but this match plays lost_cities \(variant mini\)"
+    ):
         load_player(str(classic), LostCitiesGame.from_params("mini"))
     from deepcfr.games.registry import make_game
 

@@ -12,8 +12,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 def test_version_command_names_the_package_and_every_game():
-    out = subprocess.run([sys.executable, "-m", "deepcfr.cli.main", "--version"], capture_output=True, text=True,
-                         cwd=ROOT, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-m", "deepcfr.cli.main", "--version"], capture_output=True, text=True, cwd=ROOT, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert out.stdout.splitlines()[0] == f"deepcfr {project['version']}" == f"deepcfr {version('deepcfr')}"

@@ -25,16 +25,22 @@ from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities import make_rules
 from deepcfr.games.registry import make_game
 from deepcfr.play import make_view, play_game
-from deepcfr.players import BotPlayer, Seated
 from deepcfr.play.replay_view import show_replay
+from deepcfr.players import BotPlayer, Seated
 
 SRC = Path(__file__).parents[1] / "src"
 ENV = {**os.environ, "PYTHONPATH": str(SRC)}
 
 
 def _cli(*args: str, stdin: str = "") -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "deepcfr.cli.main", *args], input=stdin, capture_output=True,
-                          text=True, timeout=60, env=ENV)
+    return subprocess.run(
+        [sys.executable, "-m", "deepcfr.cli.main", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=ENV,
+    )
 
 
 @pytest.fixture
@@ -97,8 +103,15 @@ def test_play_record_and_replay_round_trip(tmp_path):
     path = tmp_path / "played.jsonl"
     # The person always takes the first listed move; end of input is never reached.
     out = io.StringIO()
-    outcome = play_game(view, Seated(BotPlayer(make_bot(game, "heuristic_careful"), game), seed=4), 1, 4,
-                        io.StringIO("1\n" * 400), out, record=path)
+    outcome = play_game(
+        view,
+        Seated(BotPlayer(make_bot(game, "heuristic_careful"), game), seed=4),
+        1,
+        4,
+        io.StringIO("1\n" * 400),
+        out,
+        record=path,
+    )
     assert outcome.finished and outcome.exit_code == 0
     (record,) = read_records(path)
     assert record.players == ["heuristic_careful", "human"] and record.seed == 4
@@ -128,8 +141,15 @@ def test_replay_steps_on_enter_and_stops_on_q(mini_arena_file):
 def test_unfinished_game_is_recorded_and_replays(tmp_path):
     game = make_game("leduc")
     path = tmp_path / "quit.jsonl"
-    outcome = play_game(make_view(game), Seated(BotPlayer(make_bot(game, "random"), game)), 0, 2, io.StringIO("2\nq\n"),
-                        io.StringIO(), record=path)
+    outcome = play_game(
+        make_view(game),
+        Seated(BotPlayer(make_bot(game, "random"), game)),
+        0,
+        2,
+        io.StringIO("2\nq\n"),
+        io.StringIO(),
+        record=path,
+    )
     assert not outcome.finished
     (record,) = read_records(path)
     assert record.result["finished"] is False and record.actions == outcome.actions
@@ -139,7 +159,9 @@ def test_other_rule_set_is_refused(mini_arena_file, tmp_path, capsys):
     from deepcfr.cli.main import main
 
     path, _ = mini_arena_file
-    with pytest.raises(ReplayError, match=r"mini\.jsonl line 1: recorded under another rule set: .*n_colors 3 \(expected 5\)"):
+    with pytest.raises(
+        ReplayError, match=r"mini\.jsonl line 1: recorded under another rule set: .*n_colors 3 \(expected 5\)"
+    ):
         read_records(path, game="lost_cities", game_config=make_rules("classic").model_dump())
     # the command line's --variant names one of the recorded game's variants
     assert main(["replay", str(path), "--variant", "mini", "--list"]) == 0
@@ -154,7 +176,9 @@ def test_other_rule_set_is_refused(mini_arena_file, tmp_path, capsys):
     data["game_config"]["n_colors"] = 5
     bad = tmp_path / "bad_rules.jsonl"
     bad.write_text("\n".join([lines[0], json.dumps(data)]) + "\n")
-    with pytest.raises(ReplayError, match=r"bad_rules\.jsonl line 2: the deal has 18 cards but these rules have a 30-card deck"):
+    with pytest.raises(
+        ReplayError, match=r"bad_rules\.jsonl line 2: the deal has 18 cards but these rules have a 30-card deck"
+    ):
         read_records(bad)
     # Rules this build does not know, and another engine version.
     data = json.loads(lines[0])
@@ -198,8 +222,22 @@ def test_replay_and_arena_command_line(tmp_path, capsys):
 
     path = tmp_path / "arena.jsonl"
     # One real subprocess (as a user runs it); the rest in-process to keep the suite fast.
-    proc = _cli("arena", "--game", "kuhn", "--a", "random", "--b", "random", "--games", "4", "--seed", "2",
-                "--record", str(path), "--json")
+    proc = _cli(
+        "arena",
+        "--game",
+        "kuhn",
+        "--a",
+        "random",
+        "--b",
+        "random",
+        "--games",
+        "4",
+        "--seed",
+        "2",
+        "--record",
+        str(path),
+        "--json",
+    )
     assert proc.returncode == 0, proc.stderr
     assert len(path.read_text().splitlines()) == 4
     assert main(["replay", str(path), "--game", "3", "--plain"]) == 0
@@ -212,7 +250,9 @@ def test_replay_and_arena_command_line(tmp_path, capsys):
     assert main(["replay", str(path), "--game", "9"]) == 2
     assert "the file holds games 1 to 4" in capsys.readouterr().err
     assert main(["replay", str(path), "--variant", "mini"]) == 2  # a variant of the recorded game's own
-    assert "--variant mini: game 'kuhn' has no named rule variants (no 'variants' capability)" in capsys.readouterr().err
+    assert (
+        "--variant mini: game 'kuhn' has no named rule variants (no 'variants' capability)" in capsys.readouterr().err
+    )
     path.write_text(path.read_text()[:-20] + "\n")
     assert main(["replay", str(path)]) == 2
     assert "line 4: not valid JSON" in capsys.readouterr().err

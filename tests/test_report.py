@@ -54,8 +54,10 @@ def _row(t: int, evaluate: bool) -> dict:
 def _write_run(tmp_path: Path, n_iterations: int, partial: bool = False, checkpoints=(5, 10)) -> Path:
     run = tmp_path / "run"
     (run / "checkpoints").mkdir(parents=True)
-    (run / "config.yaml").write_text("game:\n  name: lost_cities\n  variant: mini\nrun:\n  iterations: 50\neval:\n  games: 200\n"
-                                       "memory:\n  advantage_capacity: 1000\n  strategy_capacity: 4000\n")
+    (run / "config.yaml").write_text(
+        "game:\n  name: lost_cities\n  variant: mini\nrun:\n  iterations: 50\neval:\n  games: 200\n"
+        "memory:\n  advantage_capacity: 1000\n  strategy_capacity: 4000\n"
+    )
     lines = [json.dumps(_row(t, evaluate=(t % 5 == 0 or t == 1))) for t in range(1, n_iterations + 1)]
     text = "\n".join(lines) + "\n"
     if partial:
@@ -119,13 +121,24 @@ def test_live_run_with_partial_last_line(tmp_path):
 def test_exploitability_run_and_corrupt_middle_line(tmp_path):
     run = tmp_path / "kuhn_run"
     run.mkdir()
-    lines = [json.dumps({"iteration": t, "loss/advantage_p0": 1 / t,
-                         "exploitability/average": 0.5 / t, "exploitability/current": 0.6 / t}) for t in range(1, 5)]
+    lines = [
+        json.dumps(
+            {
+                "iteration": t,
+                "loss/advantage_p0": 1 / t,
+                "exploitability/average": 0.5 / t,
+                "exploitability/current": 0.6 / t,
+            }
+        )
+        for t in range(1, 5)
+    ]
     lines.insert(2, "{not json")
     (run / "metrics.jsonl").write_text("\n".join(lines) + "\n")
     report = write_report(run)
     assert {p.name for p in report.plots} == {"losses.png", "exploitability.png"}
-    assert report.warnings == ["metrics.jsonl line 3: not valid JSON (Expecting property name enclosed in double quotes); skipped"]
+    assert report.warnings == [
+        "metrics.jsonl line 3: not valid JSON (Expecting property name enclosed in double quotes); skipped"
+    ]
     summary = report.summary.read_text()
     assert "lowest `exploitability/average`" in summary and "| average | 0.125 |" in summary
 
@@ -135,9 +148,19 @@ def test_an_older_improvement_runs_sampled_network_reads_under_todays_name(tmp_p
     (average is CFR's average strategy); a train run's average policy keeps its name."""
     run = tmp_path / "improve"
     run.mkdir()
-    rows = [{"iteration": r, "improve/accepted_total": r, "selfplay/positions": 10 * r,
-             **{f"eval/random/{kind}/{figure}": 0.5 + 0.1 * r for kind in ("average", "greedy")
-                for figure in ("win_rate", "mean_score_diff", "score_diff_ci95")}} for r in (0, 1)]
+    rows = [
+        {
+            "iteration": r,
+            "improve/accepted_total": r,
+            "selfplay/positions": 10 * r,
+            **{
+                f"eval/random/{kind}/{figure}": 0.5 + 0.1 * r
+                for kind in ("average", "greedy")
+                for figure in ("win_rate", "mean_score_diff", "score_diff_ci95")
+            },
+        }
+        for r in (0, 1)
+    ]
     (run / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     log = read_metrics(run / "metrics.jsonl")
     assert "eval/random/sampled/win_rate" in log.keys() and not any("/average/" in k for k in log.keys())
@@ -159,8 +182,13 @@ def test_report_command_line(tmp_path, capsys):
     from deepcfr.cli.main import main
 
     run = _write_run(tmp_path, 3)
-    proc = subprocess.run([sys.executable, "-m", "deepcfr.cli.main", "report", str(run)],
-                          capture_output=True, text=True, timeout=60, env=ENV)
+    proc = subprocess.run(
+        [sys.executable, "-m", "deepcfr.cli.main", "report", str(run)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=ENV,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "summary.md" in proc.stdout
     assert (run / "report" / "win_rates.png").is_file()

@@ -11,8 +11,18 @@ from deepcfr.train.run import Run
 
 
 def _config(*extra):
-    return load_config(None, ["game.name=kuhn", "memory.augment=false", "traversal.algorithm=external", "network.hidden_size=8",
-                              "checkpoint.every=2", "run.progress=false", *extra])
+    return load_config(
+        None,
+        [
+            "game.name=kuhn",
+            "memory.augment=false",
+            "traversal.algorithm=external",
+            "network.hidden_size=8",
+            "checkpoint.every=2",
+            "run.progress=false",
+            *extra,
+        ],
+    )
 
 
 def test_run_files_metrics_and_tensorboard(tmp_path):
@@ -138,8 +148,9 @@ def test_resume_drops_metrics_after_checkpoint(tmp_path):
     assert [(e.step, e.value) for e in acc.Scalars("loss")] == [(1, 1.0), (2, 2.0), (3, 30.0)]
 
 
-@pytest.mark.parametrize("override, key", [("network.hidden_size=16", "network.hidden_size"),
-                                            ("game.name=leduc", "game.name")])
+@pytest.mark.parametrize(
+    "override, key", [("network.hidden_size=16", "network.hidden_size"), ("game.name=leduc", "game.name")]
+)
 def test_resume_refuses_game_or_network_change(tmp_path, override, key):
     Run(tmp_path, _config(), console=False).close()
     with pytest.raises(ConfigError, match=key):

@@ -7,7 +7,6 @@ from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.engine import LostCitiesGame
 from deepcfr.players import BotPlayer, load_player
 from deepcfr.search import RolloutSearch, SearchConfig, SearchConfigError, paired_choice, search_config
-
 from search_helpers import decision_batch, tiny_checkpoint, winning_endgame_obs
 
 
@@ -30,7 +29,9 @@ def test_candidates_share_determinizations_and_random_streams(mini_checkpoint):
     search = RolloutSearch(game, base, SearchConfig(determinizations=8, rollout="sampled", rollout_policy="base"))
     obs, mask = decision_batch(game)
     first = mask.float().argmax(dim=1)
-    values = search.candidate_values(obs, first[:, None].expand(-1, 3), torch.ones(obs.shape[0], 3, dtype=torch.bool), 8)
+    values = search.candidate_values(
+        obs, first[:, None].expand(-1, 3), torch.ones(obs.shape[0], 3, dtype=torch.bool), 8
+    )
     assert values.shape == (obs.shape[0], 3, 8)
     assert torch.equal(values[:, 0], values[:, 1]) and torch.equal(values[:, 0], values[:, 2])
     # ...while the determinizations themselves differ (the streams are not all one).
@@ -45,7 +46,12 @@ def test_a_winning_move_in_a_constructed_endgame_is_found():
     mask = legal_mask_from_obs(game.rules, obs)
     for name in ("random", "discard_only"):
         base = BotPlayer(make_bot(game, name), game)
-        search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=game.num_actions), rollout_policy=default_rollouts(game))
+        search = RolloutSearch(
+            game,
+            base,
+            SearchConfig(determinizations=4, candidates=game.num_actions),
+            rollout_policy=default_rollouts(game),
+        )
         assert int(search.decide(obs, mask)[0]) == win
         best = search.last.rows(0, game.action_name)[0]
         assert best["action"] == win and best["mean"] > 0 and best["chosen"]
@@ -63,7 +69,10 @@ def test_one_candidate_plays_the_base_greedy_action(mini_checkpoint):
     assert search.stats.rollouts == 0  # nothing to compare, nothing rolled out
 
 
-@pytest.mark.parametrize("settings", [dict(), dict(rollout="sampled", min_z=1.0, rollout_policy="base"), dict(rollout_policy="base", bot_prior=0)])
+@pytest.mark.parametrize(
+    "settings",
+    [dict(), dict(rollout="sampled", min_z=1.0, rollout_policy="base"), dict(rollout_policy="base", bot_prior=0)],
+)
 def test_search_never_chooses_an_illegal_action_and_a_seed_repeats_its_moves(mini_checkpoint, settings):
     spec = f"search:{mini_checkpoint}"
     a = load_player(spec, search_settings=dict(determinizations=4, candidates=3, **settings))
@@ -80,7 +89,9 @@ def test_search_never_chooses_an_illegal_action_and_a_seed_repeats_its_moves(min
 def test_search_over_a_bot_plays_whole_games_legally():
     game = LostCitiesGame.from_params("mini")
     base = BotPlayer(make_bot(game, "heuristic_balanced"), game)
-    search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=3, min_z=1.0), rollout_policy=default_rollouts(game))
+    search = RolloutSearch(
+        game, base, SearchConfig(determinizations=4, candidates=3, min_z=1.0), rollout_policy=default_rollouts(game)
+    )
     gen = torch.Generator().manual_seed(0)
     s = game.init(16, gen)
     while not bool(game.is_terminal(s).all()):
@@ -95,7 +106,9 @@ def test_memory_budget_and_rounds_give_the_same_choice_shape(mini_checkpoint):
     base = load_player(str(mini_checkpoint))
     game = base.game
     obs, mask = decision_batch(game, seed=5)
-    small = RolloutSearch(game, base, SearchConfig(determinizations=6, candidates=2, max_batch=5), rollout_policy=default_rollouts(game))
+    small = RolloutSearch(
+        game, base, SearchConfig(determinizations=6, candidates=2, max_batch=5), rollout_policy=default_rollouts(game)
+    )
     actions = small.decide(obs, mask)
     assert small.last.determinizations == 6
     assert bool(mask.gather(1, actions[:, None]).all())
@@ -189,8 +202,11 @@ def test_search_plays_a_small_game():
     game = make_game("kuhn")
     state = game.init(16, torch.Generator().manual_seed(1))
     obs, mask = game.observe(state, 0), game.legal_mask(state)
-    search = RolloutSearch(game, BotPlayer(make_bot(game, "random"), game),
-                           SearchConfig(determinizations=4, candidates=2, rollout_policy="base"))
+    search = RolloutSearch(
+        game,
+        BotPlayer(make_bot(game, "random"), game),
+        SearchConfig(determinizations=4, candidates=2, rollout_policy="base"),
+    )
     chosen = search.decide(obs, mask)
     assert mask.gather(1, chosen[:, None]).all()
     assert search.stats.rollouts == 16 * 2 * 4 and search.stats.rollout_decisions >= 16 * 2 * 4
@@ -201,10 +217,14 @@ def test_bot_prior_puts_the_rollout_bots_move_among_the_candidates(mini_checkpoi
     game = base.game
     bot = make_bot(game, "heuristic_balanced")
     obs, mask = decision_batch(game, seed=4)
-    search = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=1, bot_prior=0.6), rollout_policy=bot)
+    search = RolloutSearch(
+        game, base, SearchConfig(determinizations=2, candidates=1, bot_prior=0.6), rollout_policy=bot
+    )
     assert torch.equal(search.decide(obs, mask), bot.act(obs, mask))  # k = 1: the prior's top, the bot's move
     # With the base's own rollouts there is no bot move to mix in: k = 1 is the network's greedy move.
-    own = RolloutSearch(game, base, SearchConfig(determinizations=2, candidates=1, bot_prior=0.6, rollout_policy="base"))
+    own = RolloutSearch(
+        game, base, SearchConfig(determinizations=2, candidates=1, bot_prior=0.6, rollout_policy="base")
+    )
     assert torch.equal(own.decide(obs, mask), base.policy(obs, mask).masked_fill(~mask, -1).argmax(dim=1))
 
 
@@ -213,7 +233,13 @@ def test_bot_prior_puts_the_rollout_bots_move_among_the_candidates(mini_checkpoi
 def test_search_on_cuda_plays_legal_moves():
     game = LostCitiesGame.from_params("classic")
     base = BotPlayer(make_bot(game, "heuristic_balanced"), game)
-    search = RolloutSearch(game, base, SearchConfig(determinizations=64, candidates=3), rollout_policy=default_rollouts(game), device="cuda")
+    search = RolloutSearch(
+        game,
+        base,
+        SearchConfig(determinizations=64, candidates=3),
+        rollout_policy=default_rollouts(game),
+        device="cuda",
+    )
     obs, mask = decision_batch(game, n=64, seed=1, plies=30)
     actions = search.decide(obs.cuda(), mask.cuda())
     assert actions.device.type == "cuda" and bool(mask.cuda().gather(1, actions[:, None]).all())
@@ -225,7 +251,12 @@ def test_the_time_limit_stops_after_the_first_round(mini_checkpoint):
     game = base.game
     obs, mask = decision_batch(game, n=6, seed=6)
     # max_batch 2 with 2 candidates: one determinization per round; the limit ends it after one.
-    search = RolloutSearch(game, base, SearchConfig(determinizations=8, candidates=2, max_batch=2, time_limit_s=1e-9), rollout_policy=default_rollouts(game))
+    search = RolloutSearch(
+        game,
+        base,
+        SearchConfig(determinizations=8, candidates=2, max_batch=2, time_limit_s=1e-9),
+        rollout_policy=default_rollouts(game),
+    )
     actions = search.decide(obs, mask)
     assert search.last.determinizations == 1
     assert bool(mask.gather(1, actions[:, None]).all())
@@ -246,13 +277,16 @@ class _FakeRounds:
         return torch.zeros(candidates.shape[0], candidates.shape[1], d, dtype=torch.float64)
 
 
-@pytest.mark.parametrize("budget, rounds", [
-    (None, [48]),  # no limit: every determinization in one round (max_batch holds them)
-    (1e-9, [4]),  # the first round always runs, however small the budget
-    (0.1, [4, 4]),  # 4 take 0.04 s; 4 more are predicted to end at 0.08; 8 more at 0.16, past the budget
-    (0.3, [4, 4, 8]),
-    (10.0, [4, 4, 8, 16, 16]),  # rounds double what is done, up to all 48
-])
+@pytest.mark.parametrize(
+    "budget, rounds",
+    [
+        (None, [48]),  # no limit: every determinization in one round (max_batch holds them)
+        (1e-9, [4]),  # the first round always runs, however small the budget
+        (0.1, [4, 4]),  # 4 take 0.04 s; 4 more are predicted to end at 0.08; 8 more at 0.16, past the budget
+        (0.3, [4, 4, 8]),
+        (10.0, [4, 4, 8, 16, 16]),  # rounds double what is done, up to all 48
+    ],
+)
 def test_a_time_limit_makes_the_search_anytime(budget, rounds):
     """Under a budget the rounds double while the rounds so far predict the next one ends in time
     (a fake clock: each determinization costs 0.01 s), and the decision reports how many it used."""
@@ -288,12 +322,18 @@ def test_the_paired_test_keeps_the_base_move_unless_another_is_surely_better(mon
     however small the gap; one better on every deal does; one better on average by less than
     min_z standard errors of the paired difference does not."""
     game = LostCitiesGame.from_params("mini")
-    search = RolloutSearch(game, BotPlayer(make_bot(game, "heuristic_balanced"), game),
-                           SearchConfig(determinizations=16, candidates=3, min_z=1.0), rollout_policy=default_rollouts(game))
+    search = RolloutSearch(
+        game,
+        BotPlayer(make_bot(game, "heuristic_balanced"), game),
+        SearchConfig(determinizations=16, candidates=3, min_z=1.0),
+        rollout_policy=default_rollouts(game),
+    )
     obs, mask = decision_batch(game, n=16)
     gen = torch.Generator().manual_seed(0)
 
-    def values(obs_rows, candidates, valid, d, states=None, hand_logits=None):  # [m, k, d]: slot 1 is the base's value plus shift (+-noise)
+    def values(
+        obs_rows, candidates, valid, d, states=None, hand_logits=None
+    ):  # [m, k, d]: slot 1 is the base's value plus shift (+-noise)
         base = torch.randn(obs_rows.shape[0], 1, d, generator=gen, dtype=torch.float64) * 10
         out = base.expand(-1, candidates.shape[1], -1).clone()
         spread = noise * (1 - 2 * (torch.arange(d, dtype=torch.float64) % 2))  # +-noise: mean 0, std noise
@@ -312,11 +352,21 @@ def test_the_prior_term_favours_the_moves_the_base_policy_likes():
     """paired_choice's ``prior_weight * log pi``: between allowed moves of equal value the one the
     base gives more probability wins; a large enough weight keeps the base's likely greedy move
     over a slightly better unlikely one, which wins without the prior."""
+
     def choose(mean, prior, weight):
         mean = torch.tensor([mean], dtype=torch.float64)
         diff = mean - mean[:, :1]
-        return int(paired_choice(mean, diff, torch.full_like(mean, 0.01), torch.ones_like(mean, dtype=torch.bool),
-                                 torch.tensor([prior]).log(), weight, min_z=1.0)[1])
+        return int(
+            paired_choice(
+                mean,
+                diff,
+                torch.full_like(mean, 0.01),
+                torch.ones_like(mean, dtype=torch.bool),
+                torch.tensor([prior]).log(),
+                weight,
+                min_z=1.0,
+            )[1]
+        )
 
     # two moves surely better than the base's, by the same amount: the likelier one
     assert choose([0.0, 1.0, 1.0], [0.1, 0.2, 0.7], 1.0) == 2
@@ -338,7 +388,12 @@ def test_values_are_the_deciding_seats_own(seat):
     obs[0, D + 3] = obs[0, D + 4] = seat  # the observer is the seat to move
     mask = legal_mask_from_obs(game.rules, obs)
     base = BotPlayer(make_bot(game, "random"), game)
-    search = RolloutSearch(game, base, SearchConfig(determinizations=4, candidates=game.num_actions, min_z=0.0), rollout_policy=default_rollouts(game))
+    search = RolloutSearch(
+        game,
+        base,
+        SearchConfig(determinizations=4, candidates=game.num_actions, min_z=0.0),
+        rollout_policy=default_rollouts(game),
+    )
     assert int(search.decide(obs, mask)[0]) == win
     rows = {r["action"]: r for r in search.last.rows(0)}
     assert rows[win]["mean"] > 0
@@ -373,11 +428,18 @@ def test_cut_rollouts_valued_by_the_rest_of_the_game_equal_whole_rollouts(plies)
     bot = default_rollouts(game)
     base = BotPlayer(make_bot(game, "heuristic_careful"), game)
     obs, mask = decision_batch(game, n=24, seed=5, plies=20)
-    candidates = torch.stack([mask.float().argmax(dim=1), (mask.float() * torch.arange(mask.shape[1])).argmax(dim=1)], 1)
+    candidates = torch.stack(
+        [mask.float().argmax(dim=1), (mask.float() * torch.arange(mask.shape[1])).argmax(dim=1)], 1
+    )
     valid = torch.ones_like(candidates, dtype=torch.bool)
     whole = RolloutSearch(game, base, SearchConfig(determinizations=6, seed=3), rollout_policy=bot)
-    cut = RolloutSearch(game, base, SearchConfig(determinizations=6, seed=3, rollout_plies=plies), rollout_policy=bot,
-                        leaf_value=lambda states: _play_out(game, bot, states))
+    cut = RolloutSearch(
+        game,
+        base,
+        SearchConfig(determinizations=6, seed=3, rollout_plies=plies),
+        rollout_policy=bot,
+        leaf_value=lambda states: _play_out(game, bot, states),
+    )
     expected = whole.candidate_values(obs, candidates, valid, 6)
     assert torch.allclose(cut.candidate_values(obs, candidates, valid, 6), expected)
     assert bool((expected != 0).any())
@@ -397,8 +459,13 @@ def test_cut_rollouts_are_valued_from_the_deciding_seats_side():
     obs, mask = (torch.cat(parts) for parts in zip(*batches))
     seats = game.obs_player(obs)
     assert set(seats.tolist()) == {0, 1}
-    search = RolloutSearch(game, base, SearchConfig(determinizations=3, candidates=2, rollout_plies=0, min_z=0.0),
-                           rollout_policy=default_rollouts(game), leaf_value=lambda s: torch.full(s.deck.shape[:1], 7.0))
+    search = RolloutSearch(
+        game,
+        base,
+        SearchConfig(determinizations=3, candidates=2, rollout_plies=0, min_z=0.0),
+        rollout_policy=default_rollouts(game),
+        leaf_value=lambda s: torch.full(s.deck.shape[:1], 7.0),
+    )
     search.decide(obs, mask)
     rolled = torch.isfinite(search.last.mean[:, 0])
     assert bool(rolled.any())
@@ -412,8 +479,12 @@ def test_rollout_plies_needs_a_value_function_for_the_game():
 
     game = LostCitiesGame.from_params("mini")
     with pytest.raises(ValueError, match="leaf_value"):
-        RolloutSearch(game, BotPlayer(make_bot(game, "random"), game), SearchConfig(rollout_plies=2),
-                      rollout_policy=default_rollouts(game))
+        RolloutSearch(
+            game,
+            BotPlayer(make_bot(game, "random"), game),
+            SearchConfig(rollout_plies=2),
+            rollout_policy=default_rollouts(game),
+        )
     mini = load_player("random", LostCitiesGame.from_params("mini"))
     with pytest.raises(ValueError, match="value_fn='auto' gives none"):
         search_player(mini, "s", "cpu", {"rollout_plies": 2})

@@ -39,10 +39,15 @@ def test_a_belief_deals_the_opponent_only_the_cards_its_moves_allow():
     base = NetworkPlayer(game, random_policy(game, 1), "random_policy1")
     obs, mask = after_a_bet(game)
     opponent = OpponentModel(BotPlayer(BetsWithKingOnly(), game))
-    searches = {belief: RolloutSearch(game, base, SearchConfig(determinizations=24, rollout_policy="base",
-                                                                belief=belief, belief_particles=8),
-                                      opponent=opponent if belief != "none" else None)
-                for belief in ("none", "bets_with_king")}
+    searches = {
+        belief: RolloutSearch(
+            game,
+            base,
+            SearchConfig(determinizations=24, rollout_policy="base", belief=belief, belief_particles=8),
+            opponent=opponent if belief != "none" else None,
+        )
+        for belief in ("none", "bets_with_king")
+    }
     with_belief = searches["bets_with_king"]
     states = with_belief.belief_states(obs, game.action_history(obs), 24)
     assert torch.equal(game.observe(states, 0)[:, 1].long(), torch.full((obs.shape[0] * 24,), KING))
@@ -97,10 +102,13 @@ def test_in_lost_cities_the_arena_gives_a_belief_search_the_action_history(mini_
         Seated(player)
 
 
-@pytest.mark.parametrize("belief, message", [
-    ("search:heuristic_careful", "a search cannot model the opponent of a search"),
-    ("no_such_player", "search.belief"),
-])
+@pytest.mark.parametrize(
+    "belief, message",
+    [
+        ("search:heuristic_careful", "a search cannot model the opponent of a search"),
+        ("no_such_player", "search.belief"),
+    ],
+)
 def test_a_bad_belief_setting_names_the_setting(mini_checkpoint, belief, message):
     with pytest.raises(ValueError, match=message):
         load_player(f"search[belief={belief}]:{mini_checkpoint}")

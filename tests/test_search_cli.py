@@ -7,7 +7,6 @@ import re
 import pytest
 
 from deepcfr.cli.main import main
-
 from search_helpers import tiny_checkpoint
 from test_play_terminal import PROMPT, terminal  # noqa: F401 (the fixture)
 
@@ -15,8 +14,11 @@ from test_play_terminal import PROMPT, terminal  # noqa: F401 (the fixture)
 @pytest.fixture(scope="module")
 def checkpoints(tmp_path_factory):
     d = tmp_path_factory.mktemp("cli")
-    return (tiny_checkpoint(d / "a.pt"), tiny_checkpoint(d / "b.pt", hidden=16),
-            tiny_checkpoint(d / "classic.pt", variant="classic"))
+    return (
+        tiny_checkpoint(d / "a.pt"),
+        tiny_checkpoint(d / "b.pt", hidden=16),
+        tiny_checkpoint(d / "classic.pt", variant="classic"),
+    )
 
 
 def _json(capsys) -> dict:
@@ -31,8 +33,10 @@ def test_arena_two_checkpoints_and_a_search_agent(checkpoints, capsys):
     out = _json(capsys)
     assert out["games"] == 8 and out["a"] == str(a) and 0 <= out["win_rate"] <= 1
     assert "a_rollouts" not in out
-    assert main(["arena", "--a", f"search:{a}", "--b", str(a), "--games", "4", "--search-determinizations", "2",
-                 "--json"]) == 0
+    assert (
+        main(["arena", "--a", f"search:{a}", "--b", str(a), "--games", "4", "--search-determinizations", "2", "--json"])
+        == 0
+    )
     out = _json(capsys)
     assert out["a_search_determinizations"] == 2 and out["a_search_candidates"] == 2  # the default
     assert out["a_rollouts"] > 0 and out["a_seconds_per_move"] > 0 and out["a_capped_rollouts"] >= 0
@@ -44,7 +48,10 @@ def test_arena_two_checkpoints_and_a_search_agent(checkpoints, capsys):
 def test_arena_refuses_mismatched_checkpoints_and_bad_specs(checkpoints, capsys):
     a, _, classic = checkpoints
     assert main(["arena", "--a", str(a), "--b", str(classic), "--games", "4"]) == 2
-    assert "is for lost_cities (variant classic), but this match plays lost_cities (variant mini" in capsys.readouterr().err
+    assert (
+        "is for lost_cities (variant classic), but this match plays lost_cities (variant mini"
+        in capsys.readouterr().err
+    )
     assert main(["arena", "--a", "search:", "--b", "random", "--games", "4"]) == 2
     assert "valid player specs" in capsys.readouterr().err
     assert main(["arena", "--a", f"search[bogus=1]:{a}", "--b", "random", "--games", "4"]) == 2
@@ -58,16 +65,41 @@ def test_arena_refuses_mismatched_checkpoints_and_bad_specs(checkpoints, capsys)
 
 def test_eval_json_reports_each_search_setting(checkpoints, capsys):
     a, _, _ = checkpoints
-    assert main(["eval", "--checkpoint", str(a), "--vs", "random,self", "--games", "4", "--search",
-                 "--sweep", "determinizations=2,3", "--search-candidates", "2", "--json"]) == 0
+    assert (
+        main(
+            [
+                "eval",
+                "--checkpoint",
+                str(a),
+                "--vs",
+                "random,self",
+                "--games",
+                "4",
+                "--search",
+                "--sweep",
+                "determinizations=2,3",
+                "--search-candidates",
+                "2",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = _json(capsys)
     assert "self_win_rate" in out and "random_win_rate_ci95" in out
     assert [p["settings"]["determinizations"] for p in out["search"]] == [2, 3]
     for point in out["search"]:
         for name in ("random", "self"):
             figures = point[name]
-            for key in ("win_rate", "win_rate_ci95", "mean_score_diff", "score_diff_ci95",
-                        "rollout_decisions_per_second", "seconds_per_move", "capped_rollouts"):
+            for key in (
+                "win_rate",
+                "win_rate_ci95",
+                "mean_score_diff",
+                "score_diff_ci95",
+                "rollout_decisions_per_second",
+                "seconds_per_move",
+                "capped_rollouts",
+            ):
                 assert key in figures
             assert figures["seconds_per_move"] > 0
     assert main(["eval", "--checkpoint", str(a), "--games", "4", "--sweep", "determinizations=2"]) == 2
@@ -76,8 +108,28 @@ def test_eval_json_reports_each_search_setting(checkpoints, capsys):
 
 def test_bench_search_prints_the_rate_beside_the_forward_bound(checkpoints, capsys):
     a, _, _ = checkpoints
-    assert main(["bench", "search", "--player", str(a), "--decisions", "4", "--plies", "4", "--repeats", "1",
-                 "--search-determinizations", "2", "--search-candidates", "4", "--json"]) == 0
+    assert (
+        main(
+            [
+                "bench",
+                "search",
+                "--player",
+                str(a),
+                "--decisions",
+                "4",
+                "--plies",
+                "4",
+                "--repeats",
+                "1",
+                "--search-determinizations",
+                "2",
+                "--search-candidates",
+                "4",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = _json(capsys)
     assert out["player"] == f"search:{a}" and out["rollout_decisions_per_second"] > 0
     assert out["forward_bound_states_per_second"] > 0 and out["fraction_of_forward_bound"] > 0
@@ -86,8 +138,9 @@ def test_bench_search_prints_the_rate_beside_the_forward_bound(checkpoints, caps
 
 def test_play_search_shows_progress_and_the_candidates_at_question_mark(terminal, checkpoints):  # noqa: F811
     a, _, _ = checkpoints
-    t = terminal("play", "--checkpoint", str(a), "--search", "--search-determinizations", "4", "--seat", "1",
-                 "--seed", "2")
+    t = terminal(
+        "play", "--checkpoint", str(a), "--search", "--search-determinizations", "4", "--seat", "1", "--seed", "2"
+    )
     screen = t.expect(PROMPT)
     assert "is thinking (4 hidden-card samples x up to 2 moves" in screen
     t.send("?\n")

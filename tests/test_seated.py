@@ -41,7 +41,9 @@ def test_a_search_decision_shows_the_moves_it_weighed_and_a_bot_no_probabilities
 def test_the_same_seed_gives_the_same_sampled_moves():
     game = make_game("lost_cities", variant="mini")
     obs, mask = first_decision(game, seed=5)
-    moves = [[Seated(load_player("random", game), seed=s).decide(obs, mask).action for _ in range(6)] for s in (1, 1, 2)]
+    moves = [
+        [Seated(load_player("random", game), seed=s).decide(obs, mask).action for _ in range(6)] for s in (1, 1, 2)
+    ]
     assert moves[0] == moves[1] != moves[2]
 
 
@@ -65,7 +67,12 @@ def test_top_probabilities_keep_the_chosen_move_and_json_gets_no_nan():
     assert len(rows) == TOP_PROBS + 1 and [r["action"] for r in rows[:2]] == [11, 12]
     assert rows[-1] == {"action": 1, "label": "1", "p": 0.001, "chosen": True}
     assert all(r["p"] > 0 for r in rows)
-    assert _finite({"a": float("nan"), "b": float("inf"), "c": 1.5, "d": "x"}) == {"a": None, "b": None, "c": 1.5, "d": "x"}
+    assert _finite({"a": float("nan"), "b": float("inf"), "c": 1.5, "d": "x"}) == {
+        "a": None,
+        "b": None,
+        "c": 1.5,
+        "d": "x",
+    }
 
 
 def _positions(game, n=6, seed=0):
@@ -89,7 +96,7 @@ def test_a_batch_of_decisions_equals_the_decisions_row_by_row():
     assert len(batch) == len(obs)
     assert len({d.action for d in batch}) > 1  # different positions, not one row repeated
     for i, together in enumerate(batch):
-        alone = seat.decide(obs[i:i + 1], mask[i:i + 1])
+        alone = seat.decide(obs[i : i + 1], mask[i : i + 1])
         assert together.action == alone.action and bool(mask[i, together.action])
         assert torch.allclose(together.probs, alone.probs, atol=1e-6)
         assert float(together.probs[~mask[i]].abs().sum()) == 0.0

@@ -4,20 +4,21 @@ concurrency, and the real command in a subprocess."""
 from __future__ import annotations
 
 import json
-import re
 import os
 import random
+import re
 import subprocess
 import sys
 import threading
 import urllib.error
 import urllib.request
-from urllib.parse import quote
 import warnings
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
+
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")  # starlette's note about httpx vs httpx2
     from fastapi.testclient import TestClient
@@ -91,8 +92,10 @@ def test_a_whole_game_against_a_bot(tmp_path, seat):
     assert bool(table.game.is_terminal(table.state)[0])
     assert table.game.scores(table.state)[0].tolist() == list(mirror.scores())
     f = final["final"]
-    assert f["scores"] == list(mirror.scores()) and f["expedition_scores"] == [mirror.expedition_scores(0),
-                                                                                 mirror.expedition_scores(1)]
+    assert f["scores"] == list(mirror.scores()) and f["expedition_scores"] == [
+        mirror.expedition_scores(0),
+        mirror.expedition_scores(1),
+    ]
     assert final["hands"][1 - seat]["cards"] is not None  # the end shows the opponent's hand
     # The record is what `deepcfr replay` reads.
     r = client.get(f"/api/games/{final['id']}/record")
@@ -150,12 +153,15 @@ def test_refused_requests_are_4xx_json_and_change_nothing(tmp_path):
         assert client.get(url).status_code == 404
     assert client.post("/api/games/unknown/move", json={"action": 1}).status_code == 404
     bad_games = [
-        ({"opponent": "no_such_bot"}, 400, "valid bots"), ({"opponent": ""}, 400, "empty player spec"),
-        ({"opponent": "random", "seat": 2}, 422, "seat"), ({"opponent": "random", "seed": -1}, 422, "seed"),
+        ({"opponent": "no_such_bot"}, 400, "valid bots"),
+        ({"opponent": ""}, 400, "empty player spec"),
+        ({"opponent": "random", "seat": 2}, 422, "seat"),
+        ({"opponent": "random", "seed": -1}, 422, "seed"),
         ({"opponent": "random", "variant": "huge"}, 400, "classic, mini"),
         ({"opponent": "/etc/passwd"}, 400, "not one this server serves"),
         ({"opponent": "../outside.pt"}, 400, "not one this server serves"),
-        ({"opponent": "search:"}, 400, "valid player specs"), ({"opponent": "x@y z"}, 400, "valid player specs"),
+        ({"opponent": "search:"}, 400, "valid player specs"),
+        ({"opponent": "x@y z"}, 400, "valid player specs"),
         ({"opponent": "search[nope=1]:random"}, 400, "valid settings"),
         ({"opponent": "search:../outside.pt"}, 400, "not one this server serves"),
         # files a search's settings name are confined too (a checkpoint is unpickled when loaded)
@@ -169,8 +175,9 @@ def test_refused_requests_are_4xx_json_and_change_nothing(tmp_path):
         assert r.status_code == status and words in r.json()["error"], (body, r.text)
     assert client.post("/api/watch", json={"players": ["random"]}).status_code == 422
     # A finished game takes no move; a watched game no move by hand.
-    done = _play_to_end(client, client.post("/api/games", json={"opponent": "random", "variant": "mini"}).json(),
-                        random.Random(1))
+    done = _play_to_end(
+        client, client.post("/api/games", json={"opponent": "random", "variant": "mini"}).json(), random.Random(1)
+    )
     r = client.post(f"/api/games/{done['id']}/move", json={"action": 0})
     assert r.status_code == 409 and "over" in r.json()["error"]
     assert client.get(f"/api/games/{done['id']}").json() == done
@@ -190,8 +197,9 @@ def test_concurrent_games_and_concurrent_moves_on_one_game(tmp_path):
     client = _client(tmp_path)
 
     def one_game(k: int) -> dict:
-        view = client.post("/api/games", json={"opponent": "heuristic_balanced", "seed": 100 + k,
-                                               "variant": "mini", "seat": k % 2}).json()
+        view = client.post(
+            "/api/games", json={"opponent": "heuristic_balanced", "seed": 100 + k, "variant": "mini", "seat": k % 2}
+        ).json()
         return _play_to_end(client, view, random.Random(k))
 
     with ThreadPoolExecutor(8) as pool:
@@ -239,8 +247,12 @@ def _tiny_checkpoint(path: Path, sections: dict | None = None) -> Path:
     from deepcfr.train.config import TrainConfig
     from deepcfr.train.trainer import Trainer
 
-    data = {"game": {"name": "lost_cities", "variant": "mini"}, "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
-            "critic": {"capacity": 64}, "network": {"hidden_size": 8}}
+    data = {
+        "game": {"name": "lost_cities", "variant": "mini"},
+        "memory": {"advantage_capacity": 64, "strategy_capacity": 64},
+        "critic": {"capacity": 64},
+        "network": {"hidden_size": 8},
+    }
     for section, values in (sections or {}).items():
         data[section] = values if section == "game" else {**data.get(section, {}), **values}
     config = TrainConfig.model_validate(data)
@@ -259,8 +271,13 @@ def test_checkpoint_players_with_probabilities_and_confinement(tmp_path):
     client = _client(tmp_path, runs=runs, checkpoints=[str(listed)])
     specs = [c["spec"] for c in client.get("/api/info").json()["checkpoints"]]
     assert specs == ["agent.pt", "r1/checkpoints/latest.pt"]  # served names: never where the files lie
-    for spec in ("r1/checkpoints/latest.pt", "r1/checkpoints/latest.pt@current", "r1/checkpoints/latest.pt@current,greedy",
-                 "agent.pt", str(listed)):  # a --checkpoint file by its served name or as given
+    for spec in (
+        "r1/checkpoints/latest.pt",
+        "r1/checkpoints/latest.pt@current",
+        "r1/checkpoints/latest.pt@current,greedy",
+        "agent.pt",
+        str(listed),
+    ):  # a --checkpoint file by its served name or as given
         view = client.post("/api/games", json={"opponent": spec, "seat": 1, "seed": 3}).json()
         assert view["rules"]["n_colors"] == 3, view  # the checkpoint's own rules (mini)
         # While the game runs the agent's probabilities (which name the cards it holds) stay on
@@ -283,8 +300,10 @@ def test_checkpoint_players_with_probabilities_and_confinement(tmp_path):
     assert r.status_code == 400 and "other rules" in r.json()["error"]
     # A search over the checkpoint: its moves come with the candidates' values (watched: both
     # hands are open anyway).
-    view = client.post("/api/watch", json={"players": ["search[determinizations=8,candidates=3]:r1/checkpoints/latest.pt",
-                                                       "random"], "seed": 4}).json()
+    view = client.post(
+        "/api/watch",
+        json={"players": ["search[determinizations=8,candidates=3]:r1/checkpoints/latest.pt", "random"], "seed": 4},
+    ).json()
     view = client.post(f"/api/games/{view['id']}/step").json()
     card_move = view["last_moves"][0]
     assert card_move["values"] and sum(v["chosen"] for v in card_move["values"]) == 1
@@ -300,8 +319,10 @@ def test_checkpoint_players_with_probabilities_and_confinement(tmp_path):
 
 
 def test_a_checkpoint_of_another_game_is_refused_by_name(tmp_path):
-    kuhn = _tiny_checkpoint(tmp_path / "kuhn.pt", {"game": {"name": "kuhn"}, "traversal": {"algorithm": "external"},
-                                                   "memory": {"augment": False}})
+    kuhn = _tiny_checkpoint(
+        tmp_path / "kuhn.pt",
+        {"game": {"name": "kuhn"}, "traversal": {"algorithm": "external"}, "memory": {"augment": False}},
+    )
     client = _client(tmp_path, checkpoints=[str(kuhn)])
     r = client.post("/api/games", json={"opponent": str(kuhn)})
     assert r.status_code == 400
@@ -310,8 +331,11 @@ def test_a_checkpoint_of_another_game_is_refused_by_name(tmp_path):
 
 def test_saved_games_replay_step_by_step(tmp_path):
     client = _client(tmp_path, replays=str(tmp_path / "replays"))
-    done = _play_to_end(client, client.post("/api/games", json={"opponent": "random", "seed": 8, "variant": "mini"}).json(),
-                        random.Random(3))
+    done = _play_to_end(
+        client,
+        client.post("/api/games", json={"opponent": "random", "seed": 8, "variant": "mini"}).json(),
+        random.Random(3),
+    )
     r = client.post(f"/api/games/{done['id']}/save")
     assert r.status_code == 200 and client.get(f"/api/games/{done['id']}").json()["saved_to"] == r.json()["saved_to"]
     client.post(f"/api/games/{done['id']}/save")  # saved once, however often asked
@@ -328,8 +352,12 @@ def test_saved_games_replay_step_by_step(tmp_path):
         _check_view_against(state, ref, None)
         assert state["steps"] == len(record.actions)
         assert (state["next_move"] is None) == (step == len(record.actions))
-    for params, status in [({"file": "web_games.jsonl", "step": 10**4}, 400), ({"file": "web_games.jsonl", "game": 3}, 400),
-                           ({"file": "web_games.jsonl", "step": -1}, 422), ({"file": "nope.jsonl"}, 404)]:
+    for params, status in [
+        ({"file": "web_games.jsonl", "step": 10**4}, 400),
+        ({"file": "web_games.jsonl", "game": 3}, 400),
+        ({"file": "web_games.jsonl", "step": -1}, 422),
+        ({"file": "nope.jsonl"}, 404),
+    ]:
         assert client.get("/api/replays/state", params=params).status_code == status, params
     (tmp_path / "replays" / "bad.jsonl").write_text('{"format": 1}\n')
     r = client.get("/api/replays/games", params={"file": "bad.jsonl"})
@@ -347,8 +375,14 @@ def test_paths_stay_under_the_served_directories(tmp_path):
     client = _client(tmp_path, runs=runs, replays=str(replays))
     assert client.get("/api/replays").json()["files"] == []  # the link out is not listed
     assert client.get("/api/runs").json()["runs"] == []
-    attempts = ["../outside/secret.jsonl", str(outside / "secret.jsonl"), "link.jsonl", "a/../../outside/secret.jsonl",
-                "..\\outside\\secret.jsonl", "C:/secret.jsonl"]
+    attempts = [
+        "../outside/secret.jsonl",
+        str(outside / "secret.jsonl"),
+        "link.jsonl",
+        "a/../../outside/secret.jsonl",
+        "..\\outside\\secret.jsonl",
+        "C:/secret.jsonl",
+    ]
     for file in attempts:
         r = client.get("/api/replays/games", params={"file": file})
         assert r.status_code in (400, 404) and "error" in r.json(), (file, r.text)
@@ -362,9 +396,17 @@ def test_paths_stay_under_the_served_directories(tmp_path):
 
 
 def _metrics_line(it: int, win: float) -> str:
-    return json.dumps({"iteration": it, "loss/advantage_p0": 1.0 / it, "loss/strategy": 0.5 / it,
-                       "time/traversal_seconds": 2.0, "eval/random/average/win_rate": win,
-                       "eval/random/average/mean_score_diff": 30.0 * win, "eval/random/average/score_diff_ci95": 4.0})
+    return json.dumps(
+        {
+            "iteration": it,
+            "loss/advantage_p0": 1.0 / it,
+            "loss/strategy": 0.5 / it,
+            "time/traversal_seconds": 2.0,
+            "eval/random/average/win_rate": win,
+            "eval/random/average/mean_score_diff": 30.0 * win,
+            "eval/random/average/score_diff_ci95": 4.0,
+        }
+    )
 
 
 def _mark_running(run: Path, pid: int, host: str | None = None) -> None:
@@ -388,8 +430,15 @@ def test_runs_list_and_report_follow_a_running_run(tmp_path):
     report = client.get("/api/runs/report", params={"run": "lost_cities-1"}).json()
     assert report["iterations"] == 2 and report["still_writing"]
     (match,) = report["evaluation"]["matches"]
-    assert match == {"opponent": "random", "policy": "average", "win_rate": 0.7, "mean_score_diff": 21.0,
-                     "score_diff_ci95": 4.0, "mean_game_length": None, "useless_pile_draws_a": None}  # not logged
+    assert match == {
+        "opponent": "random",
+        "policy": "average",
+        "win_rate": 0.7,
+        "mean_score_diff": 21.0,
+        "score_diff_ci95": 4.0,
+        "mean_game_length": None,
+        "useless_pile_draws_a": None,
+    }  # not logged
     assert "losses.png" in report["plots"] and "win_rates.png" in report["plots"]
     png = client.get("/api/runs/plot", params={"run": "lost_cities-1", "name": "losses.png"})
     assert png.status_code == 200 and png.headers["content-type"] == "image/png" and png.content[:4] == b"\x89PNG"
@@ -418,8 +467,13 @@ def test_the_page_and_its_files_are_served(tmp_path):
 
 def test_serve_command_prints_a_localhost_url_and_answers(tmp_path):
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
-    proc = subprocess.Popen([sys.executable, "-m", "deepcfr.cli.main", "serve", "--port", "0", "--runs", str(tmp_path)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "deepcfr.cli.main", "serve", "--port", "0", "--runs", str(tmp_path)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
     try:
         line = proc.stdout.readline()
         assert "http://127.0.0.1:" in line, (line, proc.stderr.read() if proc.poll() is not None else "")
@@ -437,8 +491,13 @@ def test_serve_command_prints_a_localhost_url_and_answers(tmp_path):
     finally:
         proc.terminate()
         proc.wait(timeout=30)
-    bad = subprocess.run([sys.executable, "-m", "deepcfr.cli.main", "serve", "--checkpoint", str(tmp_path / "no.pt")],
-                         capture_output=True, text=True, env=env, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "deepcfr.cli.main", "serve", "--checkpoint", str(tmp_path / "no.pt")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "checkpoint not found" in bad.stderr
 
 
@@ -467,6 +526,7 @@ def _assert_nothing_hidden(response, table) -> None:
     for hand in body.get("hands", []) if isinstance(body, dict) else []:
         assert not set(hand["known_ids"]) & hidden
     from deepcfr.games.lost_cities.rules import COLOR_NAMES
+
     for card_id in hidden:
         kind = rules.card_kind(card_id)
         if kind == 0:
@@ -482,8 +542,11 @@ def _assert_nothing_hidden(response, table) -> None:
         assert body["seed"] is None
 
 
-FAIR_OPPONENTS = [("heuristic_careful", None), ("search[determinizations=4,candidates=2]:heuristic_balanced", "mini"),
-                  ("r1/checkpoints/latest.pt", None)]
+FAIR_OPPONENTS = [
+    ("heuristic_careful", None),
+    ("search[determinizations=4,candidates=2]:heuristic_balanced", "mini"),
+    ("r1/checkpoints/latest.pt", None),
+]
 
 
 @pytest.mark.parametrize("opponent,variant", FAIR_OPPONENTS)
@@ -500,9 +563,14 @@ def test_no_answer_shows_hidden_cards_until_the_game_is_over(tmp_path, opponent,
         rng = random.Random(seed)
         checked = 0
         while True:
-            answers = [r, client.get(f"/api/games/{gid}"), client.get(f"/api/games/{gid}/record"),
-                       client.get(f"/api/games/{gid}/moves"), client.post(f"/api/games/{gid}/save"),
-                       client.post(f"/api/games/{gid}/step")]
+            answers = [
+                r,
+                client.get(f"/api/games/{gid}"),
+                client.get(f"/api/games/{gid}/record"),
+                client.get(f"/api/games/{gid}/moves"),
+                client.post(f"/api/games/{gid}/save"),
+                client.post(f"/api/games/{gid}/step"),
+            ]
             if table.ref.is_terminal():
                 break
             for answer in answers:
@@ -510,8 +578,10 @@ def test_no_answer_shows_hidden_cards_until_the_game_is_over(tmp_path, opponent,
                 checked += 1
             assert [a.status_code for a in answers[2:]] == [409] * 4
             view = answers[1].json()
-            r = client.post(f"/api/games/{gid}/move",
-                            json={"action": rng.choice(view["legal"])["action"], "decision": view["decisions"]})
+            r = client.post(
+                f"/api/games/{gid}/move",
+                json={"action": rng.choice(view["legal"])["action"], "decision": view["decisions"]},
+            )
             assert r.status_code == 200, r.text
         assert checked > 30
         # Over: the record (the whole deal), the seed and the opponent's probabilities or values.
@@ -545,13 +615,24 @@ def test_watched_games_show_everything_from_the_start(tmp_path):
 # No 500s: caps, strict types, bounded messages, a JSON 500 for the unforeseen ------------------------
 def test_search_requests_are_capped(tmp_path):
     client = _client(tmp_path)
-    for setting in ("determinizations=100000", "candidates=50", "max_batch=10000000", "time_limit_s=3600",
-                    "time_limit_s=.inf"):
+    for setting in (
+        "determinizations=100000",
+        "candidates=50",
+        "max_batch=10000000",
+        "time_limit_s=3600",
+        "time_limit_s=.inf",
+    ):
         r = client.post("/api/games", json={"opponent": f"search[{setting}]:random"})
         assert r.status_code == 400 and "cap" in r.json()["error"], (setting, r.text)
-    for spec in ("search[candidates=[2,3]]:heuristic_balanced", "search[candidates=@]:random", "x" * 300,
-                 "a/" + "b" * 300 + ".pt", "search:" + "c" * 400, "search[determinizations=" + "9" * 400 + "]:random",
-                 "search[determinizations=1.0e9]:random"):
+    for spec in (
+        "search[candidates=[2,3]]:heuristic_balanced",
+        "search[candidates=@]:random",
+        "x" * 300,
+        "a/" + "b" * 300 + ".pt",
+        "search:" + "c" * 400,
+        "search[determinizations=" + "9" * 400 + "]:random",
+        "search[determinizations=1.0e9]:random",
+    ):
         r = client.post("/api/games", json={"opponent": spec})
         assert r.status_code == 400, (spec, r.status_code, r.text)
         assert len(r.json()["error"]) < 1500 and "b" * 100 not in r.json()["error"]
@@ -565,7 +646,12 @@ def test_booleans_and_floats_are_not_numbers(tmp_path):
     client = _client(tmp_path)
     view = client.post("/api/games", json={"opponent": "random", "seed": 3, "variant": "mini"}).json()
     legal = view["legal"][0]["action"]
-    for body in ({"action": True}, {"action": float(legal)}, {"action": str(legal)}, {"action": legal, "decision": False}):
+    for body in (
+        {"action": True},
+        {"action": float(legal)},
+        {"action": str(legal)},
+        {"action": legal, "decision": False},
+    ):
         r = client.post(f"/api/games/{view['id']}/move", json=body)
         assert r.status_code == 422, (body, r.text)
         assert client.get(f"/api/games/{view['id']}").json() == view
@@ -611,8 +697,13 @@ def test_the_command_refuses_a_replays_file(tmp_path):
     env = {**os.environ, "PYTHONPATH": SRC + os.pathsep + os.environ.get("PYTHONPATH", "")}
     file = tmp_path / "games.jsonl"
     file.write_text("")
-    bad = subprocess.run([sys.executable, "-m", "deepcfr.cli.main", "serve", "--replays", str(file), "--runs", str(tmp_path)],
-                         capture_output=True, text=True, env=env, timeout=120)
+    bad = subprocess.run(
+        [sys.executable, "-m", "deepcfr.cli.main", "serve", "--replays", str(file), "--runs", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
     assert bad.returncode == 2 and "--replays takes a directory" in bad.stderr, bad.stderr
 
 
@@ -639,24 +730,66 @@ def test_fuzzed_requests_are_never_a_500(tmp_path):
     (tmp_path / "replays" / "bad.jsonl").write_text('{"format": 1}\n{not json\n')
     app = create_app(ServeSettings(runs=str(runs), replays=str(tmp_path / "replays")))
     client = TestClient(app, raise_server_exceptions=False)
-    json_value = st.recursive(st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
-                              | st.text(max_size=30),
-                              lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
-                              max_leaves=6)
+    json_value = st.recursive(
+        st.none()
+        | st.booleans()
+        | st.integers(-(2**70), 2**70)
+        | st.floats(allow_nan=False, allow_infinity=False)
+        | st.text(max_size=30),
+        lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3),
+        max_leaves=6,
+    )
     spec = st.one_of(
-        st.text(max_size=40), st.text(alphabet="ab/.@:[]=,x", min_size=200, max_size=600),
-        st.from_regex(r"\Asearch(\[((determinizations|candidates|max_batch|time_limit_s|seed|nope)=[-0-9a-z@\[\]{}.,:]{0,4},?){0,3}\])?"
-                      r":(random|discard_only|r1/x\.pt|\.\./y\.pt|search:random|)\Z"),
-        st.sampled_from(["random", "heuristic_careful", "r1/metrics.jsonl", "/etc/passwd", "x@", "@greedy", "search",
-                         "search[", "search[]:random", "a" * 256, "search[candidates=[2,3]]:heuristic_balanced"]))
-    game_body = st.one_of(json_value, st.fixed_dictionaries(
-        {"opponent": spec}, optional={"seat": st.one_of(st.integers(-1, 2), json_value), "seed": json_value,
-                                      "variant": st.one_of(st.sampled_from(["mini", "classic", "huge"]), json_value)}))
-    watch_body = st.one_of(json_value, st.fixed_dictionaries({"players": st.lists(spec, min_size=0, max_size=3)},
-                                                             optional={"variant": st.just("mini"), "seed": json_value}))
-    move_body = st.one_of(json_value, st.fixed_dictionaries({"action": st.one_of(st.integers(-3, 120), json_value)},
-                                                            optional={"decision": st.one_of(st.integers(-1, 400), json_value)}))
-    text = st.text(max_size=60) | st.sampled_from(["..", "../x", "/etc/passwd", "bad.jsonl", "r1", "losses.png", "\x00"])
+        st.text(max_size=40),
+        st.text(alphabet="ab/.@:[]=,x", min_size=200, max_size=600),
+        st.from_regex(
+            r"\Asearch(\[((determinizations|candidates|max_batch|time_limit_s|seed|nope)=[-0-9a-z@\[\]{}.,:]{0,4},?){0,3}\])?"
+            r":(random|discard_only|r1/x\.pt|\.\./y\.pt|search:random|)\Z"
+        ),
+        st.sampled_from(
+            [
+                "random",
+                "heuristic_careful",
+                "r1/metrics.jsonl",
+                "/etc/passwd",
+                "x@",
+                "@greedy",
+                "search",
+                "search[",
+                "search[]:random",
+                "a" * 256,
+                "search[candidates=[2,3]]:heuristic_balanced",
+            ]
+        ),
+    )
+    game_body = st.one_of(
+        json_value,
+        st.fixed_dictionaries(
+            {"opponent": spec},
+            optional={
+                "seat": st.one_of(st.integers(-1, 2), json_value),
+                "seed": json_value,
+                "variant": st.one_of(st.sampled_from(["mini", "classic", "huge"]), json_value),
+            },
+        ),
+    )
+    watch_body = st.one_of(
+        json_value,
+        st.fixed_dictionaries(
+            {"players": st.lists(spec, min_size=0, max_size=3)},
+            optional={"variant": st.just("mini"), "seed": json_value},
+        ),
+    )
+    move_body = st.one_of(
+        json_value,
+        st.fixed_dictionaries(
+            {"action": st.one_of(st.integers(-3, 120), json_value)},
+            optional={"decision": st.one_of(st.integers(-1, 400), json_value)},
+        ),
+    )
+    text = st.text(max_size=60) | st.sampled_from(
+        ["..", "../x", "/etc/passwd", "bad.jsonl", "r1", "losses.png", "\x00"]
+    )
     number = st.integers(-5, 2**40).map(str) | text
     game = {"view": None}
 
@@ -671,14 +804,32 @@ def test_fuzzed_requests_are_never_a_500(tmp_path):
             assert isinstance(r.json()["error"], str) and len(r.json()["error"]) <= 1500
 
     @settings(max_examples=250, deadline=None, suppress_health_check=list(HealthCheck), derandomize=True)
-    @given(st.one_of(
-        st.tuples(st.just("game"), game_body), st.tuples(st.just("watch"), watch_body),
-        st.tuples(st.just("move"), move_body), st.tuples(st.just("raw"), st.binary(max_size=40) | st.sampled_from(
-            [b'{"action": NaN}', b'{"action": Infinity}', b'{"action": 1e400}', b'{"action": -0.0}',
-             b'{"action": 1, "decision": NaN}', b'{"action": "\\ud800"}', b'\xff\xfe', b'[' * 5000])),
-        st.tuples(st.just("get"), st.tuples(st.sampled_from(["", "/record", "/moves"]), text)),
-        st.tuples(st.just("post"), st.tuples(st.sampled_from(["/step", "/save", "/move"]), text)),
-        st.tuples(st.just("files"), st.tuples(text, number, number, text))))
+    @given(
+        st.one_of(
+            st.tuples(st.just("game"), game_body),
+            st.tuples(st.just("watch"), watch_body),
+            st.tuples(st.just("move"), move_body),
+            st.tuples(
+                st.just("raw"),
+                st.binary(max_size=40)
+                | st.sampled_from(
+                    [
+                        b'{"action": NaN}',
+                        b'{"action": Infinity}',
+                        b'{"action": 1e400}',
+                        b'{"action": -0.0}',
+                        b'{"action": 1, "decision": NaN}',
+                        b'{"action": "\\ud800"}',
+                        b"\xff\xfe",
+                        b"[" * 5000,
+                    ]
+                ),
+            ),
+            st.tuples(st.just("get"), st.tuples(st.sampled_from(["", "/record", "/moves"]), text)),
+            st.tuples(st.just("post"), st.tuples(st.sampled_from(["/step", "/save", "/move"]), text)),
+            st.tuples(st.just("files"), st.tuples(text, number, number, text)),
+        )
+    )
     def one(request):
         kind, arg = request
         if game["view"] is None or game["view"]["finished"]:
@@ -689,7 +840,9 @@ def test_fuzzed_requests_are_never_a_500(tmp_path):
         elif kind == "watch":
             check(client.post("/api/watch", json=arg))
         elif kind in ("move", "raw"):
-            kwargs = {"json": arg} if kind == "move" else {"content": arg, "headers": {"content-type": "application/json"}}
+            kwargs = (
+                {"json": arg} if kind == "move" else {"content": arg, "headers": {"content-type": "application/json"}}
+            )
             r = client.post(f"/api/games/{view['id']}/move", **kwargs)
             check(r)
             if r.status_code == 200:
@@ -703,9 +856,12 @@ def test_fuzzed_requests_are_never_a_500(tmp_path):
             check(client.post(f"/api/games/{quote(arg[1], safe='')}{arg[0]}"))
         else:
             file, g, step, name = arg
-            for url, params in (("/api/replays/games", {"file": file}),
-                                ("/api/replays/state", {"file": file, "game": g, "step": step}),
-                                ("/api/runs/report", {"run": file}), ("/api/runs/plot", {"run": file, "name": name})):
+            for url, params in (
+                ("/api/replays/games", {"file": file}),
+                ("/api/replays/state", {"file": file, "game": g, "step": step}),
+                ("/api/runs/report", {"run": file}),
+                ("/api/runs/plot", {"run": file, "name": name}),
+            ):
                 check(client.get(url, params=params))
 
     one()
@@ -718,15 +874,19 @@ def test_kept_games_are_compact(tmp_path):
     import tracemalloc
 
     client = _client(tmp_path)
-    _play_to_end(client, client.post("/api/games", json={"opponent": "heuristic_careful", "seed": 1}).json(),
-                 random.Random(1))
+    _play_to_end(
+        client, client.post("/api/games", json={"opponent": "heuristic_careful", "seed": 1}).json(), random.Random(1)
+    )
     gc.collect()
     tracemalloc.start()
     try:
         before = tracemalloc.get_traced_memory()[0]
         for k in range(4):
-            _play_to_end(client, client.post("/api/games", json={"opponent": "heuristic_careful", "seed": 2 + k}).json(),
-                         random.Random(k))
+            _play_to_end(
+                client,
+                client.post("/api/games", json={"opponent": "heuristic_careful", "seed": 2 + k}).json(),
+                random.Random(k),
+            )
         gc.collect()
         per_game = (tracemalloc.get_traced_memory()[0] - before) / 4
     finally:
@@ -777,11 +937,13 @@ def test_replays_offer_game_records_only_and_no_answer_shows_an_absolute_path(tm
     client = TestClient(create_app(ServeSettings()))  # replays default to the runs directory
     files = [f["file"] for f in client.get("/api/replays").json()["files"]]
     assert files == ["r1/games.jsonl"]  # not r1/metrics.jsonl
-    answers = [client.get("/api/replays/games", params={"file": "r1/games.jsonl"}),
-               client.get("/api/replays/games", params={"file": "r1/metrics.jsonl"}),
-               client.get("/api/replays/state", params={"file": "r1/metrics.jsonl"}),
-               client.get("/api/replays/games", params={"file": "r1/nope.jsonl"}),
-               client.get("/api/runs/report", params={"run": "r1/checkpoints"})]
+    answers = [
+        client.get("/api/replays/games", params={"file": "r1/games.jsonl"}),
+        client.get("/api/replays/games", params={"file": "r1/metrics.jsonl"}),
+        client.get("/api/replays/state", params={"file": "r1/metrics.jsonl"}),
+        client.get("/api/replays/games", params={"file": "r1/nope.jsonl"}),
+        client.get("/api/runs/report", params={"run": "r1/checkpoints"}),
+    ]
     for r in answers:
         assert 400 <= r.status_code < 500, r.text
         assert str(tmp_path) not in r.text and str(tmp_path.resolve()) not in r.text, r.text
@@ -847,8 +1009,11 @@ def test_every_get_route_answers_head_with_the_same_status_and_headers_and_no_bo
     _run_with_checkpoint(runs)
     app = create_app(ServeSettings(runs=str(runs)))  # replays: the runs directory
     client = TestClient(app)
-    done = _play_to_end(client, client.post("/api/games", json={"opponent": "random", "seed": 5, "variant": "mini"}).json(),
-                        random.Random(5))
+    done = _play_to_end(
+        client,
+        client.post("/api/games", json={"opponent": "random", "seed": 5, "variant": "mini"}).json(),
+        random.Random(5),
+    )
     assert client.post(f"/api/games/{done['id']}/save").status_code == 200
     assert client.get("/api/runs/report", params={"run": "r1"}).status_code == 200  # draws the plots
     # a value for every path or query parameter a GET route takes: a new route's new parameter fails here
@@ -857,7 +1022,9 @@ def test_every_get_route_answers_head_with_the_same_status_and_headers_and_no_bo
     for route in app.routes:
         if isinstance(route, Mount):  # the static files: every one of them
             static = Path(route.app.directory)
-            urls += [f"{route.path}/{p.relative_to(static).as_posix()}" for p in sorted(static.rglob("*")) if p.is_file()]
+            urls += [
+                f"{route.path}/{p.relative_to(static).as_posix()}" for p in sorted(static.rglob("*")) if p.is_file()
+            ]
         elif isinstance(route, (APIRoute, Route)) and "GET" in route.methods:
             params = route.dependant.query_params if isinstance(route, APIRoute) else []
             path = route.path.format(**{name: values[name] for name in route.param_convertors})

@@ -27,7 +27,6 @@ from pathlib import Path
 
 import pytest
 
-from browser_helpers import browser  # noqa: F401 (the fixture)
 from test_serve_api import _metrics_line, _tiny_checkpoint
 
 TIMEOUT_MS = 30_000
@@ -51,12 +50,15 @@ def server(tmp_path_factory):
         other = root / "runs" / name
         other.mkdir(parents=True)
         (other / "config.yaml").write_text("game:\n  name: lost_cities\n  variant: mini\nrun:\n  iterations: 5\n")
-        (other / "metrics.jsonl").write_text("".join(_metrics_line(i, 0.4 + i / 20) + "\n" for i in range(1, logged + 1)))
+        (other / "metrics.jsonl").write_text(
+            "".join(_metrics_line(i, 0.4 + i / 20) + "\n" for i in range(1, logged + 1))
+        )
     (root / "replays").mkdir()
     (root / "replays" / "bad.jsonl").write_text('{"format": 1}\n')
     os.utime(root / "replays" / "bad.jsonl", (1000, 1000))  # an old file: listed after the saved games
-    app = create_app(ServeSettings(runs=str(root / "runs"), replays=str(root / "replays"),
-                                   allowed_hosts=["127.0.0.1", "localhost"]))
+    app = create_app(
+        ServeSettings(runs=str(root / "runs"), replays=str(root / "replays"), allowed_hosts=["127.0.0.1", "localhost"])
+    )
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)
@@ -126,23 +128,27 @@ LABELS = """() => {
     if (!text) continue;
     const range = document.createRange(); range.selectNodeContents(text);
     const t = range.getBoundingClientRect(), c = chip.getBoundingClientRect();
-    const next = chip.nextElementSibling && chip.nextElementSibling.classList.contains('chip') ? chip.nextElementSibling.getBoundingClientRect() : null;
+    const next = chip.nextElementSibling && chip.nextElementSibling.classList.contains('chip')
+      ? chip.nextElementSibling.getBoundingClientRect() : null;
     if (t.left < c.left - 0.5 || t.right > c.right + 0.5 || t.top < c.top - 0.5 || t.bottom > c.bottom + 0.5 ||
-        (next && Math.abs(next.top - c.top) < 0.5 && next.left < t.right - 0.5) || chip.scrollWidth > chip.clientWidth + 1 ||
+        (next && Math.abs(next.top - c.top) < 0.5 && next.left < t.right - 0.5) ||
+        chip.scrollWidth > chip.clientWidth + 1 ||
         t.right > chip.parentElement.getBoundingClientRect().right + 0.5)
       bad.push(chip.textContent + ' at ' + Math.round(c.left) + ',' + Math.round(c.top));
   }
   // both sides read left to right in the order played (row after row)
   const backwards = [...document.querySelectorAll('.exp .chips')].filter((row) => {
     const bs = [...row.querySelectorAll('.chip')].map((c) => c.getBoundingClientRect());
-    return bs.some((b, i) => i > 0 && (b.top < bs[i - 1].top - 0.5 || (Math.abs(b.top - bs[i - 1].top) < 0.5 && b.left <= bs[i - 1].left)));
+    return bs.some((b, i) => i > 0 && (b.top < bs[i - 1].top - 0.5 ||
+      (Math.abs(b.top - bs[i - 1].top) < 0.5 && b.left <= bs[i - 1].left)));
   }).length;
   if (backwards) bad.push(backwards + ' expeditions read right to left');
   const opp = document.querySelector('.opp-bar').getBoundingClientRect();
   const heads = document.querySelector('.lane.heads');
   return {bad, opp: {left: opp.left, right: opp.right}, oppScroll: document.querySelector('.opp-bar').scrollWidth,
           oppClient: document.querySelector('.opp-bar').clientWidth,
-          mine: heads && heads.querySelector('.head-mine').textContent, theirs: heads && heads.querySelector('.head-opp').textContent,
+          mine: heads && heads.querySelector('.head-mine').textContent,
+          theirs: heads && heads.querySelector('.head-opp').textContent,
           legend: document.querySelector('#exp-legend') && document.querySelector('#exp-legend').innerText,
           mineLeft: heads && heads.querySelector('.head-mine').getBoundingClientRect().left,
           expMineLeft: document.querySelector('.exp.mine').getBoundingClientRect().left};
@@ -153,7 +159,11 @@ def _assert_readable(page, size: str, when: str) -> None:
     width, _ = SIZES[size]
     m = page.evaluate(LABELS)
     assert m["bad"] == [], (size, when, m["bad"])
-    assert m["opp"]["left"] >= 0 and m["opp"]["right"] <= width and m["oppScroll"] <= m["oppClient"] + 1, (size, when, m)
+    assert m["opp"]["left"] >= 0 and m["opp"]["right"] <= width and m["oppScroll"] <= m["oppClient"] + 1, (
+        size,
+        when,
+        m,
+    )
     if page.evaluate("mode") == "play":
         assert m["mine"] == "Your expeditions" and m["theirs"].endswith("'s expeditions"), m
     assert abs(m["mineLeft"] - m["expMineLeft"]) < 8, m  # the words stand over your side of the rows
@@ -194,12 +204,16 @@ def _lower_card_refused(page) -> bool:
     page.click(f'.exp.mine[data-color="{card["color"]}"]', force=True)
     assert page.evaluate("view.decisions") == before
     assert "Cannot play it" in page.inner_text("#action-hint") and page.is_disabled("#btn-play")
-    status, error = page.evaluate("""async (card) => {
+    status, error = page.evaluate(
+        """async (card) => {
         const action = card.color * (view.rules.n_ranks + 1) + (card.value - view.rules.min_rank + 1);
-        const r = await fetch(`/api/games/${view.id}/move`, {method: "POST", headers: {"Content-Type": "application/json"},
+        const r = await fetch(`/api/games/${view.id}/move`, {method: "POST",
+                              headers: {"Content-Type": "application/json"},
                               body: JSON.stringify({action, decision: view.decisions})});
         return [r.status, (await r.json()).error];
-    }""", card)
+    }""",
+        card,
+    )
     assert status == 400 and "illegal move" in error and "higher" in error, (status, error)
     page.keyboard.press("Escape")
     assert page.locator(".hand-card.selected").count() == 0
@@ -220,10 +234,17 @@ def _click_turn(page, app, rng: random.Random, use_drag: bool, deselect: bool) -
             assert page.locator(".hand-card.selected").count() == 0
         page.click(selector)
         shown = _board_actions(page)
-        kind = page.evaluate(f"(() => {{ const c = handCards(view.human_seat).find((x) => x.id === {card}); return c.color * (view.rules.n_ranks + 1) + (c.value === 0 ? 0 : c.value - view.rules.min_rank + 1); }})()")
+        kind = page.evaluate(
+            f"(() => {{ const c = handCards(view.human_seat).find((x) => x.id === {card}); "
+            "return c.color * (view.rules.n_ranks + 1) + (c.value === 0 ? 0 : c.value - view.rules.min_rank + 1); })()"
+        )
         n_kinds = page.evaluate("view.rules.n_colors * (view.rules.n_ranks + 1)")
         assert shown == {a for a in mask if a % n_kinds == kind and a < 2 * n_kinds}, (shown, mask, kind)
-        target = ".exp.mine.target" if page.locator(".exp.mine.target").count() and rng.random() < 0.8 else ".pile.discard-target"
+        target = (
+            ".exp.mine.target"
+            if page.locator(".exp.mine.target").count() and rng.random() < 0.8
+            else ".pile.discard-target"
+        )
         if use_drag:  # the selected card dragged onto the row
             page.drag_and_drop(selector, target)
         else:
@@ -275,7 +296,9 @@ def _assert_last_move_shown(page) -> None:
             assert page.locator(f'.pile.last-draw[data-color="{move["color"]}"]').count() == 1
         else:
             assert page.locator("#deck.last-draw").count() == 1 and "drew from the deck" in text
-    shown = page.eval_on_selector_all(".exp-info[data-seat]", "els => els.map((e) => [Number(e.dataset.seat), Number(e.dataset.color), e.innerText])")
+    shown = page.eval_on_selector_all(
+        ".exp-info[data-seat]", "els => els.map((e) => [Number(e.dataset.seat), Number(e.dataset.color), e.innerText])"
+    )
     threshold = page.evaluate("view.rules.bonus_threshold")
     expeditions = page.evaluate("view.expeditions")
     for seat, color, words in shown:
@@ -317,14 +340,19 @@ def _play_game(page, app, size: str, tmp_path: Path, name: str, keyboard: bool, 
     assert page.locator(".final-table").count() == 2
     # The final tables never break a number (or a word) over two lines.
     broken = page.evaluate("""() => [...document.querySelectorAll('.final-table td, .final-table th')].filter((td) => {
-        const fs = parseFloat(getComputedStyle(td).fontSize); return td.getBoundingClientRect().height > 2.2 * fs + 4; })
+        const fs = parseFloat(getComputedStyle(td).fontSize);
+        return td.getBoundingClientRect().height > 2.2 * fs + 4; })
         .map((td) => td.textContent)""")
     assert broken == [], broken
     # ... and fit their box: no column is cut off (the totals are in the last one).
-    cut = page.evaluate("[...document.querySelectorAll('#final .table-wrap')].filter((w) => w.scrollWidth > w.clientWidth + 1).length")
+    cut = page.evaluate(
+        "[...document.querySelectorAll('#final .table-wrap')].filter((w) => w.scrollWidth > w.clientWidth + 1).length"
+    )
     assert cut == 0
     scores = page.evaluate("view.final.scores")
-    totals = page.eval_on_selector_all(".final-table tr.total td:last-child", "els => els.map((e) => Number(e.textContent))")
+    totals = page.eval_on_selector_all(
+        ".final-table tr.total td:last-child", "els => els.map((e) => Number(e.textContent))"
+    )
     bottom = page.evaluate("bottomSeat()")
     assert totals == [scores[bottom], scores[1 - bottom]]
     return {"decisions": decisions, "lower_checked": lower_checked}
@@ -472,9 +500,12 @@ def test_runs_play_it_and_plots(browser, server, tmp_path):
     page.click(".tab[data-tab=runs]")
     page.click("#runs-table tbody tr[data-run='r1']")
     page.wait_for_selector(".plots img")
-    page.wait_for_function("[...document.querySelectorAll('.plots img')].every((i) => i.complete && i.naturalWidth > 0)")
+    page.wait_for_function(
+        "[...document.querySelectorAll('.plots img')].every((i) => i.complete && i.naturalWidth > 0)"
+    )
     for natural_w, natural_h, w, h in page.eval_on_selector_all(
-            ".plots img", "els => els.map((i) => [i.naturalWidth, i.naturalHeight, i.clientWidth, i.clientHeight])"):
+        ".plots img", "els => els.map((i) => [i.naturalWidth, i.naturalHeight, i.clientWidth, i.clientHeight])"
+    ):
         assert abs(w / h - natural_w / natural_h) < 0.02, (natural_w, natural_h, w, h)  # the aspect ratio is kept
     assert page.evaluate("document.documentElement.scrollWidth") <= SIZES["laptop"][0]
     _shot(page, tmp_path, "laptop-runs")
@@ -544,8 +575,9 @@ def test_a_touch_screen_drags_cards_and_shows_no_keyboard_hint(browser, server, 
     touch events, turned into pointer events) onto its row is played or discarded."""
     url, app = server
     width, height = SIZES["phone"]
-    context = browser.new_context(viewport={"width": width, "height": height}, has_touch=True, is_mobile=True,
-                                  bypass_csp=True)
+    context = browser.new_context(
+        viewport={"width": width, "height": height}, has_touch=True, is_mobile=True, bypass_csp=True
+    )
     page = _game_in(context, url, "heuristic_careful")
     assert page.evaluate("matchMedia('(pointer: coarse)').matches")
     assert not page.is_visible("#keys-hint")
@@ -567,8 +599,10 @@ def test_a_touch_screen_drags_cards_and_shows_no_keyboard_hint(browser, server, 
         x1, y1 = b["x"] + b["width"] / 2, b["y"] + b["height"] / 2
         cdp.send("Input.dispatchTouchEvent", {"type": "touchStart", "touchPoints": [{"x": x0, "y": y0}]})
         for k in range(1, 11):
-            cdp.send("Input.dispatchTouchEvent", {"type": "touchMove", "touchPoints": [
-                {"x": x0 + (x1 - x0) * k / 10, "y": y0 + (y1 - y0) * k / 10}]})
+            cdp.send(
+                "Input.dispatchTouchEvent",
+                {"type": "touchMove", "touchPoints": [{"x": x0 + (x1 - x0) * k / 10, "y": y0 + (y1 - y0) * k / 10}]},
+            )
         cdp.send("Input.dispatchTouchEvent", {"type": "touchEnd", "touchPoints": []})
 
     def touch_tap(selector: str) -> None:
@@ -604,7 +638,10 @@ def test_a_bad_spec_names_its_value_whole_and_keeps_the_forms_aligned(browser, s
     page.wait_for_function("document.querySelector('#message').textContent.includes('valid player specs')")
     text = page.inner_text("#message")
     assert "'[2,3]'" in text and "'[2'" not in text and "--" not in text, text
-    style = page.evaluate("(() => { const s = getComputedStyle(document.querySelector('#message')); return [s.whiteSpace, s.fontFamily]; })()")
+    style = page.evaluate(
+        "(() => { const s = getComputedStyle(document.querySelector('#message')); "
+        "return [s.whiteSpace, s.fontFamily]; })()"
+    )
     assert style[0] == "pre-wrap" and "Mono" in style[1], style
     # the second column of the forms starts at one x on every line (a monospace font, spaces kept)
     starts = page.evaluate("""() => {
@@ -612,7 +649,8 @@ def test_a_bad_spec_names_its_value_whole_and_keeps_the_forms_aligned(browser, s
       const lines = text.split('\\n'); let at = 0;
       for (const line of lines) {
         const m = line.match(/^(  \\S+\\s{2,})\\S/);
-        if (m && !/^\\s{4}/.test(line)) { const r = document.createRange(); r.setStart(node, at + m[1].length); r.setEnd(node, at + m[1].length + 1);
+        if (m && !/^\\s{4}/.test(line)) {
+          const r = document.createRange(); r.setStart(node, at + m[1].length); r.setEnd(node, at + m[1].length + 1);
           out.push(Math.round(r.getBoundingClientRect().left)); }
         at += line.length + 1;
       }
@@ -642,9 +680,12 @@ WHOLE_WORDS = """(selector) => {
       }
     }
     const wrap = table.parentElement;
-    const right = Math.max(...[...table.querySelectorAll('tr')].map((tr) => tr.lastElementChild.getBoundingClientRect().right));
-    if (right > Math.min(window.innerWidth, wrap.getBoundingClientRect().right) + 0.5 || wrap.scrollWidth > wrap.clientWidth + 1)
-      cut.push(`${table.id}: its last column ends at ${right}, its container shows ${wrap.clientWidth} of ${wrap.scrollWidth} px`);
+    const right = Math.max(...[...table.querySelectorAll('tr')]
+      .map((tr) => tr.lastElementChild.getBoundingClientRect().right));
+    if (right > Math.min(window.innerWidth, wrap.getBoundingClientRect().right) + 0.5 ||
+        wrap.scrollWidth > wrap.clientWidth + 1)
+      cut.push(`${table.id}: its last column ends at ${right}, ` +
+               `its container shows ${wrap.clientWidth} of ${wrap.scrollWidth} px`);
   }
   return {tables: document.querySelectorAll(selector).length, broken, overflowing, cut};
 }"""
@@ -660,10 +701,17 @@ def test_the_runs_table_fits_a_phone_with_whole_words_and_says_finished(browser,
     assert m == {"tables": 2, "broken": [], "overflowing": [], "cut": []}, m
     assert page.evaluate("document.documentElement.scrollWidth") <= SIZES["phone"][0]
     # a run that logged every iteration its config asks for is finished, not stopped like a killed one
-    status = dict(page.eval_on_selector_all("#runs-table tbody tr[data-run]",
-                                            "rows => rows.map((r) => [r.dataset.run, r.children[2].textContent.trim()])"))
+    status = dict(
+        page.eval_on_selector_all(
+            "#runs-table tbody tr[data-run]",
+            "rows => rows.map((r) => [r.dataset.run, r.children[2].textContent.trim()])",
+        )
+    )
     assert status == {"smoke": "finished", "lost_cities-2024-06-01-123456": "stopped", "r1": "stopped"}, status
-    assert page.get_attribute("#runs-table tr[data-run='smoke'] td:nth-child(3) span", "title") == "5 of 5 iteration(s) logged"
+    assert (
+        page.get_attribute("#runs-table tr[data-run='smoke'] td:nth-child(3) span", "title")
+        == "5 of 5 iteration(s) logged"
+    )
     _shot(page, tmp_path, "phone-runs")
     assert not errors, errors
 
@@ -716,7 +764,9 @@ def test_no_text_on_the_page_is_smaller_than_11px(browser, server, tmp_path):
         if page.is_visible("#final"):
             break
         before = page.evaluate("view.decisions")
-        page.wait_for_function(f"view.decisions > {before} || !document.querySelector('#final').classList.contains('hidden')")
+        page.wait_for_function(
+            f"view.decisions > {before} || !document.querySelector('#final').classList.contains('hidden')"
+        )
     assert page.is_visible("#final")
     scan()
     page.click("#rules-open")
@@ -730,8 +780,18 @@ def test_no_text_on_the_page_is_smaller_than_11px(browser, server, tmp_path):
     assert not small, sorted(small)
     # what was measured: the chips of the board (wagers, tens), the piles' counts, the hand's cards (a
     # wager's word, the "known" mark), the figures beside the expeditions, the "drawn" mark, the tables
-    for kind in (r"^span\.chip\b", r"^span\.chip\..*\bwager\b", r"^span\.chip\..*\bten\b", r"^span\.pile-count$",
-                 r"^span\.exp-bonus$", r"^svg wager$", r"^svg known$", r"last-draw.*::after$", r"^th$", r"^td$"):
+    for kind in (
+        r"^span\.chip\b",
+        r"^span\.chip\..*\bwager\b",
+        r"^span\.chip\..*\bten\b",
+        r"^span\.pile-count$",
+        r"^span\.exp-bonus$",
+        r"^svg wager$",
+        r"^svg known$",
+        r"last-draw.*::after$",
+        r"^th$",
+        r"^td$",
+    ):
         assert any(re.search(kind, s) for s in seen), (kind, sorted(seen))
     assert not errors, errors
 
@@ -741,7 +801,9 @@ def test_key_hints_only_where_a_keyboard_is_likely(browser, server, tmp_path):
     rules), like the key bar it already hid."""
     url, _ = server
     width, height = SIZES["phone"]
-    touch = browser.new_context(viewport={"width": width, "height": height}, has_touch=True, is_mobile=True, bypass_csp=True)
+    touch = browser.new_context(
+        viewport={"width": width, "height": height}, has_touch=True, is_mobile=True, bypass_csp=True
+    )
     laptop = browser.new_context(viewport={"width": SIZES["laptop"][0], "height": SIZES["laptop"][1]}, bypass_csp=True)
     texts = {}
     for name, context in (("touch", touch), ("laptop", laptop)):
@@ -754,8 +816,12 @@ def test_key_hints_only_where_a_keyboard_is_likely(browser, server, tmp_path):
         page.wait_for_function("!busy && view.phase === 'draw' && view.to_move === view.human_seat")
         draw_hint = page.inner_text("#action-hint")
         page.click("#rules-open")
-        texts[name] = {"hints": [card_hint, row_hint, draw_hint], "rules": page.inner_text("#rules"),
-                       "page": page.inner_text("body"), "coarse": page.evaluate("matchMedia('(pointer: coarse)').matches")}
+        texts[name] = {
+            "hints": [card_hint, row_hint, draw_hint],
+            "rules": page.inner_text("#rules"),
+            "page": page.inner_text("body"),
+            "coarse": page.evaluate("matchMedia('(pointer: coarse)').matches"),
+        }
         _shot(page, tmp_path, f"{name}-hints")
         context.close()
     touch_, laptop_ = texts["touch"], texts["laptop"]
@@ -764,7 +830,9 @@ def test_key_hints_only_where_a_keyboard_is_likely(browser, server, tmp_path):
     assert "Space: the deck" in laptop_["hints"][2] and "Esc" in laptop_["hints"][1]
     assert "Keys: 1-8" in laptop_["rules"] and "keys: 1-8" in laptop_["page"]
     assert touch_["hints"][0] == "Tap or drag a card of your hand.", touch_["hints"]
-    assert touch_["hints"][1].startswith("Now tap its row") and touch_["hints"][2].startswith("Tap the deck"), touch_["hints"]
+    assert touch_["hints"][1].startswith("Now tap its row") and touch_["hints"][2].startswith("Tap the deck"), touch_[
+        "hints"
+    ]
     for text in (*touch_["hints"], touch_["rules"], touch_["page"]):
         assert not re.search(r"\bkeys?\b|1-8|1-5|\bEsc\b|Space", text, re.IGNORECASE), text
 
@@ -813,7 +881,8 @@ def test_a_whole_expedition_of_11px_chips_fits_a_phone(browser, server, tmp_path
     page.click("#new-game")
     page.wait_for_selector("#status.yours")
     page.evaluate("""() => {
-      const whole = (color, first) => [0, 0, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10].map((value, i) => ({id: first + i, color, value}));
+      const whole = (color, first) => [0, 0, 0, 2, 3, 4, 5, 6, 7, 8, 9, 10]
+        .map((value, i) => ({id: first + i, color, value}));
       view.expeditions[0][0].cards = whole(0, 1000); view.expeditions[1][0].cards = whole(0, 2000);
       view.expeditions[0][1].cards = whole(1, 3000).slice(0, 9); view.expeditions[1][1].cards = whole(1, 4000).slice(3);
       render();

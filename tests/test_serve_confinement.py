@@ -25,7 +25,6 @@ import deepcfr.checkpoints as checkpoints
 from deepcfr.player_specs import named_settings
 from deepcfr.search.config import SearchConfig
 from deepcfr.serve import ServeSettings, create_app
-
 from test_serve_api import _run_with_checkpoint, _tiny_checkpoint
 
 
@@ -45,7 +44,9 @@ def served(tmp_path, monkeypatch):
     given = _tiny_checkpoint(tmp_path / "given" / "mine.pt")
     opened = []
     load = checkpoints._load_plain
-    monkeypatch.setattr(checkpoints, "_load_plain", lambda path, *a: (opened.append(Path(path).resolve()), load(path, *a))[1])
+    monkeypatch.setattr(
+        checkpoints, "_load_plain", lambda path, *a: (opened.append(Path(path).resolve()), load(path, *a))[1]
+    )
     client = TestClient(create_app(ServeSettings(runs=str(runs), checkpoints=[str(given)])))
     return client, tmp_path, outside, opened
 
@@ -70,7 +71,7 @@ def test_every_setting_that_names_a_file_is_confined_and_the_refusal_tells_nothi
     assert set(fields) >= {"rollout_policy", "belief", "value_fn", "hand_belief"}
     for key, (names, _) in fields.items():
         errors = set()
-        for kind, values in HOSTILE.items():
+        for values in HOSTILE.values():
             for value in values:
                 value = value.format(outside=outside)
                 r = client.post("/api/games", json={"opponent": _spec(key, names, value), "seat": 0})
@@ -97,16 +98,41 @@ def test_info_names_players_and_directories_as_served_never_where_they_lie(serve
     info = client.get("/api/info").json()
     text = json.dumps(info)
     assert str(root) not in text and str(root.resolve()) not in text, text
-    assert info["runs"] == "runs" and {c["spec"] for c in info["checkpoints"]} >= {"mine.pt", "r1/checkpoints/latest.pt"}
+    assert info["runs"] == "runs" and {c["spec"] for c in info["checkpoints"]} >= {
+        "mine.pt",
+        "r1/checkpoints/latest.pt",
+    }
     assert set(info["players_loaded"]) == {"r1/checkpoints/latest.pt", "mine.pt@greedy", "mine.pt"}
     assert {row["player"] for row in info["batching"]} <= set(info["players_loaded"])
 
 
 def _hostile_text(rng: random.Random, root: Path) -> str:
-    pool = ["/etc/passwd", "/etc/hostname", "../../../../etc/hostname", str(root), str(root / "outside" / "good.pt"),
-            str(Path.home()), "~/.ssh/id_rsa", os.getcwd(), "r1/config.yaml", "r1/link.pt", "linkdir/good.pt",
-            "r1/checkpoints/latest.pt", "mine.pt", "C:\\Windows\\win.ini", "file:///etc/passwd", "%2e%2e%2fetc",
-            "\x00", "a" * 300, "random", "r1", "..", "web_games.jsonl", "r1/metrics.jsonl", "losses.png"]
+    pool = [
+        "/etc/passwd",
+        "/etc/hostname",
+        "../../../../etc/hostname",
+        str(root),
+        str(root / "outside" / "good.pt"),
+        str(Path.home()),
+        "~/.ssh/id_rsa",
+        os.getcwd(),
+        "r1/config.yaml",
+        "r1/link.pt",
+        "linkdir/good.pt",
+        "r1/checkpoints/latest.pt",
+        "mine.pt",
+        "C:\\Windows\\win.ini",
+        "file:///etc/passwd",
+        "%2e%2e%2fetc",
+        "\x00",
+        "a" * 300,
+        "random",
+        "r1",
+        "..",
+        "web_games.jsonl",
+        "r1/metrics.jsonl",
+        "losses.png",
+    ]
     text = rng.choice(pool)
     if rng.random() < 0.4:
         key = rng.choice(list(named_settings(SearchConfig)))
@@ -134,8 +160,9 @@ def test_a_fuzz_of_every_endpoint_never_answers_a_path_of_this_machine(served):
         method = sorted(route.methods)[0]
         path = route.path
         for param in route.dependant.path_params:
-            path = path.replace(f"{{{param.name}}}", game["id"] if rng.random() < 0.6 else
-                                quote(_hostile_text(rng, root), safe=""))
+            path = path.replace(
+                f"{{{param.name}}}", game["id"] if rng.random() < 0.6 else quote(_hostile_text(rng, root), safe="")
+            )
         query = {q.name: _hostile_text(rng, root) for q in route.dependant.query_params}
         body = None
         if route.body_field is not None:

@@ -65,14 +65,17 @@ def test_a_link_out_of_the_served_directory_is_not_listed_or_read(replays, tmp_p
         lib.records("out.jsonl")
 
 
-@pytest.mark.parametrize("file, error, message", [
-    ("../mini.jsonl", PathError, "contains '..'"),
-    ("/etc/passwd", PathError, "is absolute"),
-    ("", PathError, "empty record file"),
-    ("notes.txt", PathError, "is not a .jsonl file"),
-    ("a", PathError, "is not a .jsonl file"),  # a directory
-    ("none.jsonl", FileNotFoundError, "not found"),
-])
+@pytest.mark.parametrize(
+    "file, error, message",
+    [
+        ("../mini.jsonl", PathError, "contains '..'"),
+        ("/etc/passwd", PathError, "is absolute"),
+        ("", PathError, "empty record file"),
+        ("notes.txt", PathError, "is not a .jsonl file"),
+        ("a", PathError, "is not a .jsonl file"),  # a directory
+        ("none.jsonl", FileNotFoundError, "not found"),
+    ],
+)
 def test_bad_paths_are_refused_with_what_is_wrong(replays, file, error, message):
     with pytest.raises(error, match=message):
         ReplayLibrary(replays).records(file)
@@ -137,9 +140,16 @@ def test_games_and_the_table_at_each_step(replays):
 
 # ------------------------------------------------------------------ runs
 def _metrics(iteration: int) -> str:
-    return json.dumps({"iteration": iteration, "loss/advantage_p0": 1.0 / iteration, "loss/strategy": 0.5 / iteration,
-                       "eval/random/average/win_rate": 0.6, "eval/random/average/mean_score_diff": 20.0,
-                       "eval/random/average/score_diff_ci95": 4.0})
+    return json.dumps(
+        {
+            "iteration": iteration,
+            "loss/advantage_p0": 1.0 / iteration,
+            "loss/strategy": 0.5 / iteration,
+            "eval/random/average/win_rate": 0.6,
+            "eval/random/average/mean_score_diff": 20.0,
+            "eval/random/average/score_diff_ci95": 4.0,
+        }
+    )
 
 
 def test_runs_are_listed_with_their_game_and_checkpoints(tmp_path):
@@ -220,7 +230,9 @@ def test_a_run_that_logged_all_its_iterations_is_finished_not_stopped(tmp_path):
         run = root / name
         run.mkdir(parents=True)
         (run / "config.yaml").write_text(config)
-        lines = [json.dumps({"iteration": i, "pad": "x" * pad, **json.loads(_metrics(i))}) for i in range(1, logged + 1)]
+        lines = [
+            json.dumps({"iteration": i, "pad": "x" * pad, **json.loads(_metrics(i))}) for i in range(1, logged + 1)
+        ]
         (run / "metrics.jsonl").write_text("".join(line + "\n" for line in lines) + tail)
         if marker is not None:  # the run's process: this one (running), or one that is gone (killed)
             (run / "running.json").write_text(json.dumps({"pid": marker, "host": socket.gethostname(), "started": 0}))
@@ -237,10 +249,22 @@ def test_a_run_that_logged_all_its_iterations_is_finished_not_stopped(tmp_path):
     make("final_fit", train, 3, tail=json.dumps({"iteration": 3, "loss/strategy_final": 0.1}) + "\n")
     runs = {r["run"]: r for r in RunLibrary(root, tmp_path / "cache").runs()}
     assert {name: r["status"] for name, r in runs.items()} == {
-        "done": "finished", "killed": "stopped", "live": "running", "improved": "finished", "unknown": "stopped",
-        "long": "finished", "writing": "stopped", "final_fit": "finished", "killed_in_the_final_fit": "stopped"}
+        "done": "finished",
+        "killed": "stopped",
+        "live": "running",
+        "improved": "finished",
+        "unknown": "stopped",
+        "long": "finished",
+        "writing": "stopped",
+        "final_fit": "finished",
+        "killed_in_the_final_fit": "stopped",
+    }
     assert (runs["done"]["last_iteration"], runs["done"]["target_iterations"]) == (3, 3)
     assert (runs["killed"]["last_iteration"], runs["improved"]["target_iterations"]) == (2, 2)
     assert runs["unknown"]["target_iterations"] is None and runs["live"]["running"]
-    assert [library.run_status(False, None, 3), library.run_status(False, 5, 3), library.run_status(True, 3, 3),
-            library.run_status(False, 3, 3, closed=False)] == ["stopped", "finished", "running", "stopped"]
+    assert [
+        library.run_status(False, None, 3),
+        library.run_status(False, 5, 3),
+        library.run_status(True, 3, 3),
+        library.run_status(False, 3, 3, closed=False),
+    ] == ["stopped", "finished", "running", "stopped"]

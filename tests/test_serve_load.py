@@ -141,8 +141,10 @@ def test_concurrent_starts_of_one_spec_build_its_player_once(monkeypatch):
     monkeypatch.setattr(cache, "load_player", slow_load)
     players = PlayerCache()
     got: list[object] = []
-    threads = [threading.Thread(target=lambda s=s: got.append(players.resolve(s)))
-               for s in ["random"] * 6 + ["heuristic_balanced"] * 2]
+    threads = [
+        threading.Thread(target=lambda s=s: got.append(players.resolve(s)))
+        for s in ["random"] * 6 + ["heuristic_balanced"] * 2
+    ]
     for t in threads:
         t.start()
     _wait_for(lambda: len(built) == 2)  # the other spec is built meanwhile, not after the first
@@ -190,8 +192,16 @@ def test_a_failed_build_reaches_its_waiters_and_is_tried_again(monkeypatch):
     assert len(calls) == 2 and len(players) == 0
 
 
-@pytest.mark.parametrize("url", ["http://example.com/", "http://10.0.0.1:8000", "http://127.0.0.1.example.com/",
-                                 "http://192.168.1.2/", "http:///nohost"])
+@pytest.mark.parametrize(
+    "url",
+    [
+        "http://example.com/",
+        "http://10.0.0.1:8000",
+        "http://127.0.0.1.example.com/",
+        "http://192.168.1.2/",
+        "http:///nohost",
+    ],
+)
 def test_the_load_generator_refuses_a_server_not_on_loopback(url):
     with pytest.raises(ValueError, match="loopback"):
         play_load(url, ["random"])
@@ -254,8 +264,10 @@ def test_a_bounded_load_finishes_every_game_with_batched_decisions(tmp_path):
     # where the slow requests' time went, from the server's Server-Timing header
     reply = next(r for r in rows if r["kind"] == "reply" and r["opponent"] == CHEAP_SEARCH)
     assert reply["tail"]["decide"] > 0 and reply["tail"]["app"] >= reply["tail"]["decide"]
-    print(f"\nbatch size against champion@greedy: {champion['decisions']}/{champion['calls']} = "
-          f"{champion['decisions'] / champion['calls']:.2f}")
+    print(
+        f"\nbatch size against champion@greedy: {champion['decisions']}/{champion['calls']} = "
+        f"{champion['decisions'] / champion['calls']:.2f}"
+    )
 
 
 def _search_table(client, opponent: str):
@@ -304,8 +316,10 @@ def test_a_search_process_that_died_is_started_again_and_rebuilds_its_players(tm
     process._proc.join(30)
     state, replies = view.json(), 0
     while not replies:  # the person's moves (a card, then a draw) until the computer has replied
-        moved = client.post(f"/api/games/{state['id']}/move",
-                            json={"action": state["legal"][0]["action"], "decision": state["decisions"]})
+        moved = client.post(
+            f"/api/games/{state['id']}/move",
+            json={"action": state["legal"][0]["action"], "decision": state["decisions"]},
+        )
         assert moved.status_code == 200, moved.text
         state = moved.json()
         replies = sum(m["seat"] == 0 for m in state["last_moves"])

@@ -11,11 +11,16 @@ from deepcfr.train.value_fn import FullStateValue, value_network
 
 
 def test_standard_matches_include_what_the_search_adds():
-    matches = strength_matches("net.pt", ["random", "heuristic_balanced"], "ref.pt", 2000,
-                               ["search:{net}"], 400, ["heuristic_balanced"])
-    assert matches == [("net.pt@greedy", "ref.pt@greedy", 2000), ("net.pt@greedy", "random", 2000),
-                       ("net.pt@greedy", "heuristic_balanced", 2000),
-                       ("search:net.pt", "net.pt@greedy", 400), ("search:net.pt", "heuristic_balanced", 400)]
+    matches = strength_matches(
+        "net.pt", ["random", "heuristic_balanced"], "ref.pt", 2000, ["search:{net}"], 400, ["heuristic_balanced"]
+    )
+    assert matches == [
+        ("net.pt@greedy", "ref.pt@greedy", 2000),
+        ("net.pt@greedy", "random", 2000),
+        ("net.pt@greedy", "heuristic_balanced", 2000),
+        ("search:net.pt", "net.pt@greedy", 400),
+        ("search:net.pt", "heuristic_balanced", 400),
+    ]
     assert strength_matches("n", ["random"], None, 10, ["search:{net}"], 0) == [("n@greedy", "random", 10)]
 
 
@@ -43,6 +48,7 @@ def test_strength_command(capsys):
 
 
 # --- the benchmark population (players/population.py, `deepcfr strength SPEC --population`) -------------
+
 
 def _row(member, diff, ci):
     return {"member": member, "score_diff": diff, "score_diff_ci": ci}
@@ -118,10 +124,27 @@ def test_strength_population_command(capsys):
     from deepcfr.cli.strength_cmd import population_spec
     from deepcfr.players.population import POPULATION_BOTS
 
-    assert population_spec("champion") == "champion@greedy" and population_spec("champion@average") == "champion@average"
+    assert (
+        population_spec("champion") == "champion@greedy" and population_spec("champion@average") == "champion@average"
+    )
     assert population_spec("x/net.pt") == "x/net.pt@greedy" and population_spec("denier") == "denier"
-    assert main(["strength", "heuristic_careful", "--population", "--variant", "mini", "--games", "4",
-                 "--value-fn", "none", "--json"]) == 0
+    assert (
+        main(
+            [
+                "strength",
+                "heuristic_careful",
+                "--population",
+                "--variant",
+                "mini",
+                "--games",
+                "4",
+                "--value-fn",
+                "none",
+                "--json",
+            ]
+        )
+        == 0
+    )
     out = json.loads(capsys.readouterr().out)
     assert out["player"] == "heuristic_careful" and out["population_version"] >= 1
     rows = out["members"]

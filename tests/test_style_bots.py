@@ -41,8 +41,11 @@ def _decisions(game, bot, other, n: int, seed: int, seat: int = 0):
 def _classic_decisions(name: str, opponents=("random", "heuristic_balanced"), n: int = 64):
     """The bot's decisions over classic games against each opponent, in both seats."""
     game = make_game("lost_cities")
-    parts = [_decisions(game, make_bot(game, name), make_bot(game, opp), n, seed=7 + seat, seat=seat)
-             for opp in opponents for seat in (0, 1)]
+    parts = [
+        _decisions(game, make_bot(game, name), make_bot(game, opp), n, seed=7 + seat, seat=seat)
+        for opp in opponents
+        for seat in (0, 1)
+    ]
     return game, [torch.cat(x) for x in zip(*parts)]
 
 
@@ -65,7 +68,9 @@ class Known:
     def board(self, exp):
         r = self.rules
         cards = exp.sum(2)
-        score = ((exp * self.value).sum(2) + r.expedition_cost) * (1 + exp[:, :, 0]) + r.bonus * (cards >= r.bonus_threshold)
+        score = ((exp * self.value).sum(2) + r.expedition_cost) * (1 + exp[:, :, 0]) + r.bonus * (
+            cards >= r.bonus_threshold
+        )
         return torch.where(cards > 0, score, 0).sum(1)
 
     def lead(self):
@@ -94,14 +99,16 @@ def test_style_bots_choose_legal_actions(variant, name):
     bot = make_bot(game, name)
     assert bot.name == name
     # Against random (many odd states), against itself and the best heuristic (the states it steers into).
-    checked = sum(len(_decisions(game, bot, other, 64, seed=1 + i, seat=i % 2)[2])
-                  for i, other in enumerate((RandomBot(), make_bot(game, name), make_bot(game, "heuristic_balanced"))))
+    checked = sum(
+        len(_decisions(game, bot, other, 64, seed=1 + i, seat=i % 2)[2])
+        for i, other in enumerate((RandomBot(), make_bot(game, name), make_bot(game, "heuristic_balanced")))
+    )
     assert checked > 500
 
 
 def test_registry_holds_the_style_bots():
     game = make_game("lost_cities", variant="mini")
-    assert bot_names(game)[-len(STYLE_BOTS):] == STYLE_BOTS
+    assert bot_names(game)[-len(STYLE_BOTS) :] == STYLE_BOTS
 
 
 @pytest.mark.parametrize("name", STYLE_BOTS)
@@ -109,8 +116,12 @@ def test_style_bots_are_deterministic_and_row_independent(name):
     game = make_game("lost_cities")
     state = game.init(96, generator=torch.Generator().manual_seed(5))
     for _ in range(40):  # into the middle of games: open expeditions, piles, draw decisions
-        state = game.step(state, make_bot(game, "heuristic_aggressive").act(
-            game.observe(state, game.current_player(state)), game.legal_mask(state)))
+        state = game.step(
+            state,
+            make_bot(game, "heuristic_aggressive").act(
+                game.observe(state, game.current_player(state)), game.legal_mask(state)
+            ),
+        )
     obs, mask = game.observe(state, game.current_player(state)), game.legal_mask(state)
     bot = make_bot(game, name)
     first = bot.act(obs, mask, torch.Generator().manual_seed(1))
@@ -123,7 +134,7 @@ def test_never_pile_never_draws_from_a_pile():
     game, (obs, mask, actions) = _classic_decisions("never_pile")
     K = game.rules.num_kinds
     draws = mask[:, 2 * K]
-    pile_legal = draws & mask[:, 2 * K + 1:].any(dim=1)
+    pile_legal = draws & mask[:, 2 * K + 1 :].any(dim=1)
     assert int(pile_legal.sum()) > 1000  # it had the choice, many times
     assert bool((actions[draws] == 2 * K).all())
 
@@ -135,7 +146,7 @@ def test_denier_takes_what_the_opponent_needs_and_does_not_discard_it():
     is_play, is_discard, is_deck, is_pile, colour, kind = _action_parts(game, actions)
     needs = known.opp_needs(None)  # [n, C, R1]
     top_needed = needs.gather(2, known.pile_top.clamp(min=0)[:, :, None]).squeeze(2) & (known.pile_top >= 0)
-    can_deny = mask[:, 2 * K + 1:] & top_needed  # [n, C] legal piles whose top the opponent needs
+    can_deny = mask[:, 2 * K + 1 :] & top_needed  # [n, C] legal piles whose top the opponent needs
     rows = can_deny.any(dim=1)
     assert int(rows.sum()) > 50
     taken = torch.where(is_pile, actions - 2 * K - 1, 0)
@@ -152,7 +163,7 @@ def test_rusher_draws_the_deck_when_ahead_and_stalls_when_behind():
     game, (obs, mask, actions) = _classic_decisions("rusher")
     K = game.rules.num_kinds
     known = Known(game, obs)
-    draws, pile_legal = mask[:, 2 * K], mask[:, 2 * K + 1:].any(dim=1)
+    draws, pile_legal = mask[:, 2 * K], mask[:, 2 * K + 1 :].any(dim=1)
     lead = known.lead()
     ahead = draws & pile_legal & (lead > 0)
     assert int(ahead.sum()) > 500
@@ -189,8 +200,11 @@ def test_wager_gambler_plays_its_wagers_early():
 def test_patient_opener_opens_only_on_a_holding_that_pays(variant):
     game = make_game("lost_cities", variant=variant)
     r = game.rules
-    parts = [_decisions(game, make_bot(game, "patient_opener"), make_bot(game, opp), 64, seed=11 + seat, seat=seat)
-             for opp in ("random", "heuristic_balanced") for seat in (0, 1)]
+    parts = [
+        _decisions(game, make_bot(game, "patient_opener"), make_bot(game, opp), 64, seed=11 + seat, seat=seat)
+        for opp in ("random", "heuristic_balanced")
+        for seat in (0, 1)
+    ]
     obs, mask, actions = (torch.cat(x) for x in zip(*parts))
     known = Known(game, obs)
     is_play, _, _, _, colour, _ = _action_parts(game, actions)

@@ -37,7 +37,9 @@ def test_relabelled_game_is_the_relabelled_play(variant):
             assert torch.equal(game.observe(twin, seat), symmetry.obs(game.observe(state, seat), colour_of))
         mask = game.legal_mask(state)
         assert torch.equal(game.legal_mask(twin), mask.gather(1, columns))
-        actions = torch.multinomial(mask.float() + 1e-12 * (~mask.any(1, keepdim=True)), 1, generator=generator).squeeze(1)
+        actions = torch.multinomial(
+            mask.float() + 1e-12 * (~mask.any(1, keepdim=True)), 1, generator=generator
+        ).squeeze(1)
         game.step(state, actions)
         game.step(twin, symmetry.actions(actions, colour_of), check=True)
         steps += 1
@@ -56,8 +58,10 @@ def test_action_columns_and_actions_are_inverse_views():
     moved = symmetry.actions(actions, colour_of)
     rows = torch.arange(n)
     assert torch.equal(relabelled[rows, moved], values[rows, actions])
-    assert torch.equal(symmetry.actions(torch.full((n,), 2 * game.rules.num_kinds), colour_of),
-                       torch.full((n,), 2 * game.rules.num_kinds))  # drawing from the deck has no colour
+    assert torch.equal(
+        symmetry.actions(torch.full((n,), 2 * game.rules.num_kinds), colour_of),
+        torch.full((n,), 2 * game.rules.num_kinds),
+    )  # drawing from the deck has no colour
     identity = torch.arange(game.rules.n_colors).expand(n, -1)
     assert torch.equal(symmetry.action_columns(identity), torch.arange(A).expand(n, -1))
 
@@ -81,12 +85,23 @@ def test_augmented_batches_are_relabelled_samples():
     sample: its features, mask and targets match that sample relabelled."""
     from deepcfr.train.trainer import Trainer
 
-    config = load_config(None, [
-        "game.variant=mini", "traversal.algorithm=outcome", "traversal.traversals_per_player=64",
-        "traversal.chunk_size=64", "run.iterations=1", "run.progress=false", "eval.every=0",
-        "memory.augment=true", "advantage.train_steps=1", "strategy.train_steps=1", "checkpoint.every=0",
-        "strategy.final_train_steps=0",
-    ])
+    config = load_config(
+        None,
+        [
+            "game.variant=mini",
+            "traversal.algorithm=outcome",
+            "traversal.traversals_per_player=64",
+            "traversal.chunk_size=64",
+            "run.iterations=1",
+            "run.progress=false",
+            "eval.every=0",
+            "memory.augment=true",
+            "advantage.train_steps=1",
+            "strategy.train_steps=1",
+            "checkpoint.every=0",
+            "strategy.final_train_steps=0",
+        ],
+    )
     trainer = Trainer(config)
     trainer.run_iteration()
     memory = trainer.advantage_memories[0]
@@ -107,7 +122,9 @@ def test_augmented_batches_are_relabelled_samples():
             columns = game.symmetry.action_columns(colour_of[:1])[0]
             hits = (game.encode(game.symmetry.obs(stored_obs, colour_of)) == features[i]).all(dim=1).nonzero()
             for j in hits.squeeze(1).tolist():
-                if torch.equal(stored_mask[j][columns], mask[i]) and torch.allclose(stored_values[j][columns], values[i]):
+                if torch.equal(stored_mask[j][columns], mask[i]) and torch.allclose(
+                    stored_values[j][columns], values[i]
+                ):
                     match = perm
                     break
             if match is not None:

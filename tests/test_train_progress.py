@@ -45,9 +45,16 @@ def test_progress_line_counts_against_the_time_budget_or_the_iterations():
 
 def test_evaluation_lines_show_win_rate_and_score_difference_with_cis():
     progress, _, out = _progress(iterations=10)
-    progress({"iteration": 5, "time/iteration_seconds": 1.0,
-              "eval/random/average/win_rate": 0.9, "eval/random/average/mean_score_diff": 41.25,
-              "eval/random/average/score_diff_ci95": 3.5, "eval/heuristic_careful/current/win_rate": 0.5})
+    progress(
+        {
+            "iteration": 5,
+            "time/iteration_seconds": 1.0,
+            "eval/random/average/win_rate": 0.9,
+            "eval/random/average/mean_score_diff": 41.25,
+            "eval/random/average/score_diff_ci95": 3.5,
+            "eval/heuristic_careful/current/win_rate": 0.5,
+        }
+    )
     lines = out.getvalue().splitlines()
     assert lines[1] == "evaluation at iteration 5:"
     careful = next(x for x in lines if "heuristic_careful" in x)
@@ -58,9 +65,12 @@ def test_evaluation_lines_show_win_rate_and_score_difference_with_cis():
 
 def test_next_steps_name_the_checkpoint_and_the_commands():
     lines = "\n".join(next_steps(make_game("lost_cities"), "runs/x/checkpoints/latest.pt", "runs/x"))
-    for command in ("deepcfr play --checkpoint runs/x/checkpoints/latest.pt",
-                    "deepcfr serve --checkpoint runs/x/checkpoints/latest.pt",
-                    "deepcfr eval --checkpoint runs/x/checkpoints/latest.pt", "deepcfr report runs/x"):
+    for command in (
+        "deepcfr play --checkpoint runs/x/checkpoints/latest.pt",
+        "deepcfr serve --checkpoint runs/x/checkpoints/latest.pt",
+        "deepcfr eval --checkpoint runs/x/checkpoints/latest.pt",
+        "deepcfr report runs/x",
+    ):
         assert command in lines
     assert "serve" not in "\n".join(next_steps(make_game("kuhn"), "k.pt", "runs/k"))  # the page draws Lost Cities only
 
@@ -69,9 +79,11 @@ def test_train_command_prints_progress_evaluations_and_next_steps(tmp_path, caps
     from deepcfr.cli.main import main
 
     cfg = tmp_path / "kuhn.yaml"
-    cfg.write_text("game:\n  name: kuhn\ntraversal:\n  algorithm: external\n  chunk_size: 64\nrun:\n  iterations: 2\n"
-                   "memory:\n  advantage_capacity: 256\n  strategy_capacity: 256\n  augment: false\n"
-                   "network:\n  hidden_size: 8\neval:\n  every: 1\nstrategy:\n  final_train_steps: 0\n")
+    cfg.write_text(
+        "game:\n  name: kuhn\ntraversal:\n  algorithm: external\n  chunk_size: 64\nrun:\n  iterations: 2\n"
+        "memory:\n  advantage_capacity: 256\n  strategy_capacity: 256\n  augment: false\n"
+        "network:\n  hidden_size: 8\neval:\n  every: 1\nstrategy:\n  final_train_steps: 0\n"
+    )
     assert main(["train", "--config", str(cfg), "--run-dir", str(tmp_path / "run")]) == 0
     out = capsys.readouterr().out
     assert "progress [" in out and "iteration 2/2" in out

@@ -4,23 +4,39 @@ import statistics
 import pytest
 import torch
 
-from deepcfr.train.config import load_config
-from deepcfr.train.run import Run
 from deepcfr.cfr.samples import SampleCodec, row_keys
 from deepcfr.train.agent import load_agent
+from deepcfr.train.config import load_config
 from deepcfr.train.fit import advantage_loss, lr_factor, sample_weights
 from deepcfr.train.iteration_metrics import memory_metrics
+from deepcfr.train.run import Run
 from deepcfr.train.trainer import Trainer
 
 
 def tiny(game="kuhn", *extra):
-    return load_config(None, [
-        f"game.name={game}", "memory.augment=false", "traversal.algorithm=external", "traversal.traversals_per_player=64",
-        "traversal.chunk_size=32", "network.hidden_size=16", "advantage.train_steps=4",
-        "advantage.batch_size=32", "strategy.train_steps=4", "strategy.batch_size=32", "eval.every=0",
-        "memory.advantage_capacity=500", "memory.strategy_capacity=500", "run.progress=false",
-        "advantage.reinit=true", "strategy.weighting=linear", "strategy.final_train_steps=0", *extra,
-    ])
+    return load_config(
+        None,
+        [
+            f"game.name={game}",
+            "memory.augment=false",
+            "traversal.algorithm=external",
+            "traversal.traversals_per_player=64",
+            "traversal.chunk_size=32",
+            "network.hidden_size=16",
+            "advantage.train_steps=4",
+            "advantage.batch_size=32",
+            "strategy.train_steps=4",
+            "strategy.batch_size=32",
+            "eval.every=0",
+            "memory.advantage_capacity=500",
+            "memory.strategy_capacity=500",
+            "run.progress=false",
+            "advantage.reinit=true",
+            "strategy.weighting=linear",
+            "strategy.final_train_steps=0",
+            *extra,
+        ],
+    )
 
 
 def weights(trainer):
@@ -33,11 +49,25 @@ def same(a, b):
 
 
 EXPECTED_METRICS = [
-    "time/traversal_seconds", "time/advantage_train_seconds", "time/strategy_train_seconds",
-    "time/memory_add_seconds", "time/batch_seconds", "time/eval_seconds", "time/iteration_seconds",
-    "loss/advantage_p0", "loss/advantage_p1", "loss/strategy", "memory/advantage_p0_size",
-    "memory/advantage_p1_seen", "memory/strategy_size", "memory/strategy_seen", "traversal/decisions",
-    "traversal/traversals", "traversal/avg_batch", "traversal/max_batch", "traversal/cut_offs",
+    "time/traversal_seconds",
+    "time/advantage_train_seconds",
+    "time/strategy_train_seconds",
+    "time/memory_add_seconds",
+    "time/batch_seconds",
+    "time/eval_seconds",
+    "time/iteration_seconds",
+    "loss/advantage_p0",
+    "loss/advantage_p1",
+    "loss/strategy",
+    "memory/advantage_p0_size",
+    "memory/advantage_p1_seen",
+    "memory/strategy_size",
+    "memory/strategy_seen",
+    "traversal/decisions",
+    "traversal/traversals",
+    "traversal/avg_batch",
+    "traversal/max_batch",
+    "traversal/cut_offs",
     "train/nonfinite_loss_count",
 ]
 
@@ -113,10 +143,22 @@ def test_same_seed_same_result_and_other_seed_differs():
     assert torch.equal(a.advantage_memories[1].data("obs"), b.advantage_memories[1].data("obs"))
 
 
-@pytest.mark.parametrize("extra", [[], ["traversal.algorithm=outcome", "advantage.reinit=false"],
-                                   ["traversal.opponent=league", "league.weight_recent=0.5"],
-                                   ["traversal.algorithm=critic", "traversal.epsilon=0.3", "advantage.reinit=false",
-                                    "critic.train_steps=3", "critic.batch_size=16", "critic.capacity=150"]])
+@pytest.mark.parametrize(
+    "extra",
+    [
+        [],
+        ["traversal.algorithm=outcome", "advantage.reinit=false"],
+        ["traversal.opponent=league", "league.weight_recent=0.5"],
+        [
+            "traversal.algorithm=critic",
+            "traversal.epsilon=0.3",
+            "advantage.reinit=false",
+            "critic.train_steps=3",
+            "critic.batch_size=16",
+            "critic.capacity=150",
+        ],
+    ],
+)
 def test_resume_from_state_dict_is_exact(extra):
     straight = Trainer(tiny("kuhn", *extra))
     for _ in range(3):
@@ -152,8 +194,15 @@ def test_nonfinite_loss_is_skipped_and_counted():
 def test_strategy_memory_only_gets_samples_from_sigma_t_opponents():
     # League of snapshots only (weight_current = 0): the first iteration has an empty league and
     # plays sigma_t; later ones play snapshots, which must not feed the strategy memory.
-    trainer = Trainer(tiny("leduc", "traversal.opponent=league", "league.weight_current=0",
-                           "league.weight_recent=1", "league.weight_older=0"))
+    trainer = Trainer(
+        tiny(
+            "leduc",
+            "traversal.opponent=league",
+            "league.weight_current=0",
+            "league.weight_recent=1",
+            "league.weight_older=0",
+        )
+    )
     trainer.run_iteration()
     seen = trainer.strategy_memory.seen
     assert seen > 0
@@ -259,8 +308,10 @@ def test_final_strategy_training_retrains_from_scratch_once(tmp_path):
         trainer = Trainer(config, run)
         fits, reinits = [], []
         real_fit, real_reinit = trainer.fitter.fit, trainer._reinit_network
-        trainer.fitter.fit = lambda net, forward, opt, memory, name, schedule, *a: fits.append(
-            (name, schedule.steps, schedule.lr_schedule)) or real_fit(net, forward, opt, memory, name, schedule, *a)
+        trainer.fitter.fit = lambda net, forward, opt, memory, name, schedule, *a: (
+            fits.append((name, schedule.steps, schedule.lr_schedule))
+            or real_fit(net, forward, opt, memory, name, schedule, *a)
+        )
         trainer._reinit_network = lambda net: reinits.append(net) or real_reinit(net)
         trainer.train()
         metrics = run.read_metrics()
@@ -281,8 +332,7 @@ def test_final_strategy_training_retrains_from_scratch_once(tmp_path):
 
 
 def test_time_budget_keeps_room_for_the_final_strategy_training():
-    trainer = Trainer(tiny("kuhn", "run.iterations=50", "run.time_budget_seconds=100",
-                           "strategy.final_train_steps=10"))
+    trainer = Trainer(tiny("kuhn", "run.iterations=50", "run.time_budget_seconds=100", "strategy.final_train_steps=10"))
     assert trainer._final_strategy_reserve() == 0.0  # nothing timed yet
     trainer.run_iteration()
     assert len(trainer._strategy_step_seconds) == 1 and trainer._strategy_step_seconds[0] > 0
@@ -294,8 +344,15 @@ def test_time_budget_keeps_room_for_the_final_strategy_training():
 def test_the_budget_reserve_without_strategy_training_is_timed_on_the_advantage_steps():
     # strategy.every: 0 trains the strategy network only at the end: until then the advantage
     # networks' steps (the same shape and batch) tell how long its final training will take
-    trainer = Trainer(tiny("kuhn", "run.iterations=50", "run.time_budget_seconds=100",
-                           "strategy.every=0", "strategy.final_train_steps=10"))
+    trainer = Trainer(
+        tiny(
+            "kuhn",
+            "run.iterations=50",
+            "run.time_budget_seconds=100",
+            "strategy.every=0",
+            "strategy.final_train_steps=10",
+        )
+    )
     assert trainer._final_strategy_reserve() == 0.0
     trainer.run_iteration()
     assert not trainer._strategy_step_seconds and len(trainer._advantage_step_seconds) == 1  # one per iteration
@@ -309,8 +366,7 @@ def test_the_budget_reserve_without_strategy_training_is_timed_on_the_advantage_
 
 
 def test_the_budget_reserve_is_the_median_step_time_and_counts_the_next_iteration():
-    trainer = Trainer(tiny("kuhn", "run.iterations=50", "run.time_budget_seconds=100",
-                           "strategy.final_train_steps=10"))
+    trainer = Trainer(tiny("kuhn", "run.iterations=50", "run.time_budget_seconds=100", "strategy.final_train_steps=10"))
     trainer.run_iteration()
     # one slow moment (a busy machine) does not decide the reserve alone
     trainer._strategy_step_seconds.clear()
@@ -374,7 +430,10 @@ def test_aggregated_training_has_the_gradient_of_the_full_memory_loss(game):
     trainer.run_iteration()
     trainer.run_iteration()
     memory = trainer.advantage_memories[0]
-    weights_of = lambda it: sample_weights(it, "linear")
+
+    def weights_of(it):
+        return sample_weights(it, "linear")
+
     net = trainer.advantage_nets[0]
 
     def grads(loss):
@@ -394,8 +453,16 @@ def test_aggregated_training_has_the_gradient_of_the_full_memory_loss(game):
 
 
 def test_aggregated_training_lowers_the_merged_loss():
-    trainer = Trainer(tiny("leduc", "advantage.aggregate=true", "strategy.aggregate=true", "advantage.batch_size=64",
-                           "advantage.reinit=false", "advantage.train_steps=30"))
+    trainer = Trainer(
+        tiny(
+            "leduc",
+            "advantage.aggregate=true",
+            "strategy.aggregate=true",
+            "advantage.batch_size=64",
+            "advantage.reinit=false",
+            "advantage.train_steps=30",
+        )
+    )
     trainer.run_iteration()
     memory = trainer.advantage_memories[0]
     table = trainer.fitter.aggregate_memory(memory, "target", trainer.advantage_weights)
@@ -413,9 +480,16 @@ def test_aggregated_training_lowers_the_merged_loss():
 
 def test_training_options_change_the_result():
     base = Trainer(tiny("kuhn", "advantage.reinit=false"))
-    other = Trainer(tiny("kuhn", "advantage.reinit=false", "advantage.lr_schedule=cosine",
-                         "advantage.weighting=uniform", "strategy.weighting=discounted",
-                         "memory.target_dtype=bfloat16"))
+    other = Trainer(
+        tiny(
+            "kuhn",
+            "advantage.reinit=false",
+            "advantage.lr_schedule=cosine",
+            "advantage.weighting=uniform",
+            "strategy.weighting=discounted",
+            "memory.target_dtype=bfloat16",
+        )
+    )
     for t in (base, other):
         for _ in range(2):
             m = t.run_iteration()

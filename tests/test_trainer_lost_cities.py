@@ -5,22 +5,37 @@ import math
 
 import torch
 
+from deepcfr.players import load_player
+from deepcfr.train.agent import load_agent
 from deepcfr.train.config import load_config
 from deepcfr.train.run import Run
-from deepcfr.train.agent import load_agent
 from deepcfr.train.trainer import Trainer
-from deepcfr.players import load_player
 
 
 def mini(*extra):
-    return load_config(None, [
-        "game.name=lost_cities", "game.variant=mini", "traversal.algorithm=outcome",
-        "traversal.traversals_per_player=48", "traversal.chunk_size=24",
-        "network.hidden_size=16", "advantage.train_steps=2", "advantage.batch_size=32",
-        "strategy.train_steps=2", "strategy.batch_size=32", "memory.advantage_capacity=5000",
-        "memory.strategy_capacity=5000", "eval.every=2", "eval.games=4", "eval.opponents=[random]",
-        "run.progress=false", "strategy.final_train_steps=0", *extra,
-    ])
+    return load_config(
+        None,
+        [
+            "game.name=lost_cities",
+            "game.variant=mini",
+            "traversal.algorithm=outcome",
+            "traversal.traversals_per_player=48",
+            "traversal.chunk_size=24",
+            "network.hidden_size=16",
+            "advantage.train_steps=2",
+            "advantage.batch_size=32",
+            "strategy.train_steps=2",
+            "strategy.batch_size=32",
+            "memory.advantage_capacity=5000",
+            "memory.strategy_capacity=5000",
+            "eval.every=2",
+            "eval.games=4",
+            "eval.opponents=[random]",
+            "run.progress=false",
+            "strategy.final_train_steps=0",
+            *extra,
+        ],
+    )
 
 
 def test_lost_cities_iterations_with_evaluation():
@@ -52,8 +67,14 @@ def test_lost_cities_iterations_with_evaluation():
 
 
 def test_lost_cities_league_run_checkpoints_and_loads(tmp_path):
-    config = mini("run.iterations=2", "traversal.opponent=league", "league.weight_recent=0.5",
-                  "league.weight_anchor=0.2", "league.anchor=random", "eval.every=0")
+    config = mini(
+        "run.iterations=2",
+        "traversal.opponent=league",
+        "league.weight_recent=0.5",
+        "league.weight_anchor=0.2",
+        "league.anchor=random",
+        "eval.every=0",
+    )
     with Run(tmp_path / "run", config, console=False) as run:
         trainer = Trainer(config, run, load_player=load_player)
         trainer.train()

@@ -26,9 +26,13 @@ def net_for(game, seed=0):
 def test_network_policies_are_distributions_over_legal_actions():
     game = make_game("leduc")
     obs, mask = game.enumerate_infostates()
-    for policy in (RegretMatchingPolicy(net_for(game), game.encode), StrategyNetPolicy(net_for(game), game.encode),
-                   StrategyNetPolicy(net_for(game), game.encode, greedy=True), UniformPolicy(),
-                   RegretMatchingPolicy(net_for(game), game.encode, "uniform", greedy=True)):
+    for policy in (
+        RegretMatchingPolicy(net_for(game), game.encode),
+        StrategyNetPolicy(net_for(game), game.encode),
+        StrategyNetPolicy(net_for(game), game.encode, greedy=True),
+        UniformPolicy(),
+        RegretMatchingPolicy(net_for(game), game.encode, "uniform", greedy=True),
+    ):
         probs = policy(obs, mask)
         assert probs.dtype == torch.float32
         assert (probs[~mask] == 0).all()
@@ -38,8 +42,13 @@ def test_network_policies_are_distributions_over_legal_actions():
 def test_per_player_policy_dispatches_rows_on_the_observer_seat():
     game = make_game("kuhn")
     obs, mask = game.enumerate_infostates()
-    p0 = lambda o, m: torch.tensor([[1.0, 0.0]]).expand(o.shape[0], 2).clone()
-    p1 = lambda o, m: torch.tensor([[0.0, 1.0]]).expand(o.shape[0], 2).clone()
+
+    def p0(o, m):
+        return torch.tensor([[1.0, 0.0]]).expand(o.shape[0], 2).clone()
+
+    def p1(o, m):
+        return torch.tensor([[0.0, 1.0]]).expand(o.shape[0], 2).clone()
+
     probs = PerPlayerPolicy(game, [p0, p1])(obs, mask)
     seat = game.obs_player(obs)
     assert (probs[seat == 0, 0] == 1).all() and (probs[seat == 1, 1] == 1).all()
@@ -50,7 +59,9 @@ def test_bot_policy_and_greedy_are_one_hot():
     obs, mask = game.enumerate_infostates()
     probs = BotPolicy(make_bot(game, "random"), torch.Generator().manual_seed(0))(obs, mask)
     assert (probs.sum(dim=1) == 1).all() and (probs[~mask] == 0).all()
-    g = greedy(torch.tensor([[0.2, 0.5, 0.3], [0.9, 0.05, 0.05]]), torch.tensor([[True, False, True], [False, True, True]]))
+    g = greedy(
+        torch.tensor([[0.2, 0.5, 0.3], [0.9, 0.05, 0.05]]), torch.tensor([[True, False, True], [False, True, True]])
+    )
     assert g.tolist() == [[0.0, 0.0, 1.0], [0.0, 1.0, 0.0]]
 
 
@@ -72,7 +83,9 @@ def test_exact_average_weights_by_own_reach():
         expected = (1 * reach1 * first(later, m) + 3 * reach2 * second(later, m)) / (1 * reach1 + 3 * reach2)
         assert torch.allclose(average(later, m), expected.float(), atol=1e-6)
         # The opening itself has reach 1 in both: a plain weighted mean.
-        assert torch.allclose(average(opening, m), ((first(opening, m) + 3 * second(opening, m)) / 4).float(), atol=1e-6)
+        assert torch.allclose(
+            average(opening, m), ((first(opening, m) + 3 * second(opening, m)) / 4).float(), atol=1e-6
+        )
     assert torch.allclose(probs.sum(dim=1), torch.ones(obs.shape[0]))
 
 
@@ -84,7 +97,9 @@ def test_exact_average_of_one_policy_is_that_policy_and_round_trips():
     average.accumulate(1, policy, 2.0)
     obs, mask = game.enumerate_infostates()
     assert torch.allclose(average(obs, mask), policy(obs, mask).float(), atol=1e-6)
-    assert exploitability(game, average).exploitability == pytest.approx(exploitability(game, policy).exploitability, abs=1e-6)
+    assert exploitability(game, average).exploitability == pytest.approx(
+        exploitability(game, policy).exploitability, abs=1e-6
+    )
     restored = ExactAveragePolicy(game)
     restored.load_state_dict(average.state_dict())
     assert torch.equal(restored(obs, mask), average(obs, mask))

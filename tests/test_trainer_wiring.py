@@ -15,12 +15,30 @@ ITERATIONS = torch.tensor([1, 2, 3, 7], dtype=torch.int32)
 
 
 def leduc(*extra):
-    return Trainer(load_config(None, [
-        "game.name=leduc", "memory.augment=false", "traversal.algorithm=external", "traversal.traversals_per_player=64",
-        "traversal.chunk_size=32", "network.hidden_size=16", "advantage.train_steps=20", "advantage.batch_size=64",
-        "advantage.lr=0.01", "strategy.train_steps=4", "strategy.batch_size=32", "strategy.final_train_steps=0",
-        "eval.every=0", "memory.advantage_capacity=2000", "memory.strategy_capacity=2000", "run.progress=false", *extra,
-    ]))
+    return Trainer(
+        load_config(
+            None,
+            [
+                "game.name=leduc",
+                "memory.augment=false",
+                "traversal.algorithm=external",
+                "traversal.traversals_per_player=64",
+                "traversal.chunk_size=32",
+                "network.hidden_size=16",
+                "advantage.train_steps=20",
+                "advantage.batch_size=64",
+                "advantage.lr=0.01",
+                "strategy.train_steps=4",
+                "strategy.batch_size=32",
+                "strategy.final_train_steps=0",
+                "eval.every=0",
+                "memory.advantage_capacity=2000",
+                "memory.strategy_capacity=2000",
+                "run.progress=false",
+                *extra,
+            ],
+        )
+    )
 
 
 def sigma(trainer, player, obs, mask):
@@ -69,8 +87,8 @@ def test_the_exact_average_collects_each_opponents_own_sigma_with_the_strategy_w
         trainer.run_iteration()
     # before player p's traversals, the opponent 1 - p's sigma_t as it plays there
     assert [(t, p) for t, p, *_ in calls] == [(t, p) for t in (1, 2, 3) for p in (1, 0)]
-    for t, player, weight, trained, own, other in calls:
-        assert weight == pytest.approx(t ** 2)  # weighted like the strategy memory (t^gamma)
+    for t, _player, weight, trained, own, other in calls:
+        assert weight == pytest.approx(t**2)  # weighted like the strategy memory (t^gamma)
         assert own == trained and not other
     assert sum(trained for *_, trained, _, _ in calls) >= 4
 
@@ -96,8 +114,13 @@ def test_the_configured_advantage_weighting_reaches_the_fit(weighting):
 @pytest.mark.parametrize("weighting", ["linear", "uniform", "discounted"])
 @pytest.mark.parametrize("aggregate", [False, True])
 def test_the_configured_strategy_weighting_reaches_the_fit_and_its_batches(weighting, aggregate):
-    trainer = leduc(f"strategy.weighting={weighting}", "strategy.discount_gamma=3", "advantage.weighting=uniform",
-                    f"strategy.aggregate={str(aggregate).lower()}", "strategy.final_train_steps=2")
+    trainer = leduc(
+        f"strategy.weighting={weighting}",
+        "strategy.discount_gamma=3",
+        "advantage.weighting=uniform",
+        f"strategy.aggregate={str(aggregate).lower()}",
+        "strategy.final_train_steps=2",
+    )
     expected = sample_weights(ITERATIONS, weighting, 3.0)
     assert not torch.equal(expected, sample_weights(ITERATIONS, "uniform")) or weighting == "uniform"
     losses = []
@@ -106,10 +129,12 @@ def test_the_configured_strategy_weighting_reaches_the_fit_and_its_batches(weigh
     def spy(net, forward, optimizer, memory, value_name, schedule, weights_of, loss_fn, label):
         if value_name == "policy":
             assert torch.equal(weights_of(ITERATIONS), expected)
+
             # the weights the loss sees are those of the rows' iterations
             def checked_loss(outputs, mask, values, weight):
                 losses.append(weight.detach().clone())
                 return loss_fn(outputs, mask, values, weight)
+
             return real_fit(net, forward, optimizer, memory, value_name, schedule, weights_of, checked_loss, label)
         return real_fit(net, forward, optimizer, memory, value_name, schedule, weights_of, loss_fn, label)
 

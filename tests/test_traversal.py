@@ -17,7 +17,7 @@ from deepcfr.cfr.traversal import (
     traverse,
 )
 from deepcfr.evaluate.exploitability import TabularPolicy, random_policy
-from deepcfr.games.base import clone_state, index_state
+from deepcfr.games.base import clone_state
 from deepcfr.games.registry import make_game
 
 
@@ -60,8 +60,10 @@ def exact_action_values(game, deals: torch.Tensor, traverser: int, policy) -> di
 def exact_regrets(game, deals: torch.Tensor, traverser: int, policy) -> dict:
     """``{(deal index, obs tuple): r(h, .)}`` for every traverser history of every deal, with
     r(h,a) = v(ha) - v(h) under ``policy`` for both players."""
-    return {key: (values - (probs * values).sum()) * mask
-            for key, (values, probs, mask) in exact_action_values(game, deals, traverser, policy).items()}
+    return {
+        key: (values - (probs * values).sum()) * mask
+        for key, (values, probs, mask) in exact_action_values(game, deals, traverser, policy).items()
+    }
 
 
 def repeated_roots(game, deals: torch.Tensor, repeats: int):
@@ -102,8 +104,16 @@ def test_external_sampling_is_exact_with_a_deterministic_opponent(game_name, dea
     policy = fixed_policy(game, seed=3, pure_player=1 - traverser)
     exact = exact_regrets(game, deals, traverser, policy)
     roots, deal_index = repeated_roots(game, deals, 2)
-    result = external_sampling(game, traverser, roots.cards.shape[0], policy, policy, iteration=7,
-                               generator=torch.Generator().manual_seed(0), root_state=roots)
+    result = external_sampling(
+        game,
+        traverser,
+        roots.cards.shape[0],
+        policy,
+        policy,
+        iteration=7,
+        generator=torch.Generator().manual_seed(0),
+        root_state=roots,
+    )
     adv = result.advantage
     assert adv["obs"].shape[0] > 0
     assert (adv["iteration"] == 7).all() and adv["iteration"].dtype == torch.int32
@@ -120,8 +130,9 @@ def test_external_sampling_is_unbiased_with_a_sampled_opponent():
     policy = fixed_policy(game, seed=5)
     exact = exact_regrets(game, deals, 0, policy)
     roots, deal_index = repeated_roots(game, deals, 3000)
-    result = external_sampling(game, 0, roots.cards.shape[0], policy, policy, 1,
-                               torch.Generator().manual_seed(1), root_state=roots)
+    result = external_sampling(
+        game, 0, roots.cards.shape[0], policy, policy, 1, torch.Generator().manual_seed(1), root_state=roots
+    )
     for key, rows in group_targets(result, deal_index).items():
         targets = result.advantage["target"][rows].double()
         se = targets.std(dim=0) / len(rows) ** 0.5
@@ -162,7 +173,9 @@ def test_one_policy_call_per_player_per_step(algorithm, game_name):
 
 def test_external_depth_cap_counts_cut_offs():
     game = make_game("kuhn")
-    result = external_sampling(game, 0, 10, UniformPolicy(), UniformPolicy(), 1, torch.Generator().manual_seed(0), max_depth=1)
+    result = external_sampling(
+        game, 0, 10, UniformPolicy(), UniformPolicy(), 1, torch.Generator().manual_seed(0), max_depth=1
+    )
     assert result.stats.cut_offs == 20  # both children of every root are unfinished
 
 
@@ -179,9 +192,17 @@ def test_outcome_sampling_is_unbiased_on_kuhn(traverser, unsampled_target):
     policy = fixed_policy(game, seed=11)
     exact = exact_regrets(game, deals, traverser, policy)
     roots, deal_index = repeated_roots(game, deals, 10000)
-    result = outcome_sampling(game, traverser, roots.cards.shape[0], policy, policy, 1,
-                              torch.Generator().manual_seed(2), OutcomeSampling(0.5, unsampled_target),
-                              root_state=roots)
+    result = outcome_sampling(
+        game,
+        traverser,
+        roots.cards.shape[0],
+        policy,
+        policy,
+        1,
+        torch.Generator().manual_seed(2),
+        OutcomeSampling(0.5, unsampled_target),
+        root_state=roots,
+    )
     groups = group_targets(result, deal_index)
     assert len(groups) >= 12
     for key, rows in groups.items():
@@ -197,8 +218,17 @@ def test_outcome_sampling_is_unbiased_on_leduc():
     policy = fixed_policy(game, seed=4)
     exact = exact_regrets(game, deals, 0, policy)
     roots, deal_index = repeated_roots(game, deals, 15000)
-    result = outcome_sampling(game, 0, roots.cards.shape[0], policy, policy, 1, torch.Generator().manual_seed(9),
-                              OutcomeSampling(0.6), root_state=roots)
+    result = outcome_sampling(
+        game,
+        0,
+        roots.cards.shape[0],
+        policy,
+        policy,
+        1,
+        torch.Generator().manual_seed(9),
+        OutcomeSampling(0.6),
+        root_state=roots,
+    )
     checked = 0
     for key, rows in group_targets(result, deal_index).items():
         if len(rows) < 400:
@@ -237,7 +267,9 @@ def test_outcome_sampling_strategy_samples_only_when_recording():
 
 def test_outcome_step_cap_counts_cut_offs():
     game = make_game("kuhn")
-    result = outcome_sampling(game, 0, 50, UniformPolicy(), UniformPolicy(), 1, torch.Generator().manual_seed(0), max_steps=1)
+    result = outcome_sampling(
+        game, 0, 50, UniformPolicy(), UniformPolicy(), 1, torch.Generator().manual_seed(0), max_steps=1
+    )
     assert result.stats.cut_offs == 50
 
 
@@ -253,7 +285,9 @@ def test_traversals_are_deterministic_given_the_generator(algorithm):
         assert torch.equal(a.advantage[k], b.advantage[k])
     for k in a.strategy:
         assert torch.equal(a.strategy[k], b.strategy[k])
-    assert not torch.equal(a.strategy["obs"], c.strategy["obs"]) or not torch.equal(a.advantage["obs"], c.advantage["obs"])
+    assert not torch.equal(a.strategy["obs"], c.strategy["obs"]) or not torch.equal(
+        a.advantage["obs"], c.advantage["obs"]
+    )
 
 
 def test_bad_arguments_are_named():
@@ -283,8 +317,12 @@ def test_each_algorithm_has_one_set_of_defaults():
 
 
 def test_stats_merge_adds_counts_and_keeps_maxima():
-    a = TraversalStats(traversals=2, decisions=10, forward_calls=2, forward_rows=10, max_batch=6, max_importance_weight=3.0)
-    b = TraversalStats(traversals=3, decisions=5, forward_calls=1, forward_rows=5, max_batch=5, max_importance_weight=7.0)
+    a = TraversalStats(
+        traversals=2, decisions=10, forward_calls=2, forward_rows=10, max_batch=6, max_importance_weight=3.0
+    )
+    b = TraversalStats(
+        traversals=3, decisions=5, forward_calls=1, forward_rows=5, max_batch=5, max_importance_weight=7.0
+    )
     a.merge(b)
     assert (a.traversals, a.decisions, a.forward_calls, a.max_batch, a.max_importance_weight) == (5, 15, 3, 6, 7.0)
     assert a.avg_batch == 5.0
@@ -298,8 +336,16 @@ def test_outcome_sampling_without_tail_correction():
     policy = fixed_policy(game, seed=4)
 
     def run(epsilon, tail_correction):
-        return outcome_sampling(game, 0, 500, policy, policy, 1, torch.Generator().manual_seed(5),
-                                OutcomeSampling(epsilon, tail_correction=tail_correction))
+        return outcome_sampling(
+            game,
+            0,
+            500,
+            policy,
+            policy,
+            1,
+            torch.Generator().manual_seed(5),
+            OutcomeSampling(epsilon, tail_correction=tail_correction),
+        )
 
     exact_tail, no_tail = run(0.0, True), run(0.0, False)
     assert torch.allclose(exact_tail.advantage["target"], no_tail.advantage["target"], atol=1e-5)

@@ -14,14 +14,32 @@ from deepcfr.train.throughput_bench import bench_overrides, bench_traversal
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = "lost_cities/smoke.yaml"  # shipped configs by their short names
 KUHN = "kuhn/default.yaml"
-KUHN_TINY = ["traversal.traversals_per_player=64", "traversal.chunk_size=64", "advantage.train_steps=3",
-             "strategy.train_steps=3"]
-SMOKE_TINY = ["traversal.traversals_per_player=32", "traversal.chunk_size=32", "advantage.train_steps=3",
-              "strategy.train_steps=3"]
+KUHN_TINY = [
+    "traversal.traversals_per_player=64",
+    "traversal.chunk_size=64",
+    "advantage.train_steps=3",
+    "strategy.train_steps=3",
+]
+SMOKE_TINY = [
+    "traversal.traversals_per_player=32",
+    "traversal.chunk_size=32",
+    "advantage.train_steps=3",
+    "strategy.train_steps=3",
+]
 
-POSITIVE = ("decisions_per_second", "traversals_per_second", "avg_forward_batch", "forward_bound_states_per_second",
-            "fraction_of_bound", "advantage_train_samples_per_second", "batch_build_share", "bytes_per_sample",
-            "feature_bytes_per_sample", "advantage_samples", "decisions_per_cpu_second")
+POSITIVE = (
+    "decisions_per_second",
+    "traversals_per_second",
+    "avg_forward_batch",
+    "forward_bound_states_per_second",
+    "fraction_of_bound",
+    "advantage_train_samples_per_second",
+    "batch_build_share",
+    "bytes_per_sample",
+    "feature_bytes_per_sample",
+    "advantage_samples",
+    "decisions_per_cpu_second",
+)
 
 
 def _check(result: dict, game: str) -> None:
@@ -31,14 +49,16 @@ def _check(result: dict, game: str) -> None:
         assert isinstance(value, (int, float)) and math.isfinite(value) and value > 0, (key, value)
     assert result["batch_build_share"] <= 1.0
     assert result["fraction_of_bound"] == pytest.approx(
-        result["decisions_per_second"] / result["forward_bound_states_per_second"])
+        result["decisions_per_second"] / result["forward_bound_states_per_second"]
+    )
     assert result["decisions_per_second"] == pytest.approx(result["decisions"] / result["traversal_seconds"])
     assert result["networks_used"] is True
     assert result["traversals"] == 2 * result["repeats"] * result["traversals_per_player"]
     assert result["forward_bound_batch"] == max(1, round(result["avg_forward_batch"]))
     assert result["avg_forward_batch"] <= result["max_forward_batch"]
     assert result["bytes_fraction_of_features"] == pytest.approx(
-        result["bytes_per_sample"] / result["feature_bytes_per_sample"])
+        result["bytes_per_sample"] / result["feature_bytes_per_sample"]
+    )
 
 
 def test_bench_traversal_lost_cities_smoke():

@@ -5,20 +5,27 @@ exact one, and the value function's file."""
 import pytest
 import torch
 
+from deepcfr.checkpoints import CheckpointError
 from deepcfr.evaluate.arena import legal_probabilities, play_match
 from deepcfr.evaluate.variance import cross_fitted, score_difference
 from deepcfr.games.base import clone_state, has_capability, index_state, uniform_policy
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.layout import LOC_HAND
 from deepcfr.games.registry import make_game
-from deepcfr.checkpoints import CheckpointError
-from deepcfr.train.value_fn import (FullStateValue, collect_positions, fit_value, load_value_function,
-                                    save_value_function, value_network)
+from deepcfr.train.value_fn import (
+    FullStateValue,
+    collect_positions,
+    fit_value,
+    load_value_function,
+    save_value_function,
+    value_network,
+)
 
 
 # ------------------------------------------------------------------ exact values of small games
 def seat_policy(policies):
     """One policy callable that plays ``policies[seat]`` for the seat each observation is of."""
+
     def policy(obs, mask):
         game_obs_seat = policies.seat_of(obs)
         out = torch.zeros(mask.shape, dtype=torch.float32)
@@ -27,6 +34,7 @@ def seat_policy(policies):
             if rows.numel():
                 out[rows] = pol(obs[rows], mask[rows]).float()
         return out
+
     return policy
 
 
@@ -67,7 +75,8 @@ def hashed_policy(seed: int, table_size: int = 997):
 
     def policy(obs, mask):
         weights = torch.arange(1, obs.shape[1] + 1) * 31 + 7
-        return table[(obs.long() * weights).sum(1) % table_size, :mask.shape[1]] * mask
+        return table[(obs.long() * weights).sum(1) % table_size, : mask.shape[1]] * mask
+
     return policy
 
 
@@ -137,7 +146,11 @@ def test_cross_fitting_weighs_each_half_by_the_other_halfs_fit():
     gen = torch.Generator().manual_seed(0)
     p = 200
     corrections = torch.randn(p, 2, generator=gen, dtype=torch.float64)
-    outcome = 3.0 + corrections @ torch.tensor([1.5, -0.5], dtype=torch.float64) + torch.randn(p, generator=gen, dtype=torch.float64)
+    outcome = (
+        3.0
+        + corrections @ torch.tensor([1.5, -0.5], dtype=torch.float64)
+        + torch.randn(p, generator=gen, dtype=torch.float64)
+    )
     outcome[0::2] += 2.0 * corrections[0::2, 0]  # the halves differ: even rows follow 3.5, odd rows 1.5
     fixed, weights = cross_fitted(outcome, corrections)
     half = torch.arange(p) % 2
@@ -242,8 +255,15 @@ def test_lost_cities_corrections_have_mean_zero_with_an_untrained_network(chance
     with torch.no_grad():
         net.head.weight.mul_(40.0)
     value = FullStateValue(game, net)
-    result = play_match(game, uniform_policy, make_bot(game, "heuristic_balanced"), 600, seed=2,
-                        value_fn=value, chance_samples=chance_samples)
+    result = play_match(
+        game,
+        uniform_policy,
+        make_bot(game, "heuristic_balanced"),
+        600,
+        seed=2,
+        value_fn=value,
+        chance_samples=chance_samples,
+    )
     # the standard error of the corrections' mean, from the two CIs (a bound: var(a-b) <= (sa+sb)^2)
     bound = 3.5 * (result.score_diff_ci95 + result.corrected_ci95) / 1.96
     assert abs(result.corrected_score_diff - result.mean_score_diff) < bound
@@ -297,25 +317,117 @@ def test_fit_value_and_arena_commands(tmp_path, capsys):
     from deepcfr.cli.main import main
 
     out = tmp_path / "value.pt"
-    assert main(["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchup",
-                 "heuristic_balanced", "heuristic_careful", "--games", "200", "--steps", "50", "--batch-size", "64",
-                 "--hidden-size", "16", "--out", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "fit-value",
+                "--game",
+                "lost_cities",
+                "--variant",
+                "mini",
+                "--matchup",
+                "heuristic_balanced",
+                "heuristic_careful",
+                "--games",
+                "200",
+                "--steps",
+                "50",
+                "--batch-size",
+                "64",
+                "--hidden-size",
+                "16",
+                "--out",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     fitted = json.loads(capsys.readouterr().out)
     assert fitted["matchups"] == ["heuristic_balanced vs heuristic_careful"] and fitted["positions"] > 0
-    assert main(["arena", "--game", "lost_cities", "--variant", "mini", "--a", "heuristic_careful", "--b", "random",
-                 "--games", "40", "--value-fn", str(out), "--json"]) == 0
+    assert (
+        main(
+            [
+                "arena",
+                "--game",
+                "lost_cities",
+                "--variant",
+                "mini",
+                "--a",
+                "heuristic_careful",
+                "--b",
+                "random",
+                "--games",
+                "40",
+                "--value-fn",
+                str(out),
+                "--json",
+            ]
+        )
+        == 0
+    )
     row = json.loads(capsys.readouterr().out)
     for key in ("mean_score_diff", "score_diff_ci95", "corrected_score_diff", "corrected_ci95", "variance_ratio"):
         assert isinstance(row[key], float)
-    assert main(["arena", "--game", "lost_cities", "--variant", "mini", "--a", "heuristic_careful", "--b", "random",
-                 "--games", "40", "--value-fn", "none", "--json"]) == 0
+    assert (
+        main(
+            [
+                "arena",
+                "--game",
+                "lost_cities",
+                "--variant",
+                "mini",
+                "--a",
+                "heuristic_careful",
+                "--b",
+                "random",
+                "--games",
+                "40",
+                "--value-fn",
+                "none",
+                "--json",
+            ]
+        )
+        == 0
+    )
     assert "corrected_score_diff" not in json.loads(capsys.readouterr().out)
     # a value function of other rules is refused by name
-    assert main(["arena", "--game", "lost_cities", "--a", "heuristic_careful", "--b", "random", "--games", "4",
-                 "--value-fn", str(out)]) == 2
+    assert (
+        main(
+            [
+                "arena",
+                "--game",
+                "lost_cities",
+                "--a",
+                "heuristic_careful",
+                "--b",
+                "random",
+                "--games",
+                "4",
+                "--value-fn",
+                str(out),
+            ]
+        )
+        == 2
+    )
     assert "was made for" in capsys.readouterr().err
-    assert main(["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchup", "heuristic_balanced",
-                 "no_such_bot", "--out", str(tmp_path / "x.pt")]) == 2
+    assert (
+        main(
+            [
+                "fit-value",
+                "--game",
+                "lost_cities",
+                "--variant",
+                "mini",
+                "--matchup",
+                "heuristic_balanced",
+                "no_such_bot",
+                "--out",
+                str(tmp_path / "x.pt"),
+            ]
+        )
+        == 2
+    )
     assert "no_such_bot" in capsys.readouterr().err
 
 
@@ -385,8 +497,16 @@ class ExactWithChance:
                 out[source, kinds] = exact_value(game, self.policy, outcomes)
         if self.error is not None:  # a wrong value of each kind (a deterministic function of the state)
             obs = game.observe(state, 0).long()
-            out = out + ((obs * torch.arange(3, obs.shape[1] + 3)).sum(1, keepdim=True)
-                         * torch.arange(1, game.chance_kind_count + 1) % 5 - 2).double() * self.error
+            out = (
+                out
+                + (
+                    (obs * torch.arange(3, obs.shape[1] + 3)).sum(1, keepdim=True)
+                    * torch.arange(1, game.chance_kind_count + 1)
+                    % 5
+                    - 2
+                ).double()
+                * self.error
+            )
         return out
 
 
@@ -455,8 +575,9 @@ def test_the_chance_heads_targets_are_in_the_movers_frame():
     says "seat 0 leads by 2" teaches +2 where seat 0 draws and -2 where seat 1 does."""
     game = make_game("lost_cities", variant="mini")
     bots = [make_bot(game, name) for name in ("heuristic_balanced", "random")]
-    positions = collect_positions(game, [tuple(bots)], games=20, keep=0.5, seed=1,
-                                  teacher=lambda state: torch.full((state.turn.shape[0],), 2.0))
+    positions = collect_positions(
+        game, [tuple(bots)], games=20, keep=0.5, seed=1, teacher=lambda state: torch.full((state.turn.shape[0],), 2.0)
+    )
     mover = game.obs_player(positions.views[:, 0])
     drawn = ~positions.chance_targets.isnan().all(1)
     assert set(mover[drawn].tolist()) == {0, 1}
@@ -480,8 +601,9 @@ def test_distilled_chance_head_agrees_with_stepping_to_every_card(tmp_path):
     taught = collect_positions(game, matchups, games=1200, keep=0.5, seed=1, teacher=teacher)
     drawn = ~taught.chance_targets.isnan().all(1)  # the positions before a deck draw carry the teacher's values
     assert drawn.any() and not drawn.all()
-    student, info = fit_value(game, taught, hidden_size=64, num_layers=2, steps=1500, batch_size=256, lr=3e-4,
-                              start=net)
+    student, info = fit_value(
+        game, taught, hidden_size=64, num_layers=2, steps=1500, batch_size=256, lr=3e-4, start=net
+    )
     assert info["continued"] and info["chance_explained"] > 0.2
     value = FullStateValue(game, student)
     path = save_value_function(tmp_path / "v.pt", value)
@@ -500,8 +622,23 @@ def test_fit_value_start_grows_the_chance_head(tmp_path, capsys):
 
     from deepcfr.cli.main import main
 
-    common = ["fit-value", "--game", "lost_cities", "--variant", "mini", "--matchup", "heuristic_balanced",
-              "heuristic_careful", "--games", "100", "--steps", "30", "--batch-size", "64", "--json"]
+    common = [
+        "fit-value",
+        "--game",
+        "lost_cities",
+        "--variant",
+        "mini",
+        "--matchup",
+        "heuristic_balanced",
+        "heuristic_careful",
+        "--games",
+        "100",
+        "--steps",
+        "30",
+        "--batch-size",
+        "64",
+        "--json",
+    ]
     first, second = tmp_path / "v1.pt", tmp_path / "v2.pt"
     assert main(common + ["--hidden-size", "16", "--out", str(first)]) == 0
     capsys.readouterr()

@@ -5,13 +5,13 @@ resumed run does not start again. Exact exploitability throughout (Leduc; Liar's
 
 import pytest
 import torch
-from conftest import LEDUC_FAST
 
-from deepcfr.cli.main import main
+from conftest import LEDUC_FAST
 from deepcfr.cfr.policies import greedy
+from deepcfr.checkpoints import load_checkpoint
+from deepcfr.cli.main import main
 from deepcfr.evaluate.exploitability import exploitability
 from deepcfr.games.registry import make_game
-from deepcfr.checkpoints import load_checkpoint
 from deepcfr.train.agent import load_agent
 from deepcfr.train.config import ConfigError, load_config
 from deepcfr.train.trainer import Trainer
@@ -52,12 +52,14 @@ def _check_plays(trainer, policy, seed=123):
 
 def _sparse(policy):
     """``policy`` with its least likely legal action never played (where there are several)."""
+
     def sparse(obs, mask):
         probs = policy(obs, mask).clone()
         least = probs.masked_fill(~mask, 2.0).argmin(dim=1)
         several = mask.sum(dim=1) > 1
         probs[several, least[several]] = 0.0
         return probs / probs.sum(dim=1, keepdim=True)
+
     return sparse
 
 
@@ -71,6 +73,7 @@ def _random_network_policy(game, seed):
     def policy(obs, mask):
         with torch.no_grad():
             return masked_softmax(3 * net(game.encode(obs)), mask)
+
     return policy
 
 
@@ -122,7 +125,9 @@ def test_start_from_a_partly_trained_policy_stays_near_it(partly_trained, with_n
     trainer = Trainer(leduc("init.spec=start", "init.weight=10"))
     figures = warm_start(trainer, StartPolicy(policy, "start", network if with_network else None))
     assert figures["init/average_weight"] == 55  # 1 + 2 + ... + 10 (linear weighting)
-    assert trainer.strategy_memory.seen > 0 and set(trainer.strategy_memory.data("iteration").unique().tolist()) == set(range(1, 11))
+    assert trainer.strategy_memory.seen > 0 and set(trainer.strategy_memory.data("iteration").unique().tolist()) == set(
+        range(1, 11)
+    )
     start = exploitabilities(trainer)
     assert abs(start["mixture"] - e0) < 1e-6  # the exact average is the start policy itself
     assert abs(start["average"] - e0) < (1e-5 if with_network else 0.1), (e0, start)
@@ -183,8 +188,11 @@ def test_bad_start_specs_are_named(tmp_path, capsys):
     """(c) An unknown bot, a missing checkpoint, a search, a start for a resumed run and an unknown
     init key: one error line naming the spec (or key); a Trainer whose config names a start it was
     not given names the spec too."""
-    cases = [("nosuchbot", "nosuchbot"), (str(tmp_path / "missing.pt"), "missing.pt"),
-             ("search:random", "search:random")]
+    cases = [
+        ("nosuchbot", "nosuchbot"),
+        (str(tmp_path / "missing.pt"), "missing.pt"),
+        ("search:random", "search:random"),
+    ]
     for spec, named in cases:
         assert _train("--init", spec, "--iterations", "1", "--run-dir", str(tmp_path / "r")) == 2
         err = capsys.readouterr().err

@@ -30,8 +30,6 @@ from deepcfr.games.lost_cities.engine import LostCitiesGame
 from deepcfr.players import load_player
 from deepcfr.players.export import onnx_available
 from deepcfr.serve.site import SiteError, build_site
-
-from browser_helpers import browser  # noqa: F401 (the fixture)
 from web_helpers import record_game
 
 HERE = Path(__file__).resolve().parent
@@ -39,7 +37,9 @@ ENGINE_JS = HERE.parent / "src" / "deepcfr" / "serve" / "web" / "lost_cities.js"
 CHECKER = HERE / "js" / "check_games.mjs"
 NODE = shutil.which("node")
 needs_node = pytest.mark.skipif(NODE is None, reason="no node (Debian's nodejs package); .ci/run installs it")
-needs_onnx = pytest.mark.skipif(not onnx_available(), reason="onnx and onnxruntime are not installed (the dev extra has them)")
+needs_onnx = pytest.mark.skipif(
+    not onnx_available(), reason="onnx and onnxruntime are not installed (the dev extra has them)"
+)
 SIZES = {"phone": (390, 844), "laptop": (1366, 768)}
 
 
@@ -57,12 +57,14 @@ def records():
     classic, mini = LostCitiesGame.from_params("classic"), LostCitiesGame.from_params("mini")
     champion = load_player("champion@greedy")
     bot = lambda name, game: load_player(name, game)  # noqa: E731
-    games = [record_game(classic, (champion, bot("heuristic_balanced", classic)), 0),
-             record_game(classic, (bot("heuristic_careful", classic), champion), 1),
-             record_game(classic, (bot("random", classic), bot("heuristic_balanced", classic)), 2),
-             record_game(mini, (bot("heuristic_balanced", mini), bot("random", mini)), 3),
-             record_game(mini, (bot("random", mini), bot("heuristic_careful", mini)), 4),
-             record_game(mini, (bot("discard_only", mini), bot("heuristic_balanced", mini)), 5)]
+    games = [
+        record_game(classic, (champion, bot("heuristic_balanced", classic)), 0),
+        record_game(classic, (bot("heuristic_careful", classic), champion), 1),
+        record_game(classic, (bot("random", classic), bot("heuristic_balanced", classic)), 2),
+        record_game(mini, (bot("heuristic_balanced", mini), bot("random", mini)), 3),
+        record_game(mini, (bot("random", mini), bot("heuristic_careful", mini)), 4),
+        record_game(mini, (bot("discard_only", mini), bot("heuristic_balanced", mini)), 5),
+    ]
     # what champion@greedy plays at every position of the classic games (whoever moved there)
     for rec in games[:3]:
         obs = torch.tensor([s["obs"] for s in rec["steps"]], dtype=torch.uint8)
@@ -80,8 +82,9 @@ def records():
 def run_checker(tmp_path, records, *model) -> dict:
     path = tmp_path / "records.json"
     path.write_text(json.dumps(records))
-    done = subprocess.run([NODE, str(CHECKER), str(ENGINE_JS), str(path), *map(str, model)], capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [NODE, str(CHECKER), str(ENGINE_JS), str(path), *map(str, model)], capture_output=True, text=True, timeout=600
+    )
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout)
 
@@ -103,10 +106,12 @@ def test_a_deal_seed_deals_as_python_does():
     from deepcfr.games.lost_cities.rules import make_rules
 
     seeds = [0, 1, 7, 99, 123456, 2**31 - 1]
-    script = (f"const LC = require({json.dumps(str(ENGINE_JS))}); const out = {{}};"
-              "for (const [name, rules] of Object.entries(JSON.parse(process.argv[1]))) "
-              f"out[name] = {json.dumps(seeds)}.map((s) => LC.pythonDeal(new LC.Rules(rules), s));"
-              "console.log(JSON.stringify(out));")
+    script = (
+        f"const LC = require({json.dumps(str(ENGINE_JS))}); const out = {{}};"
+        "for (const [name, rules] of Object.entries(JSON.parse(process.argv[1]))) "
+        f"out[name] = {json.dumps(seeds)}.map((s) => LC.pythonDeal(new LC.Rules(rules), s));"
+        "console.log(JSON.stringify(out));"
+    )
     variants = {v: make_rules(v).model_dump() for v in ("classic", "mini")}
     done = subprocess.run([NODE, "-e", script, json.dumps(variants)], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -137,7 +142,11 @@ def test_the_sites_network_player_picks_the_greedy_champions_move(tmp_path, site
     report = run_checker(tmp_path, classic, out / "model" / "champion.onnx", out / "vendor")
     assert report["problems"] == []
     assert report["greedy_checked"] == sum(len(r["steps"]) for r in classic) == report["greedy_agree"]
-    print(f"greedy agree {report['greedy_agree']}/{report['greedy_checked']}, logits max diff {report['logits_max_abs_diff']:.2e}, features max diff {report['features_max_abs_diff']:.2e}")
+    print(
+        f"greedy agree {report['greedy_agree']}/{report['greedy_checked']}, "
+        f"logits max diff {report['logits_max_abs_diff']:.2e}, "
+        f"features max diff {report['features_max_abs_diff']:.2e}"
+    )
     assert report["logits_max_abs_diff"] < 1e-3  # onnxruntime-web's WebAssembly kernels against PyTorch's
 
 
@@ -151,13 +160,35 @@ def test_the_offline_table_shows_the_networks_probabilities_only_when_the_game_i
 
     game = LostCitiesGame.from_params("mini")
     (tmp_path / "model").mkdir()
-    (tmp_path / "model" / "site.json").write_text(json.dumps({
-        "model": "network.onnx", "player": "stand-in", "player_label": "stand-in network", "game": game.name,
-        "game_version": game.version, "record_format": 1, "rules": game.config_dict(), "variant": "mini",
-        "encoding_version": ENCODING_VERSION}))
+    (tmp_path / "model" / "site.json").write_text(
+        json.dumps(
+            {
+                "model": "network.onnx",
+                "player": "stand-in",
+                "player_label": "stand-in network",
+                "game": game.name,
+                "game_version": game.version,
+                "record_format": 1,
+                "rules": game.config_dict(),
+                "variant": "mini",
+                "encoding_version": ENCODING_VERSION,
+            }
+        )
+    )
     played = ["0:3", "0:4", "1:5", "1:6"]  # the human's seat: the network moves first in the last two
-    done = subprocess.run([NODE, str(HERE / "js" / "offline_table.mjs"), str(ENGINE_JS), str(ENGINE_JS.parent / "offline.js"),
-                           str(tmp_path), *played], capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        [
+            NODE,
+            str(HERE / "js" / "offline_table.mjs"),
+            str(ENGINE_JS),
+            str(ENGINE_JS.parent / "offline.js"),
+            str(tmp_path),
+            *played,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert done.returncode == 0, done.stderr
     games = json.loads(done.stdout)["games"]
     assert len(games) == len(played)
@@ -182,9 +213,19 @@ def test_the_offline_table_shows_the_networks_probabilities_only_when_the_game_i
 def test_the_site_holds_everything_it_needs_and_names_its_licences(site):
     out, result = site
     files = result["files"]
-    for name in ("index.html", "app.js", "style.css", "lost_cities.js", "offline.js", "model/champion.onnx",
-                 "model/site.json", "vendor/ort.wasm.min.mjs", "vendor/ort-wasm-simd-threaded.wasm", "vendor/LICENSE",
-                 "LICENSES.txt"):
+    for name in (
+        "index.html",
+        "app.js",
+        "style.css",
+        "lost_cities.js",
+        "offline.js",
+        "model/champion.onnx",
+        "model/site.json",
+        "vendor/ort.wasm.min.mjs",
+        "vendor/ort-wasm-simd-threaded.wasm",
+        "vendor/LICENSE",
+        "LICENSES.txt",
+    ):
         assert name in files, name
     assert result["total_bytes"] < 30e6
     html = (out / "index.html").read_text()
@@ -216,8 +257,11 @@ def test_build_web_refuses_what_it_cannot_build(tmp_path):
 
 # The site in a real browser ---------------------------------------------------------------------------
 class _Quiet(http.server.SimpleHTTPRequestHandler):
-    extensions_map = {**http.server.SimpleHTTPRequestHandler.extensions_map, ".mjs": "text/javascript",
-                      ".wasm": "application/wasm"}
+    extensions_map = {
+        **http.server.SimpleHTTPRequestHandler.extensions_map,
+        ".mjs": "text/javascript",
+        ".wasm": "application/wasm",
+    }
 
     def log_message(self, *args):
         pass
@@ -241,8 +285,11 @@ def _turn(page, rng: random.Random) -> None:
     if page.evaluate("view.phase") == "card":
         cards = page.eval_on_selector_all("#hand-area .hand-card", "els => els.map((e) => e.dataset.id)")
         page.click(f'#hand-area .hand-card[data-id="{rng.choice(cards)}"]')
-        page.click(".exp.mine.target" if page.locator(".exp.mine.target").count() and rng.random() < 0.7
-                   else ".pile.discard-target")
+        page.click(
+            ".exp.mine.target"
+            if page.locator(".exp.mine.target").count() and rng.random() < 0.7
+            else ".pile.discard-target"
+        )
     else:
         keys = page.eval_on_selector_all("#board [data-action]", "els => els.map((e) => e.dataset.key)")
         page.click(f'#board [data-key="{"deck" if "deck" in keys and rng.random() < 0.8 else rng.choice(keys)}"]')
@@ -295,7 +342,9 @@ def test_a_whole_game_offline_in_a_real_browser(browser, static_server, tmp_path
     page.screenshot(path=str(tmp_path / f"site-{size}-end.png"))
     assert "Game over" in page.inner_text("#status")
     assert page.locator(".final-table").count() == 2
-    totals = page.eval_on_selector_all(".final-table tr.total td:last-child", "els => els.map((e) => Number(e.textContent))")
+    totals = page.eval_on_selector_all(
+        ".final-table tr.total td:last-child", "els => els.map((e) => Number(e.textContent))"
+    )
     scores = page.evaluate("view.final.scores")
     assert totals == [scores[1], scores[0]]  # yours first
     # the record it offers replays in Python as the same game

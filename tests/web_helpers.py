@@ -27,15 +27,32 @@ def record_game(game: LostCitiesGame, players, seed: int, max_decisions: int | N
         assert obs[0].tolist() == ref.observe(seat), "the batched and reference observations differ"
         assert mask[0].tolist() == ref.legal_mask()
         action = int(players[seat].act(obs, mask, generator)[0])
-        steps.append({"seat": seat, "obs": obs[0].tolist(), "features": game.encode(obs)[0].tolist(),
-                      "legal": ref.legal_actions(), "scores": list(ref.scores()), "action": action})
+        steps.append(
+            {
+                "seat": seat,
+                "obs": obs[0].tolist(),
+                "features": game.encode(obs)[0].tolist(),
+                "legal": ref.legal_actions(),
+                "scores": list(ref.scores()),
+                "action": action,
+            }
+        )
         ref.apply(action)
         state = game.step(state, torch.tensor([action]))
-    final = {"scores": list(ref.scores()), "expedition_scores": [ref.expedition_scores(0), ref.expedition_scores(1)],
-             "finished": ref.is_terminal(), "returns": list(ref.returns()),
-             "observations": [ref.observe(0), ref.observe(1)]}
-    return {"rules": game.config_dict(), "deal": deal, "players": [p.name for p in players], "steps": steps,
-            "final": final}
+    final = {
+        "scores": list(ref.scores()),
+        "expedition_scores": [ref.expedition_scores(0), ref.expedition_scores(1)],
+        "finished": ref.is_terminal(),
+        "returns": list(ref.returns()),
+        "observations": [ref.observe(0), ref.observe(1)],
+    }
+    return {
+        "rules": game.config_dict(),
+        "deal": deal,
+        "players": [p.name for p in players],
+        "steps": steps,
+        "final": final,
+    }
 
 
 def positions(records: list[dict]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:

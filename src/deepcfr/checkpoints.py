@@ -34,8 +34,9 @@ import datetime as _dt
 import os
 import pickle
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
@@ -50,9 +51,13 @@ NETWORK = "network"
 VALUE_FUNCTION = "value_function"
 HAND_BELIEF = "hand_belief"
 KINDS = (DEEPCFR_RUN, IMPROVE_RUN, NETWORK, VALUE_FUNCTION, HAND_BELIEF)
-KIND_NAMES = {DEEPCFR_RUN: "Deep CFR run (deepcfr train)", IMPROVE_RUN: "improvement run (deepcfr improve)",
-              NETWORK: "exported network (as the champion)", VALUE_FUNCTION: "value function (deepcfr fit-value)",
-              HAND_BELIEF: "hand belief (deepcfr fit-belief)"}
+KIND_NAMES = {
+    DEEPCFR_RUN: "Deep CFR run (deepcfr train)",
+    IMPROVE_RUN: "improvement run (deepcfr improve)",
+    NETWORK: "exported network (as the champion)",
+    VALUE_FUNCTION: "value function (deepcfr fit-value)",
+    HAND_BELIEF: "hand belief (deepcfr fit-belief)",
+}
 
 
 class CheckpointError(ValueError):
@@ -63,7 +68,11 @@ class CheckpointError(ValueError):
 # ---------------------------------------------------------------------------- meta
 def network_meta(config: Any, game: Any) -> dict[str, Any]:
     """The network shape a checkpoint records: config plus input/output sizes."""
-    return {**config.network.model_dump(mode="json"), "input_size": int(game.feature_size), "output_size": int(game.num_actions)}
+    return {
+        **config.network.model_dump(mode="json"),
+        "input_size": int(game.feature_size),
+        "output_size": int(game.num_actions),
+    }
 
 
 def expected_meta(config: Any, game: Any | None = None) -> dict[str, Any]:
@@ -87,7 +96,7 @@ def make_meta(config: Any, iteration: int, game: Any | None = None, kind: str = 
         "kind": kind,
         **expected_meta(config, game),
         "iteration": int(iteration),
-        "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
     }
 
 
@@ -140,8 +149,7 @@ def check_meta(meta: Mapping[str, Any], expected: Mapping[str, Any], path: str |
         if found:
             key, want_v, have_v = found
             raise CheckpointError(
-                f"checkpoint {path} does not match this run: {key} is {have_v!r} in the checkpoint "
-                f"but {want_v!r} here"
+                f"checkpoint {path} does not match this run: {key} is {have_v!r} in the checkpoint but {want_v!r} here"
             )
 
 
@@ -169,8 +177,10 @@ def _check_plain(value: Any, where: str, key: str = "payload") -> None:
     if isinstance(value, torch.Tensor):
         return
     if type(value) not in _PLAIN:
-        raise CheckpointError(f"{where}: {key} is a {type(value).__module__}.{type(value).__qualname__}; a checkpoint "
-                              "holds tensors and plain data only (a config as its model_dump(mode='json'))")
+        raise CheckpointError(
+            f"{where}: {key} is a {type(value).__module__}.{type(value).__qualname__}; a checkpoint "
+            "holds tensors and plain data only (a config as its model_dump(mode='json'))"
+        )
     if isinstance(value, dict):
         for k, v in value.items():
             _check_plain(k, where, f"{key} key {k!r}")
@@ -211,8 +221,10 @@ def _to_plain(value: Any, where: str, key: str = "payload") -> Any:
             return base(value)
     if type(value) in _PLAIN:
         return value
-    raise CheckpointError(f"{where}: {key} is a {type(value).__module__}.{type(value).__qualname__}, which has no "
-                          "plain form; this file cannot be converted")
+    raise CheckpointError(
+        f"{where}: {key} is a {type(value).__module__}.{type(value).__qualname__}, which has no "
+        "plain form; this file cannot be converted"
+    )
 
 
 def convert_checkpoint(path: str | Path, out: str | Path | None = None, trust: bool = False) -> Path:
@@ -223,8 +235,10 @@ def convert_checkpoint(path: str | Path, out: str | Path | None = None, trust: b
     path = Path(path)
     out = Path(out) if out is not None else path
     if not trust:
-        raise CheckpointError(f"converting {path} unpickles it, which runs any code it holds: pass trust=True "
-                              "(--trust) only for a file you made yourself")
+        raise CheckpointError(
+            f"converting {path} unpickles it, which runs any code it holds: pass trust=True "
+            "(--trust) only for a file you made yourself"
+        )
     if not path.is_file():
         raise CheckpointError(f"checkpoint not found: {path}")
     try:
@@ -274,7 +288,8 @@ def _read_meta(payload: Any, path: str | Path) -> dict[str, Any]:
         raise CheckpointError(f"{path} has format {meta.get('format')!r}, expected {FORMAT_NAME!r}")
     if meta["format_version"] != FORMAT_VERSION:
         raise CheckpointError(
-            f"{path} has checkpoint format version {meta['format_version']!r}; this deepcfr reads version {FORMAT_VERSION}"
+            f"{path} has checkpoint format version {meta['format_version']!r}; "
+            f"this deepcfr reads version {FORMAT_VERSION}"
         )
     if "kind" not in meta:
         meta["kind"] = _kind_of_old_file(payload)
@@ -308,12 +323,16 @@ def _load_plain(path: Path, map_location) -> Any:
         error = e
     with open(path, "rb") as f:
         head = f.read(len(_ZIP_MAGIC))
-    if isinstance(error, pickle.UnpicklingError) and "Weights only load failed" in str(error) \
-            and (head == _ZIP_MAGIC or head[:1] == b"\x80"):
+    if (
+        isinstance(error, pickle.UnpicklingError)
+        and "Weights only load failed" in str(error)
+        and (head == _ZIP_MAGIC or head[:1] == b"\x80")
+    ):
         raise CheckpointError(
             f"checkpoint {path} holds Python objects other than tensors and plain data, which deepcfr never "
             "unpickles (they could run code). If you wrote it yourself with an older deepcfr and trust it, "
-            f"convert it once: deepcfr convert-checkpoint {path} --trust") from None
+            f"convert it once: deepcfr convert-checkpoint {path} --trust"
+        ) from None
     what = "is corrupt or truncated" if head == _ZIP_MAGIC else "is not a checkpoint (torch.save writes a zip archive)"
     raise CheckpointError(f"checkpoint {path} {what} ({type(error).__name__})") from None
 
@@ -336,8 +355,10 @@ def load_checkpoint(
     payload = _load_plain(path, map_location)
     meta = _read_meta(payload, path)
     if kinds is not None and meta["kind"] not in kinds:
-        raise CheckpointError(f"checkpoint {path} holds a {KIND_NAMES[meta['kind']]}; this needs a "
-                              f"{' or a '.join(KIND_NAMES[k] for k in kinds)}")
+        raise CheckpointError(
+            f"checkpoint {path} holds a {KIND_NAMES[meta['kind']]}; this needs a "
+            f"{' or a '.join(KIND_NAMES[k] for k in kinds)}"
+        )
     if expected:
         check_meta(meta, expected, path)
     return payload
@@ -346,9 +367,14 @@ def load_checkpoint(
 def network_payload(improve_run: Mapping[str, Any]) -> dict:
     """The ``network`` checkpoint of an improvement run's payload: its config, game and distilled
     strategy network (no start-run advantage networks, positions or past networks)."""
-    return {"config": improve_run["config"], "game": improve_run["game"], "meta": {**improve_run["meta"], "kind": NETWORK},
-            "iteration": int(improve_run.get("iteration", 0)), "strategy_net": improve_run["strategy_net"],
-            "improve_rounds": int(improve_run["improve"]["round"])}
+    return {
+        "config": improve_run["config"],
+        "game": improve_run["game"],
+        "meta": {**improve_run["meta"], "kind": NETWORK},
+        "iteration": int(improve_run.get("iteration", 0)),
+        "strategy_net": improve_run["strategy_net"],
+        "improve_rounds": int(improve_run["improve"]["round"]),
+    }
 
 
 def export_network(checkpoint: str | Path, out: str | Path) -> Path:
@@ -356,7 +382,29 @@ def export_network(checkpoint: str | Path, out: str | Path) -> Path:
     return save_checkpoint(out, network_payload(load_checkpoint(checkpoint, map_location="cpu", kinds=(IMPROVE_RUN,))))
 
 
-__all__ = ["CheckpointError", "FORMAT_NAME", "FORMAT_VERSION", "KINDS", "DEEPCFR_RUN", "IMPROVE_RUN", "NETWORK",
-           "VALUE_FUNCTION", "KIND_NAMES", "network_meta", "expected_meta", "make_meta", "game_identity", "game_meta", "check_meta",
-           "save_checkpoint", "load_checkpoint", "checkpoint_kind", "cpu_state", "optimizer_state",
-           "link_or_copy_checkpoint", "network_payload", "export_network", "convert_checkpoint"]
+__all__ = [
+    "CheckpointError",
+    "FORMAT_NAME",
+    "FORMAT_VERSION",
+    "KINDS",
+    "DEEPCFR_RUN",
+    "IMPROVE_RUN",
+    "NETWORK",
+    "VALUE_FUNCTION",
+    "KIND_NAMES",
+    "network_meta",
+    "expected_meta",
+    "make_meta",
+    "game_identity",
+    "game_meta",
+    "check_meta",
+    "save_checkpoint",
+    "load_checkpoint",
+    "checkpoint_kind",
+    "cpu_state",
+    "optimizer_state",
+    "link_or_copy_checkpoint",
+    "network_payload",
+    "export_network",
+    "convert_checkpoint",
+]

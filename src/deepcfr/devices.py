@@ -76,8 +76,13 @@ def cpu_bfloat16_speedup(rows: int = 1024, features: int = 713, hidden: int = 25
     the thread count of the first call, the best of ``repeats`` each (about 0.1 s, once a process:
     the answer is kept, as the setting it decides is taken once per search or value function)."""
     generator = torch.Generator().manual_seed(0)
-    net = torch.nn.Sequential(torch.nn.Linear(features, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden),
-                              torch.nn.ReLU(), torch.nn.Linear(hidden, 106)).eval()
+    net = torch.nn.Sequential(
+        torch.nn.Linear(features, hidden),
+        torch.nn.ReLU(),
+        torch.nn.Linear(hidden, hidden),
+        torch.nn.ReLU(),
+        torch.nn.Linear(hidden, 106),
+    ).eval()
     x = (torch.rand(rows, features, generator=generator) < 0.3).float()
     best = {False: float("inf"), True: float("inf")}
     with torch.no_grad():

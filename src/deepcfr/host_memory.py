@@ -42,6 +42,9 @@ def keep_freed_memory() -> bool:
             except (OSError, AttributeError):  # not glibc (e.g. musl has no mallopt)
                 return False
             mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
-            _applied = (mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1 and mallopt(M_TOP_PAD, TOP_PAD) == 1
-                        and any(mallopt(M_MMAP_THRESHOLD, value) == 1 for value in MMAP_THRESHOLDS))
+            _applied = (
+                mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD) == 1
+                and mallopt(M_TOP_PAD, TOP_PAD) == 1
+                and any(mallopt(M_MMAP_THRESHOLD, value) == 1 for value in MMAP_THRESHOLDS)
+            )
     return _applied

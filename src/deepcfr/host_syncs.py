@@ -17,8 +17,8 @@ it reports.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 import torch
 from torch.utils._python_dispatch import TorchDispatchMode
@@ -26,10 +26,15 @@ from torch.utils._python_dispatch import TorchDispatchMode
 _aten = torch.ops.aten
 # Ops whose output size depends on the values (the host must read them to allocate the output).
 _DATA_DEPENDENT = {
-    _aten.nonzero.default, _aten.masked_select.default, _aten._unique.default, _aten._unique2.default,
-    _aten.unique_dim.default, _aten.unique_consecutive.default, _aten.unique_dim_consecutive.default,
+    _aten.nonzero.default,
+    _aten.masked_select.default,
+    _aten._unique.default,
+    _aten._unique2.default,
+    _aten.unique_dim.default,
+    _aten.unique_consecutive.default,
+    _aten.unique_dim_consecutive.default,
 }
-_active: list["SyncCounter"] = []
+_active: list[SyncCounter] = []
 
 
 def to_host(tensor: torch.Tensor) -> list:
@@ -67,12 +72,16 @@ class SyncCounter(TorchDispatchMode):
             self._note("repeat_interleave")
         elif func in (_aten.index.Tensor, _aten.index_put.default, _aten.index_put_.default) and _has_bool_index(args):
             self._note("boolean index")
-        elif func is _aten._to_copy.default and isinstance(args[0], torch.Tensor) and args[0].device.type != "cpu" \
-                and torch.device(kwargs.get("device") or args[0].device).type == "cpu":
+        elif (
+            func is _aten._to_copy.default
+            and isinstance(args[0], torch.Tensor)
+            and args[0].device.type != "cpu"
+            and torch.device(kwargs.get("device") or args[0].device).type == "cpu"
+        ):
             self._note("copy to host")
         return func(*args, **kwargs)
 
-    def __enter__(self) -> "SyncCounter":
+    def __enter__(self) -> SyncCounter:
         _active.append(self)
         return super().__enter__()
 

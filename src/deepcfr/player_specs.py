@@ -50,7 +50,9 @@ _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")  # a bot name: a word of a
 def quote(text: Any) -> str:
     """``repr(text)``, cut to QUOTE_LENGTH characters: messages never echo unbounded input."""
     shown = repr(text)
-    return shown if len(shown) <= QUOTE_LENGTH else f"{shown[:QUOTE_LENGTH - 5]}...{shown[-1]} ({len(str(text))} chars)"
+    return (
+        shown if len(shown) <= QUOTE_LENGTH else f"{shown[: QUOTE_LENGTH - 5]}...{shown[-1]} ({len(str(text))} chars)"
+    )
 
 
 class PlayerSpecError(ValueError):
@@ -68,7 +70,7 @@ class PlayerSpec:
     path: str | None = None  # checkpoint path, or "champion"
     policy: str = "average"  # checkpoint: average | current
     greedy: bool = False  # checkpoint, network: argmax play
-    base: "PlayerSpec | None" = None  # search: the spec searched over
+    base: PlayerSpec | None = None  # search: the spec searched over
     settings: dict[str, Any] = field(default_factory=dict)  # search: inline settings
 
     def __str__(self) -> str:
@@ -76,12 +78,14 @@ class PlayerSpec:
             return str(self.name)
         if self.kind in ("checkpoint", "network"):
             options = ([self.policy] if self.policy != "average" else []) + (["greedy"] if self.greedy else [])
-            return (self.path if self.kind == "checkpoint" else self.name) + (f"@{','.join(options)}" if options else "")
+            return (self.path if self.kind == "checkpoint" else self.name) + (
+                f"@{','.join(options)}" if options else ""
+            )
         inline = f"[{','.join(f'{k}={_setting_text(v)}' for k, v in self.settings.items())}]" if self.settings else ""
         return f"search{inline}:{self.base}"
 
     @property
-    def innermost(self) -> "PlayerSpec":
+    def innermost(self) -> PlayerSpec:
         """The spec a search is over (itself for a spec that is no search)."""
         return self.base if self.kind == "search" else self
 
@@ -119,14 +123,14 @@ def parse_player(spec: str) -> PlayerSpec:
         raise PlayerSpecError(f"player spec {quote(spec)} is longer than {MAX_SPEC_LENGTH} characters")
     text = spec.strip()
     if text.startswith("search"):
-        rest = text[len("search"):]
+        rest = text[len("search") :]
         settings: dict[str, Any] = {}
         if rest.startswith("["):
             close = _closing_bracket(rest)
             if close < 0:
                 raise PlayerSpecError(f"player spec {quote(spec)}: '[' of the search settings is never closed")
             settings = _parse_settings(spec, rest[1:close])
-            rest = rest[close + 1:]
+            rest = rest[close + 1 :]
         if rest.startswith(":"):
             inner = rest[1:]
             if inner.strip().startswith("search"):
@@ -142,15 +146,19 @@ def parse_player(spec: str) -> PlayerSpec:
         policy, greedy = "average", False
         for option in filter(None, (o.strip() for o in options.split(","))):
             if option not in CHECKPOINT_OPTIONS:
-                raise PlayerSpecError(f"player spec {quote(spec)}: unknown checkpoint option {quote(option)} "
-                                      f"(valid: {', '.join(CHECKPOINT_OPTIONS)})")
+                raise PlayerSpecError(
+                    f"player spec {quote(spec)}: unknown checkpoint option {quote(option)} "
+                    f"(valid: {', '.join(CHECKPOINT_OPTIONS)})"
+                )
             if option == "greedy":
                 greedy = True
             else:
                 policy = option
         if path == LEARNER:
             if policy != "average":
-                raise PlayerSpecError(f"player spec {quote(spec)}: the learner is one network (learner or learner@greedy)")
+                raise PlayerSpecError(
+                    f"player spec {quote(spec)}: the learner is one network (learner or learner@greedy)"
+                )
             return PlayerSpec(kind="network", name=LEARNER, greedy=greedy)
         return PlayerSpec(kind="checkpoint", path=path, policy=policy, greedy=greedy)
     if not _NAME.match(text):
@@ -185,8 +193,9 @@ def _parse_settings(spec: str, text: str) -> dict[str, Any]:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise PlayerSpecError(f"player spec {quote(spec)}: search setting {quote(item)} must look like key=value")
-        settings[key.strip()] = parse_setting_value(value, f"player spec {quote(spec)}: search setting {quote(key.strip())}",
-                                                    PlayerSpecError)
+        settings[key.strip()] = parse_setting_value(
+            value, f"player spec {quote(spec)}: search setting {quote(key.strip())}", PlayerSpecError
+        )
     return settings
 
 
@@ -202,8 +211,10 @@ def parse_setting_value(text: str, where: str, error: type[Exception] = ValueErr
     except yaml.YAMLError:
         raise error(f"{where}: cannot read the value {quote(text)}") from None
     if value is not None and not isinstance(value, (bool, int, float, str)):
-        raise error(f"{where}: the value {quote(text)} must be a number, true/false, null or a word, "
-                    f"not a {type(value).__name__}")
+        raise error(
+            f"{where}: the value {quote(text)} must be a number, true/false, null or a word, "
+            f"not a {type(value).__name__}"
+        )
     return value
 
 
@@ -243,6 +254,19 @@ def split_specs(text: str) -> list[str]:
     return out
 
 
-__all__ = ["PlayerSpec", "PlayerSpecError", "parse_player", "checked_spec", "parse_setting_value", "split_specs", "quote",
-           "VALID_FORMS", "CHAMPION", "LEARNER", "MAX_SPEC_LENGTH",
-           "names_player", "names_file", "named_settings"]
+__all__ = [
+    "PlayerSpec",
+    "PlayerSpecError",
+    "parse_player",
+    "checked_spec",
+    "parse_setting_value",
+    "split_specs",
+    "quote",
+    "VALID_FORMS",
+    "CHAMPION",
+    "LEARNER",
+    "MAX_SPEC_LENGTH",
+    "names_player",
+    "names_file",
+    "named_settings",
+]

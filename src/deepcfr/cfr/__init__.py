@@ -15,7 +15,21 @@ from .regret_matching import kl_regularized, regret_matching
 from .traversal import TraversalResult, TraversalStats, external_sampling, outcome_sampling, traverse
 
 __all__ = [
-    "BotPolicy", "ExactAveragePolicy", "KLRegularizedPolicy", "League", "LeagueChoice", "PerPlayerPolicy",
-    "RegretMatchingPolicy", "StrategyNetPolicy", "TraversalResult", "TraversalStats", "UniformPolicy",
-    "external_sampling", "greedy", "kl_regularized", "outcome_sampling", "regret_matching", "traverse",
+    "BotPolicy",
+    "ExactAveragePolicy",
+    "KLRegularizedPolicy",
+    "League",
+    "LeagueChoice",
+    "PerPlayerPolicy",
+    "RegretMatchingPolicy",
+    "StrategyNetPolicy",
+    "TraversalResult",
+    "TraversalStats",
+    "UniformPolicy",
+    "external_sampling",
+    "greedy",
+    "kl_regularized",
+    "outcome_sampling",
+    "regret_matching",
+    "traverse",
 ]

@@ -13,7 +13,6 @@ from deepcfr.games.base import Policy, batch_size, index_state, sample_from_prob
 from .traversal_core import TraversalResult, TraversalStats, _call_policy, _check_common, _result, _root
 
 
-
 @dataclass
 class _Level:
     """One depth of the expanded tree (all traversals together)."""
@@ -96,8 +95,14 @@ def external_sampling(
             a = sample_from_probs(probs, generator)
             children.append((opp, a, torch.ones(opp.numel(), device=probs.device)))
             if record_strategy:  # the opponent's sigma_t at its on-policy nodes
-                strategy_parts.append({"obs": o_obs, "mask": o_mask, "policy": probs, "iteration": torch.full(
-                    (opp.numel(),), it32, dtype=torch.int32, device=o_obs.device)})
+                strategy_parts.append(
+                    {
+                        "obs": o_obs,
+                        "mask": o_mask,
+                        "policy": probs,
+                        "iteration": torch.full((opp.numel(),), it32, dtype=torch.int32, device=o_obs.device),
+                    }
+                )
                 strategy_roots.append(root[live[opp]])
         src, actions, weight = (torch.cat(part) for part in zip(*children))
         level.child_parent = live[src]
@@ -136,10 +141,14 @@ def _back_up(levels: list[_Level], iteration: int) -> tuple[list[dict[str, torch
             q[level.trav_child_row, level.trav_child_action] = child_values[:k]
             v_h = values[level.trav_nodes]
             target = (q - v_h[:, None]) * level.trav_mask
-            adv_parts.append({
-                "obs": level.trav_obs, "mask": level.trav_mask, "target": target,
-                "iteration": torch.full((target.shape[0],), iteration, dtype=torch.int32, device=target.device),
-            })
+            adv_parts.append(
+                {
+                    "obs": level.trav_obs,
+                    "mask": level.trav_mask,
+                    "target": target,
+                    "iteration": torch.full((target.shape[0],), iteration, dtype=torch.int32, device=target.device),
+                }
+            )
             adv_roots.append(level.root[level.trav_nodes])
         child_values = values
     return adv_parts, adv_roots

@@ -17,8 +17,9 @@ from __future__ import annotations
 import copy
 import statistics
 import time
+from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import torch
 from torch import nn
@@ -193,11 +194,20 @@ def time_forward(
     flops = mlp_flops_per_state(model)
     flop_rate = flops * batch / seconds
     return ForwardTiming(
-        device=str(device), dtype=dtype_name(dtype), batch=batch, threads=torch.get_num_threads(),
-        us_per_call=seconds * 1e6, us_per_state=seconds * 1e6 / batch, states_per_second=batch / seconds,
-        flops_per_state=flops, flop_per_second=flop_rate, peak_flop_per_second=peak_flop_per_second,
+        device=str(device),
+        dtype=dtype_name(dtype),
+        batch=batch,
+        threads=torch.get_num_threads(),
+        us_per_call=seconds * 1e6,
+        us_per_state=seconds * 1e6 / batch,
+        states_per_second=batch / seconds,
+        flops_per_state=flops,
+        flop_per_second=flop_rate,
+        peak_flop_per_second=peak_flop_per_second,
         peak_fraction=(flop_rate / peak_flop_per_second) if peak_flop_per_second else None,
-        calls_per_sample=calls, repeats=repeats, sync_every_call=sync_every_call,
+        calls_per_sample=calls,
+        repeats=repeats,
+        sync_every_call=sync_every_call,
     )
 
 
@@ -244,8 +254,12 @@ def matmul_peak(
     with torch.inference_mode():
         seconds, _ = _time_samples(lambda: torch.mm(a, b, out=out), device, repeats, min_sample_seconds, 0.05)
     return MatmulPeak(
-        device=str(device), dtype=dtype_name(dtype), size=size, threads=torch.get_num_threads(),
-        seconds_per_matmul=seconds, flop_per_second=2 * size**3 / seconds,
+        device=str(device),
+        dtype=dtype_name(dtype),
+        size=size,
+        threads=torch.get_num_threads(),
+        seconds_per_matmul=seconds,
+        flop_per_second=2 * size**3 / seconds,
     )
 
 
@@ -264,8 +278,16 @@ def sweep_forward(
     dtype = resolve_dtype(dtype)
     model = _on(net, device, dtype)
     results = [
-        time_forward(model, int(b), device, dtype, repeats=repeats, min_sample_seconds=min_sample_seconds,
-                     sync_every_call=sync_every_call, peak_flop_per_second=peak_flop_per_second)
+        time_forward(
+            model,
+            int(b),
+            device,
+            dtype,
+            repeats=repeats,
+            min_sample_seconds=min_sample_seconds,
+            sync_every_call=sync_every_call,
+            peak_flop_per_second=peak_flop_per_second,
+        )
         for b in batches
     ]
     if device.type == "cuda":

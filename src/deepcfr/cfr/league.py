@@ -13,8 +13,9 @@ enforces this). A league is a heuristic for large games; it breaks CFR's guarant
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -108,5 +109,5 @@ class League:
             generator_state = state["generator"]
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"League.load_state_dict: malformed state ({e})") from None
-        self.snapshots = snapshots[-self.config.size:]
+        self.snapshots = snapshots[-self.config.size :]
         self.generator.set_state(generator_state)

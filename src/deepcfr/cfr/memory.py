@@ -10,7 +10,8 @@ with probability ``min(1, capacity / seen)``.
 from __future__ import annotations
 
 import math
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 
@@ -112,7 +113,9 @@ class ReservoirMemory:
             shape, _ = self.fields[name]
             if not isinstance(t, torch.Tensor) or tuple(t.shape[1:]) != shape or t.dim() != len(shape) + 1:
                 got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-                raise ValueError(f"ReservoirMemory.add: field {name!r} must have shape [m, {', '.join(map(str, shape))}], got {got}")
+                raise ValueError(
+                    f"ReservoirMemory.add: field {name!r} must have shape [m, {', '.join(map(str, shape))}], got {got}"
+                )
             if m is None:
                 m = t.shape[0]
             elif t.shape[0] != m:
@@ -172,7 +175,9 @@ class ReservoirMemory:
         if batch_size < 1:
             raise ValueError(f"ReservoirMemory.sample: batch_size must be >= 1, got {batch_size}")
         gen_device = generator.device if generator is not None else torch.device("cpu")
-        idx = to_device(torch.randint(0, self._size, (batch_size,), generator=generator, device=gen_device), self.device)
+        idx = to_device(
+            torch.randint(0, self._size, (batch_size,), generator=generator, device=gen_device), self.device
+        )
         target = torch.device(device) if device is not None else self.device
         non_blocking = self.pinned and target.type == "cuda"
         out = {}
@@ -212,7 +217,9 @@ class ReservoirMemory:
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"ReservoirMemory.load_state_dict: malformed state ({e})") from None
         if fields != self.fields:
-            raise ValueError(f"ReservoirMemory.load_state_dict: fields differ: saved {fields}, memory has {self.fields}")
+            raise ValueError(
+                f"ReservoirMemory.load_state_dict: fields differ: saved {fields}, memory has {self.fields}"
+            )
         if capacity != self.capacity:
             # Reservoir probabilities depend on capacity; changing it mid-run would bias the sample.
             raise ValueError(
@@ -223,7 +230,9 @@ class ReservoirMemory:
         for name, t in self._data.items():
             src = data[name]
             if src.shape[0] != size:
-                raise ValueError(f"ReservoirMemory.load_state_dict: field {name!r} has {src.shape[0]} rows, expected {size}")
+                raise ValueError(
+                    f"ReservoirMemory.load_state_dict: field {name!r} has {src.shape[0]} rows, expected {size}"
+                )
             t[:size] = src.to(self.device, self.fields[name][1])
         self._size = size
         self._seen = seen
@@ -247,7 +256,7 @@ class WindowMemory(ReservoirMemory):
         if m == 0:
             return 0
         keep_from = max(0, m - self.capacity)  # a batch larger than the window keeps its tail
-        slot = (torch.arange(self._seen + keep_from, self._seen + m, device=self.device) % self.capacity)
+        slot = torch.arange(self._seen + keep_from, self._seen + m, device=self.device) % self.capacity
         for name, t in tensors.items():
             self._data[name][slot] = t[keep_from:].to(self.device, self.fields[name][1])
         self._seen += m

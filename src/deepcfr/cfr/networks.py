@@ -12,14 +12,19 @@ from typing import Any
 import torch
 from torch import nn
 
+
 class DeepCFRMLP(nn.Module):
     """``num_layers`` hidden layers of ``hidden_size`` (Linear -> ReLU), then a linear head of
     ``output_size``. Input ``[n, input_size]`` float, output ``[n, output_size]``."""
 
     def __init__(self, input_size: int, output_size: int, hidden_size: int, num_layers: int) -> None:
         super().__init__()
-        for name, value in (("input_size", input_size), ("output_size", output_size),
-                            ("hidden_size", hidden_size), ("num_layers", num_layers)):
+        for name, value in (
+            ("input_size", input_size),
+            ("output_size", output_size),
+            ("hidden_size", hidden_size),
+            ("num_layers", num_layers),
+        ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"DeepCFRMLP: {name} must be a positive int, got {value!r}")
         self.input_size = input_size
@@ -39,8 +44,12 @@ class DeepCFRMLP(nn.Module):
 
     def shape_dict(self) -> dict[str, Any]:
         """What a checkpoint must match to load these weights."""
-        return {"input_size": self.input_size, "output_size": self.output_size,
-                "hidden_size": self.hidden_size, "num_layers": self.num_layers}
+        return {
+            "input_size": self.input_size,
+            "output_size": self.output_size,
+            "hidden_size": self.hidden_size,
+            "num_layers": self.num_layers,
+        }
 
 
 def masked_log_softmax(logits: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:

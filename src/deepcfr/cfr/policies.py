@@ -17,7 +17,7 @@ same callables serve traversal (one per player), evaluation (exploitability, are
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from collections.abc import Callable, Sequence
 
 import torch
 
@@ -71,8 +71,14 @@ class RegretMatchingPolicy(_NetworkPolicy):
     """sigma_t from an advantage network: regret matching on its outputs (``fallback`` when no
     legal advantage is positive)."""
 
-    def __init__(self, network: NetworkFn, encode: Encoder, fallback: str = "argmax",
-                 greedy: bool = False, device: str | torch.device | None = None):
+    def __init__(
+        self,
+        network: NetworkFn,
+        encode: Encoder,
+        fallback: str = "argmax",
+        greedy: bool = False,
+        device: str | torch.device | None = None,
+    ):
         super().__init__(network, encode, device)
         self.fallback = fallback
         self.greedy = greedy
@@ -89,8 +95,16 @@ class KLRegularizedPolicy(_NetworkPolicy):
     encoding, two forwards) or, given as ``start_policy``, any policy on the observations (a
     :class:`SmoothedBotPolicy`: a bot itself, where a network fitted to it would be inexact)."""
 
-    def __init__(self, network: NetworkFn, start_network: NetworkFn | None, encode: Encoder, temperature: float,
-                 greedy: bool = False, device: str | torch.device | None = None, start_policy: Policy | None = None):
+    def __init__(
+        self,
+        network: NetworkFn,
+        start_network: NetworkFn | None,
+        encode: Encoder,
+        temperature: float,
+        greedy: bool = False,
+        device: str | torch.device | None = None,
+        start_policy: Policy | None = None,
+    ):
         super().__init__(network, encode, device)
         if (start_network is None) == (start_policy is None):
             raise ValueError("KLRegularizedPolicy needs exactly one start: a start network or a start policy")
@@ -114,8 +128,9 @@ class KLRegularizedPolicy(_NetworkPolicy):
 class StrategyNetPolicy(_NetworkPolicy):
     """The average-strategy network: masked softmax of its logits (or the argmax with ``greedy``)."""
 
-    def __init__(self, network: NetworkFn, encode: Encoder, greedy: bool = False,
-                 device: str | torch.device | None = None):
+    def __init__(
+        self, network: NetworkFn, encode: Encoder, greedy: bool = False, device: str | torch.device | None = None
+    ):
         super().__init__(network, encode, device)
         self.greedy = greedy
 
@@ -198,7 +213,7 @@ def _table_rows(rows: torch.Tensor, table: torch.Tensor) -> torch.Tensor:
     _, ids = torch.unique(torch.cat([table, rows]), dim=0, return_inverse=True)
     row_of_id = torch.full((int(ids.max()) + 1,), -1, dtype=torch.long, device=rows.device)
     row_of_id[ids[: table.shape[0]]] = torch.arange(table.shape[0], device=rows.device)
-    return row_of_id[ids[table.shape[0]:]]
+    return row_of_id[ids[table.shape[0] :]]
 
 
 class ExactAveragePolicy:

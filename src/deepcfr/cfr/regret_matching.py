@@ -40,11 +40,14 @@ def regret_matching(advantages: torch.Tensor, mask: torch.Tensor, fallback: str 
         legal = mask.float()
         fallback_probs = legal / legal.sum(dim=1, keepdim=True).clamp(min=1.0)
     has_positive = total > 0
-    return torch.where(has_positive, positive / torch.where(has_positive, total, torch.ones_like(total)), fallback_probs)
+    return torch.where(
+        has_positive, positive / torch.where(has_positive, total, torch.ones_like(total)), fallback_probs
+    )
 
 
-def kl_regularized(advantages: torch.Tensor, start_logits: torch.Tensor, mask: torch.Tensor,
-                   temperature: float) -> torch.Tensor:
+def kl_regularized(
+    advantages: torch.Tensor, start_logits: torch.Tensor, mask: torch.Tensor, temperature: float
+) -> torch.Tensor:
     """sigma_t regularised toward a start policy pi (piKL: Jacob et al., ICML 2022): the
     maximiser of ``<sigma, R> - temperature * KL(sigma || pi)``, i.e.
     ``sigma(a) ∝ pi(a) exp(R(a) / temperature)`` over the legal actions, where ``R`` are the
@@ -54,9 +57,12 @@ def kl_regularized(advantages: torch.Tensor, start_logits: torch.Tensor, mask: t
     if not temperature > 0:
         raise ValueError(f"kl_regularized: temperature must be > 0, got {temperature}")
     if advantages.shape != mask.shape or start_logits.shape != mask.shape or advantages.dim() != 2:
-        raise ValueError(f"kl_regularized: advantages {tuple(advantages.shape)}, start_logits "
-                         f"{tuple(start_logits.shape)} and mask {tuple(mask.shape)} must be equal [n, A]")
+        raise ValueError(
+            f"kl_regularized: advantages {tuple(advantages.shape)}, start_logits "
+            f"{tuple(start_logits.shape)} and mask {tuple(mask.shape)} must be equal [n, A]"
+        )
     # every term finite before the sum, and the sum made finite again: no inf - inf anywhere
-    logits = start_logits.float().nan_to_num(posinf=1e30, neginf=-1e30) + \
-        advantages.float().nan_to_num(posinf=1e30, neginf=-1e30) / float(temperature)
+    logits = start_logits.float().nan_to_num(posinf=1e30, neginf=-1e30) + advantages.float().nan_to_num(
+        posinf=1e30, neginf=-1e30
+    ) / float(temperature)
     return masked_softmax(logits.nan_to_num(posinf=1e30, neginf=-1e30), mask)

@@ -3,7 +3,8 @@ lockstep by ``_play_sampled`` (one policy call per player per step)."""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
@@ -29,9 +30,21 @@ TraverserHook = Callable[..., None]  # (state, rows, game_ids, obs, mask, sigma,
 OpponentHook = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None]  # (game_ids, obs, mask, probs)
 
 
-def _play_sampled(game, state, traverser: int, traverser_policy: Policy, opponent_policy: Policy, generator,
-                  stats: TraversalStats, step_cap: int, *, epsilon: float = 0.0, explore_once: bool = False,
-                  on_traverser: TraverserHook | None = None, on_opponent: OpponentHook | None = None) -> torch.Tensor:
+def _play_sampled(
+    game,
+    state,
+    traverser: int,
+    traverser_policy: Policy,
+    opponent_policy: Policy,
+    generator,
+    stats: TraversalStats,
+    step_cap: int,
+    *,
+    epsilon: float = 0.0,
+    explore_once: bool = False,
+    on_traverser: TraverserHook | None = None,
+    on_opponent: OpponentHook | None = None,
+) -> torch.Tensor:
     """Play every row of ``state`` to its end, all rows in lockstep, and return the traverser's
     utility per row (games stopped by ``step_cap`` are scored as they stand and counted).
 
@@ -130,10 +143,18 @@ _NONZERO_STATIC = hasattr(torch, "nonzero_static")
 
 def _strategy_recorder(iteration: int, parts: list, roots: list) -> OpponentHook:
     """An ``on_opponent`` hook that keeps the opponent's nodes as strategy samples."""
+
     def record(game_ids, obs, mask, probs):
-        parts.append({"obs": obs, "mask": mask, "policy": probs,
-                      "iteration": torch.full((obs.shape[0],), iteration, dtype=torch.int32, device=obs.device)})
+        parts.append(
+            {
+                "obs": obs,
+                "mask": mask,
+                "policy": probs,
+                "iteration": torch.full((obs.shape[0],), iteration, dtype=torch.int32, device=obs.device),
+            }
+        )
         roots.append(game_ids)
+
     return record
 
 
@@ -189,16 +210,27 @@ def outcome_sampling(
     def record_traverser(state, rows, game_ids, obs, mask, sigma, actions, q):
         trav_records.append((game_ids, obs, mask, sigma, actions, q.gather(1, actions[:, None]).squeeze(1)))
 
-    utility = _play_sampled(game, state, traverser, traverser_policy, opponent_policy, generator, stats, step_cap,
-                            epsilon=epsilon, on_traverser=record_traverser,
-                            on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None)
+    utility = _play_sampled(
+        game,
+        state,
+        traverser,
+        traverser_policy,
+        opponent_policy,
+        generator,
+        stats,
+        step_cap,
+        epsilon=epsilon,
+        on_traverser=record_traverser,
+        on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None,
+    )
 
     adv_parts, adv_roots = _outcome_targets(trav_records, utility, options, stats, it32)
     return _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
 
 
-def _outcome_targets(trav_records: list, utility: torch.Tensor, options: OutcomeSampling, stats: TraversalStats,
-                     it32: int) -> tuple[list[dict[str, torch.Tensor]], list[torch.Tensor]]:
+def _outcome_targets(
+    trav_records: list, utility: torch.Tensor, options: OutcomeSampling, stats: TraversalStats, it32: int
+) -> tuple[list[dict[str, torch.Tensor]], list[torch.Tensor]]:
     """Outcome sampling's targets, walked back from each game's leaf over its traverser nodes
     (``trav_records`` in play order: game ids, obs, mask, sigma, action taken, q of that action)."""
     n = utility.shape[0]
@@ -228,10 +260,14 @@ def _outcome_targets(trav_records: list, utility: torch.Tensor, options: Outcome
         v_ha.scatter_(1, a[:, None], v_sampled[:, None])
         v_h = (sigma * v_ha).sum(dim=1)
         target = (v_ha - v_h[:, None]) * t_mask
-        adv_parts.append({
-            "obs": t_obs, "mask": t_mask, "target": target,
-            "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=t_obs.device),
-        })
+        adv_parts.append(
+            {
+                "obs": t_obs,
+                "mask": t_mask,
+                "target": target,
+                "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=t_obs.device),
+            }
+        )
         adv_roots.append(gid)
         if tail_correction:
             value[gid] = v_h
@@ -294,13 +330,32 @@ def critic_sampling(
         opponent_obs = game.observe(state, opponent)[rows]
         records.append((game_ids, obs, opponent_obs, mask, sigma, actions, deviated))
 
-    utility = _play_sampled(game, state, traverser, traverser_policy, opponent_policy, generator, stats, step_cap,
-                            epsilon=options.epsilon, explore_once=True, on_traverser=record_traverser,
-                            on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None)
-    adv_parts = [{
-        "obs": obs, "mask": mask, "target": torch.zeros(mask.shape, dtype=torch.float32, device=mask.device),
-        "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=obs.device),
-        "sigma": sigma.float(), "action": a, "utility": utility[gid], "on_policy_tail": tail,
-        "opponent_obs": opponent_obs,
-    } for gid, obs, opponent_obs, mask, sigma, a, tail in records]
+    utility = _play_sampled(
+        game,
+        state,
+        traverser,
+        traverser_policy,
+        opponent_policy,
+        generator,
+        stats,
+        step_cap,
+        epsilon=options.epsilon,
+        explore_once=True,
+        on_traverser=record_traverser,
+        on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None,
+    )
+    adv_parts = [
+        {
+            "obs": obs,
+            "mask": mask,
+            "target": torch.zeros(mask.shape, dtype=torch.float32, device=mask.device),
+            "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=obs.device),
+            "sigma": sigma.float(),
+            "action": a,
+            "utility": utility[gid],
+            "on_policy_tail": tail,
+            "opponent_obs": opponent_obs,
+        }
+        for gid, obs, opponent_obs, mask, sigma, a, tail in records
+    ]
     return _result(game, device, stats, adv_parts, strategy_parts, [r[0] for r in records], strategy_roots)

@@ -42,9 +42,20 @@ from .traversal_core import (
     traversal_options,
 )
 
-__all__ = ["ALGORITHMS", "CriticSampling", "ExternalSampling", "OutcomeSampling", "TraversalOptions",
-           "TraversalResult", "TraversalStats", "critic_sampling", "external_sampling", "outcome_sampling",
-           "traversal_options", "traverse"]
+__all__ = [
+    "ALGORITHMS",
+    "CriticSampling",
+    "ExternalSampling",
+    "OutcomeSampling",
+    "TraversalOptions",
+    "TraversalResult",
+    "TraversalStats",
+    "critic_sampling",
+    "external_sampling",
+    "outcome_sampling",
+    "traversal_options",
+    "traverse",
+]
 
 
 def traverse(
@@ -69,5 +80,7 @@ def traverse(
         return outcome_sampling(*args, options, record_strategy=record_strategy, device=device)
     if isinstance(options, CriticSampling):
         return critic_sampling(*args, options, record_strategy=record_strategy, device=device)
-    raise TypeError(f"traversal options must be one of {', '.join(c.__name__ for c in ALGORITHMS.values())}, "
-                    f"got {type(options).__name__}")
+    raise TypeError(
+        f"traversal options must be one of {', '.join(c.__name__ for c in ALGORITHMS.values())}, "
+        f"got {type(options).__name__}"
+    )

@@ -4,7 +4,7 @@ types, and the helpers for samples, policy calls and roots (see :mod:`deepcfr.cf
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
-from typing import Any, Union
+from typing import Any
 
 import torch
 
@@ -58,7 +58,7 @@ class CriticSampling:
         _check_epsilon(self.epsilon)
 
 
-TraversalOptions = Union[ExternalSampling, OutcomeSampling, CriticSampling]
+TraversalOptions = ExternalSampling | OutcomeSampling | CriticSampling
 ALGORITHMS: dict[str, type] = {cls.name: cls for cls in (ExternalSampling, OutcomeSampling, CriticSampling)}
 
 
@@ -70,8 +70,10 @@ def traversal_options(algorithm: str, **options: Any) -> TraversalOptions:
     valid = {f.name for f in fields(cls)}
     unknown = sorted(set(options) - valid)
     if unknown:
-        raise ValueError(f"{', '.join(unknown)}: not an option of {algorithm} sampling "
-                         f"(its options: {', '.join(sorted(valid)) or 'none'})")
+        raise ValueError(
+            f"{', '.join(unknown)}: not an option of {algorithm} sampling "
+            f"(its options: {', '.join(sorted(valid)) or 'none'})"
+        )
     return cls(**options)
 
 
@@ -105,7 +107,7 @@ class TraversalStats:
         self.forward_rows += rows
         self.max_batch = max(self.max_batch, rows)
 
-    def merge(self, other: "TraversalStats") -> "TraversalStats":
+    def merge(self, other: TraversalStats) -> TraversalStats:
         for f in fields(self):
             if f.name == "max_batch":
                 self.max_batch = max(self.max_batch, other.max_batch)
@@ -158,7 +160,7 @@ def _cat_samples(parts: list[dict[str, torch.Tensor]], game, device, value_name:
     return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
 
 
-def _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots) -> "TraversalResult":
+def _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots) -> TraversalResult:
     """Concatenate the per-step sample parts of one traversal batch into its result."""
     advantage = _cat_samples(adv_parts, game, device, "target")
     strategy = _cat_samples(strategy_parts, game, device, "policy")

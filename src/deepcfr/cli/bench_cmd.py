@@ -32,13 +32,29 @@ def register(subparsers) -> None:
         "forward batch) against the bare batched forward of the same network at that batch, the "
         "advantage training phase (samples/s, batch-building share) and bytes per stored sample.",
     )
-    t.add_argument("--config", default=None, help="YAML config file or shipped config name, e.g. kuhn/default.yaml (default: lost_cities/cpu.yaml)")
-    t.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="override a config field, e.g. --set traversal.traversals_per_player=1024 (repeatable)")
-    t.add_argument("--iterations-warmup", type=int, default=1,
-                   help="untimed training iterations first (0: sigma stays uniform, no network in traversal)")
+    t.add_argument(
+        "--config",
+        default=None,
+        help="YAML config file or shipped config name, e.g. kuhn/default.yaml (default: lost_cities/cpu.yaml)",
+    )
+    t.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. --set traversal.traversals_per_player=1024 (repeatable)",
+    )
+    t.add_argument(
+        "--iterations-warmup",
+        type=int,
+        default=1,
+        help="untimed training iterations first (0: sigma stays uniform, no network in traversal)",
+    )
     t.add_argument("--repeats", type=int, default=3, help="timed rounds of traversals (both players each)")
-    t.add_argument("--threads", type=int, default=None, help="torch intra-op threads (default: the config's run.threads)")
+    t.add_argument(
+        "--threads", type=int, default=None, help="torch intra-op threads (default: the config's run.threads)"
+    )
     t.add_argument("--no-train", dest="train", action="store_false", help="skip the advantage-training measurement")
     add_json_flag(t)
     t.set_defaults(func=run_traversal)
@@ -50,11 +66,17 @@ def register(subparsers) -> None:
         "time it: rollout decisions per second (engine + encoding + forward), seconds per decision, capped "
         "rollouts, beside the bare forward bound of the base network at the starting rollout batch.",
     )
-    s.add_argument("--player", default="search:heuristic_balanced",
-                   help="the search player, e.g. search:runs/x/checkpoints/latest.pt (a bare checkpoint or bot "
-                   "is searched over; default: search:heuristic_balanced)")
-    s.add_argument("--dry-run", action="store_true",
-                   help="a tiny run (2 decisions, 2 deals, one repeat) that only checks the command works")
+    s.add_argument(
+        "--player",
+        default="search:heuristic_balanced",
+        help="the search player, e.g. search:runs/x/checkpoints/latest.pt (a bare checkpoint or bot "
+        "is searched over; default: search:heuristic_balanced)",
+    )
+    s.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="a tiny run (2 decisions, 2 deals, one repeat) that only checks the command works",
+    )
     s.add_argument("--decisions", type=int, default=64, help="decisions searched at once")
     s.add_argument("--plies", type=int, default=20, help="random plies played before the decisions")
     s.add_argument("--repeats", type=int, default=2, help="timed calls (the best is reported)")
@@ -103,8 +125,7 @@ def run_traversal(args) -> int:
         if args.threads < 1:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
         overrides.append(f"run.threads={args.threads}")
-    from ..train.config import load_config
-    from ..train.config import shipped_config_path
+    from ..train.config import load_config, shipped_config_path
     from ..train.throughput_bench import bench_overrides, bench_traversal
     from .train_cmd import DEFAULT_CONFIG
 
@@ -133,7 +154,11 @@ def run_search(args) -> int:
         spec = PlayerSpec(kind="search", base=spec)
     (player,), game = players_and_game([str(spec)], None, args.variant, args.device, search_settings(args))
     result = bench_search(player.search, args.decisions, args.plies, args.repeats, args.seed)
-    out = {"bench": "search", "player": str(spec), **result,
-           **{f"search_{k}": v for k, v in player.search.config.model_dump().items()}}
+    out = {
+        "bench": "search",
+        "player": str(spec),
+        **result,
+        **{f"search_{k}": v for k, v in player.search.config.model_dump().items()},
+    }
     emit(out, args.json, title=f"bench search: {spec}")
     return 0

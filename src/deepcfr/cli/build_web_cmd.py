@@ -14,10 +14,18 @@ def register(subparsers) -> None:
         "packages onnx and onnxruntime.",
     )
     p.add_argument("dir", metavar="DIR", help="the folder to write (new, empty, or a site built before)")
-    p.add_argument("--player", default="champion", metavar="SPEC",
-                   help="the network to play: champion (default) or a Lost Cities checkpoint PATH (its average policy, greedy)")
-    p.add_argument("--onnxruntime-web", default=None, metavar="FOLDER",
-                   help="a copy of onnxruntime-web laid out as third_party/onnxruntime-web (default: the checkout's)")
+    p.add_argument(
+        "--player",
+        default="champion",
+        metavar="SPEC",
+        help="the network to play: champion (default) or a Lost Cities checkpoint PATH (its average policy, greedy)",
+    )
+    p.add_argument(
+        "--onnxruntime-web",
+        default=None,
+        metavar="FOLDER",
+        help="a copy of onnxruntime-web laid out as third_party/onnxruntime-web (default: the checkout's)",
+    )
     p.add_argument("--force", action="store_true", help="replace DIR even if it holds something else")
     p.add_argument("--json", action="store_true", help="print exactly one JSON object (the files and sizes)")
     p.set_defaults(func=run)
@@ -33,7 +41,9 @@ def run(args) -> int:
         print(json.dumps(result))
     else:
         mb = result["total_bytes"] / 1e6
-        print(f"built {result['site']}: {len(result['files'])} files, {mb:.1f} MB; {result['player']} on "
-              f"onnxruntime-web {result['onnxruntime_web']}")
+        print(
+            f"built {result['site']}: {len(result['files'])} files, {mb:.1f} MB; {result['player']} on "
+            f"onnxruntime-web {result['onnxruntime_web']}"
+        )
         print(f"host it as static files, e.g. python -m http.server --directory {result['site']} 8000")
     return 0

@@ -16,8 +16,9 @@ def register(subparsers) -> None:
     )
     p.add_argument("checkpoint", metavar="PATH", help="the checkpoint to convert")
     p.add_argument("--out", metavar="OUT", default=None, help="where to write it (default: replace PATH)")
-    p.add_argument("--trust", action="store_true",
-                   help="confirm that you made PATH yourself: reading it may run code it holds")
+    p.add_argument(
+        "--trust", action="store_true", help="confirm that you made PATH yourself: reading it may run code it holds"
+    )
     p.set_defaults(func=run)
 
 

@@ -17,23 +17,34 @@ def register(subparsers) -> None:
     )
     p.add_argument("--checkpoint", required=True, help="checkpoint file (e.g. runs/<run>/checkpoints/latest.pt)")
     p.add_argument(
-        "--vs", default=None,
+        "--vs",
+        default=None,
         help="comma-separated opponents, player specs (bots, champion, checkpoints, search:SPEC), or 'self' "
         "(the checkpoint's own policy, sampled) (default for Lost Cities: heuristic_careful,random,discard_only; "
         "for poker: random)",
     )
     p.add_argument("--games", type=int, default=500, help="games per opponent, even (games/2 deals)")
-    p.add_argument("--policy", choices=["average", "current", "mixture"], default="average",
-                   help="average: the strategy network; current: regret matching on the advantage networks; "
-                   "mixture (Kuhn/Leduc): the exact average of the sigma_t played")
+    p.add_argument(
+        "--policy",
+        choices=["average", "current", "mixture"],
+        default="average",
+        help="average: the strategy network; current: regret matching on the advantage networks; "
+        "mixture (Kuhn/Leduc): the exact average of the sigma_t played",
+    )
     p.add_argument("--greedy", action="store_true", help="play the most probable action instead of sampling")
     p.add_argument("--seed", type=int, default=0, help="seed for the deals and sampling")
     p.add_argument("--device", default="cpu", help="torch device to play on")
-    p.add_argument("--search", action="store_true",
-                   help="also evaluate rollout search over the policy (Lost Cities; settings: --search-*)")
-    p.add_argument("--sweep", default=None, metavar="KEY=V1,V2,...",
-                   help="with --search: one search agent per value of this search setting, "
-                   "e.g. --sweep determinizations=16,32,64")
+    p.add_argument(
+        "--search",
+        action="store_true",
+        help="also evaluate rollout search over the policy (Lost Cities; settings: --search-*)",
+    )
+    p.add_argument(
+        "--sweep",
+        default=None,
+        metavar="KEY=V1,V2,...",
+        help="with --search: one search agent per value of this search setting, e.g. --sweep determinizations=16,32,64",
+    )
     add_search_options(p)
     add_value_option(p)
     add_json_flag(p)
@@ -71,9 +82,9 @@ def _sweep(text: str | None) -> list[dict]:
 def run(args) -> int:
     from pathlib import Path
 
+    from ..checkpoints import CheckpointError
     from ..evaluate.arena import play_match
     from ..players import load_player
-    from ..checkpoints import CheckpointError
     from ..train.agent import load_agent
 
     if args.games < 2 or args.games % 2:
@@ -118,8 +129,16 @@ def run(args) -> int:
 
     value_fn = value_function(args, game)
     for name in opponents:
-        result = play_match(game, policy, opponent(name), games=args.games, seed=args.seed, device=args.device,
-                            value_fn=value_fn, target_ci95=args.target_ci)
+        result = play_match(
+            game,
+            policy,
+            opponent(name),
+            games=args.games,
+            seed=args.seed,
+            device=args.device,
+            value_fn=value_fn,
+            target_ci95=args.target_ci,
+        )
         out[f"{name}_win_rate_ci95"] = result.win_rate_ci95
         out.update({f"{name}_{k}": v for k, v in result.figures().items()})  # with the farming diagnostics
     if args.sweep is not None and not args.search:
@@ -150,19 +169,26 @@ def _search_points(args, agent, game, opponent, opponents) -> list[dict]:
         for name in opponents:
             elapsed = time.perf_counter() - start
             eta = f", ETA {elapsed / done * (total - done):.0f}s" if done else ""
-            print(f"search matches {done}/{total}: {extra or 'defaults'} vs {name} next ({elapsed:.0f}s{eta})",
-                  file=sys.stderr, flush=True)
+            print(
+                f"search matches {done}/{total}: {extra or 'defaults'} vs {name} next ({elapsed:.0f}s{eta})",
+                file=sys.stderr,
+                flush=True,
+            )
             done += 1
             player = search_player(base, f"search:{args.checkpoint}", args.device, search_settings(args), extra)
             point.setdefault("settings", player.search.config.model_dump())
             result = play_match(game, player, opponent(name), games=args.games, seed=args.seed, device=args.device)
             stats = player.stats.to_dict()
             point[name] = {
-                "win_rate": result.win_rate, "win_rate_ci95": result.win_rate_ci95,
-                "mean_score_diff": result.mean_score_diff, "score_diff_ci95": result.score_diff_ci95,
+                "win_rate": result.win_rate,
+                "win_rate_ci95": result.win_rate_ci95,
+                "mean_score_diff": result.mean_score_diff,
+                "score_diff_ci95": result.score_diff_ci95,
                 "rollout_decisions_per_second": stats["rollout_decisions_per_second"],
-                "seconds_per_move": stats["seconds_per_move"], "capped_rollouts": stats["capped_rollouts"],
-                "rollouts": stats["rollouts"], "cut_off_games": result.cut_off_games,
+                "seconds_per_move": stats["seconds_per_move"],
+                "capped_rollouts": stats["capped_rollouts"],
+                "rollouts": stats["rollouts"],
+                "cut_off_games": result.cut_off_games,
             }
         points.append(point)
     return points

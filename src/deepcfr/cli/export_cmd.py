@@ -15,9 +15,13 @@ def register(subparsers) -> None:
         "packages onnx and onnxruntime (pip install 'deepcfr[onnx]').",
     )
     p.add_argument("--onnx", required=True, metavar="OUT", help="the ONNX file to write")
-    p.add_argument("--player", default="champion", metavar="SPEC",
-                   help="the player whose network to export: champion (default), a checkpoint PATH (its average "
-                        "policy; @greedy is the same network)")
+    p.add_argument(
+        "--player",
+        default="champion",
+        metavar="SPEC",
+        help="the player whose network to export: champion (default), a checkpoint PATH (its average "
+        "policy; @greedy is the same network)",
+    )
     p.add_argument("--json", action="store_true", help="print exactly one JSON object (the metadata written)")
     p.set_defaults(func=run)
 
@@ -34,7 +38,10 @@ def run(args) -> int:
     if args.json:
         print(json.dumps({"onnx": args.onnx, **meta}))
     else:
-        print(f"wrote {args.onnx}: {meta['deepcfr.player']} for {meta['deepcfr.game']} "
-              f"({meta['deepcfr.variant'] or 'custom rules'}), encoding version {meta['deepcfr.encoding_version'] or '-'}, "
-              f"{meta['deepcfr.feature_size']} features -> {meta['deepcfr.num_actions']} actions")
+        print(
+            f"wrote {args.onnx}: {meta['deepcfr.player']} for {meta['deepcfr.game']} "
+            f"({meta['deepcfr.variant'] or 'custom rules'}), "
+            f"encoding version {meta['deepcfr.encoding_version'] or '-'}, "
+            f"{meta['deepcfr.feature_size']} features -> {meta['deepcfr.num_actions']} actions"
+        )
     return 0

@@ -39,14 +39,42 @@ def run(args) -> int:
     positions, names, collect_seconds = matchup_positions(args, game)
 
     def fitted(step, steps, loss):
-        print(f"fit: step {step}/{steps}, train log loss {loss:.4f} ({time.perf_counter() - start:.0f}s)",
-              file=sys.stderr, flush=True)
+        print(
+            f"fit: step {step}/{steps}, train log loss {loss:.4f} ({time.perf_counter() - start:.0f}s)",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    net, info = fit_hand_belief(game, positions, args.hidden_size, args.num_layers, args.steps, args.batch_size,
-                                args.lr, seed=args.seed, device=args.device, on_progress=fitted)
-    trained_on = {"matchups": [f"{a} vs {b}" for a, b in names], "games_each": args.games, "keep": args.keep,
-                  "seed": args.seed, "torch_threads": torch.get_num_threads(), **info}
+    net, info = fit_hand_belief(
+        game,
+        positions,
+        args.hidden_size,
+        args.num_layers,
+        args.steps,
+        args.batch_size,
+        args.lr,
+        seed=args.seed,
+        device=args.device,
+        on_progress=fitted,
+    )
+    trained_on = {
+        "matchups": [f"{a} vs {b}" for a, b in names],
+        "games_each": args.games,
+        "keep": args.keep,
+        "seed": args.seed,
+        "torch_threads": torch.get_num_threads(),
+        **info,
+    }
     save_hand_belief(args.out, HandBelief(game, net, trained_on))
-    emit({"out": args.out, "game": game.name, **trained_on, "collect_seconds": collect_seconds,
-          "seconds": time.perf_counter() - start}, args.json, title=f"fit-belief: {args.out}")
+    emit(
+        {
+            "out": args.out,
+            "game": game.name,
+            **trained_on,
+            "collect_seconds": collect_seconds,
+            "seconds": time.perf_counter() - start,
+        },
+        args.json,
+        title=f"fit-belief: {args.out}",
+    )
     return 0

@@ -19,10 +19,14 @@ def register(subparsers) -> None:
         "`--value-fn PATH` of arena and eval uses it.",
     )
     add_fit_arguments(p, steps=16000)
-    p.add_argument("--start", default=None, metavar="FILE",
-                   help="a value function to continue fitting from (same hidden size and layers); on a game that "
-                        "names its chance kinds its state value teaches the new file's chance head (the value after "
-                        "each card a draw could bring, from one forward per draw)")
+    p.add_argument(
+        "--start",
+        default=None,
+        metavar="FILE",
+        help="a value function to continue fitting from (same hidden size and layers); on a game that "
+        "names its chance kinds its state value teaches the new file's chance head (the value after "
+        "each card a draw could bring, from one forward per draw)",
+    )
     p.add_argument("--out", required=True, help="where to write the value function")
     add_json_flag(p)
     p.set_defaults(func=run)
@@ -33,10 +37,16 @@ def add_fit_arguments(p, steps: int) -> None:
     they fit, and the network and its training."""
     p.add_argument("--game", default=None, help=game_help(DEFAULT_GAME))
     p.add_argument("--variant", default=None, help="Lost Cities rule variant (classic, mini)")
-    p.add_argument("--matchup", nargs=2, action="append", metavar=("A", "B"), default=None,
-                   help="a pair of player specs whose games are training positions (repeat it; default: the "
-                        "champion greedy against each heuristic bot and sampled against itself where the champion "
-                        "plays this game, else every pair of the game's evaluation bots)")
+    p.add_argument(
+        "--matchup",
+        nargs=2,
+        action="append",
+        metavar=("A", "B"),
+        default=None,
+        help="a pair of player specs whose games are training positions (repeat it; default: the "
+        "champion greedy against each heuristic bot and sampled against itself where the champion "
+        "plays this game, else every pair of the game's evaluation bots)",
+    )
     p.add_argument("--games", type=int, default=4000, help="games per matchup (even)")
     p.add_argument("--keep", type=float, default=0.3, help="fraction of the positions kept (they are correlated)")
     p.add_argument("--steps", type=int, default=steps, help="training steps")
@@ -64,8 +74,15 @@ def matchup_positions(args, game, teacher=None):
     def collected(done, total, seconds):
         print(f"positions: {done}/{total} games ({seconds:.0f}s)", file=sys.stderr, flush=True)
 
-    positions = collect_positions(game, [(players[a], players[b]) for a, b in names], args.games, args.seed,
-                                  args.keep, teacher=teacher, on_batch=collected)
+    positions = collect_positions(
+        game,
+        [(players[a], players[b]) for a, b in names],
+        args.games,
+        args.seed,
+        args.keep,
+        teacher=teacher,
+        on_batch=collected,
+    )
     print(f"fitting on {len(positions)} positions", file=sys.stderr, flush=True)
     return positions, names, time.perf_counter() - start
 
@@ -77,9 +94,10 @@ def default_matchups(game) -> list[tuple[str, str]]:
     bots = evaluation_opponents(game)
     champ = champion_game()
     if champ is not None and champ.config_dict() == game.config_dict() and champ.name == game.name:
-        return [("champion@greedy", bot) for bot in bots if bot not in ("random", "discard_only")] + \
-            [("champion", "champion")]
-    return [(a, b) for i, a in enumerate(bots) for b in bots[i + 1:]] or [(bots[0], bots[0])]
+        return [("champion@greedy", bot) for bot in bots if bot not in ("random", "discard_only")] + [
+            ("champion", "champion")
+        ]
+    return [(a, b) for i, a in enumerate(bots) for b in bots[i + 1 :]] or [(bots[0], bots[0])]
 
 
 def run(args) -> int:
@@ -95,14 +113,44 @@ def run(args) -> int:
     positions, names, collect_seconds = matchup_positions(args, game, teacher)
 
     def fitted(step, steps, mse):
-        print(f"fit: step {step}/{steps}, train mse {mse:.1f} ({time.perf_counter() - start:.0f}s)",
-              file=sys.stderr, flush=True)
+        print(
+            f"fit: step {step}/{steps}, train mse {mse:.1f} ({time.perf_counter() - start:.0f}s)",
+            file=sys.stderr,
+            flush=True,
+        )
 
-    net, info = fit_value(game, positions, args.hidden_size, args.num_layers, args.steps, args.batch_size,
-                          args.lr, seed=args.seed, device=args.device, start=start_value.net if start_value is not None else None, on_progress=fitted)
-    trained_on = {"matchups": [f"{a} vs {b}" for a, b in names], "games_each": args.games, "keep": args.keep,
-                  "seed": args.seed, "start": args.start, "torch_threads": torch.get_num_threads(), **info}
+    net, info = fit_value(
+        game,
+        positions,
+        args.hidden_size,
+        args.num_layers,
+        args.steps,
+        args.batch_size,
+        args.lr,
+        seed=args.seed,
+        device=args.device,
+        start=start_value.net if start_value is not None else None,
+        on_progress=fitted,
+    )
+    trained_on = {
+        "matchups": [f"{a} vs {b}" for a, b in names],
+        "games_each": args.games,
+        "keep": args.keep,
+        "seed": args.seed,
+        "start": args.start,
+        "torch_threads": torch.get_num_threads(),
+        **info,
+    }
     save_value_function(args.out, FullStateValue(game, net, trained_on))
-    emit({"out": args.out, "game": game.name, **trained_on, "collect_seconds": collect_seconds,
-          "seconds": time.perf_counter() - start}, args.json, title=f"fit-value: {args.out}")
+    emit(
+        {
+            "out": args.out,
+            "game": game.name,
+            **trained_on,
+            "collect_seconds": collect_seconds,
+            "seconds": time.perf_counter() - start,
+        },
+        args.json,
+        title=f"fit-value: {args.out}",
+    )
     return 0

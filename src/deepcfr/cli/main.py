@@ -45,8 +45,10 @@ def version_text() -> str:
     for name in game_names():
         game = make_game(name)
         encoding = getattr(getattr(game, "encoder", None), "version", None)
-        lines.append(f"  {name}: rules and observations version {game.version}"
-                     + (f", encoding version {encoding}" if encoding is not None else ""))
+        lines.append(
+            f"  {name}: rules and observations version {game.version}"
+            + (f", encoding version {encoding}" if encoding is not None else "")
+        )
     return "\n".join(lines)
 
 
@@ -62,9 +64,14 @@ class _VersionAction(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="deepcfr", description="Deep CFR and expert iteration with search for imperfect-information card games. Docs: docs/README.md.")
-    parser.add_argument("--version", action=_VersionAction,
-                        help="the package version and each game's rules and encoding versions")
+    parser = argparse.ArgumentParser(
+        prog="deepcfr",
+        description="Deep CFR and expert iteration with search for imperfect-information card games. "
+        "Docs: docs/README.md.",
+    )
+    parser.add_argument(
+        "--version", action=_VersionAction, help="the package version and each game's rules and encoding versions"
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
     for module in COMMANDS.values():

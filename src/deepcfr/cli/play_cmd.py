@@ -1,4 +1,5 @@
-"""`deepcfr play`: a person plays against any player spec (--vs; default the search over the champion) in the terminal."""
+"""`deepcfr play`: a person plays against any player spec (--vs; default the search over the
+champion) in the terminal."""
 
 from __future__ import annotations
 
@@ -14,27 +15,47 @@ def register(subparsers) -> None:
         help="play a game in the terminal against any player (default: the strongest champion player)",
         description="Play Lost Cities, Kuhn, Leduc or Liar's Dice against a player named by a spec (--vs SPEC: a bot, "
         "champion, a checkpoint PATH, PATH@greedy, search:SPEC, ...; default: the strongest champion player its "
-        "card measured: the network alone, champion@greedy, unless the search over it beat it head to head). Type the number of a move; ? shows the agent's "
+        "card measured: the network alone, champion@greedy, unless the search over it beat it head to head). "
+        "Type the number of a move; ? shows the agent's "
         "action probabilities, h help, q quits. Ctrl-C or end of input leave cleanly.",
     )
-    p.add_argument("--vs", default=None, metavar="SPEC",
-                   help=f"the opponent, a player spec (default: the strongest champion player, today champion@greedy; e.g. heuristic_careful, "
-                   "champion@greedy, runs/x/checkpoints/latest.pt, search:heuristic_balanced)")
-    p.add_argument("--checkpoint", default=None,
-                   help="a checkpoint to play against: the same as --vs PATH (with --policy / --greedy / --search)")
+    p.add_argument(
+        "--vs",
+        default=None,
+        metavar="SPEC",
+        help="the opponent, a player spec (default: the strongest champion player, today champion@greedy; "
+        "e.g. heuristic_careful, "
+        "champion@greedy, runs/x/checkpoints/latest.pt, search:heuristic_balanced)",
+    )
+    p.add_argument(
+        "--checkpoint",
+        default=None,
+        help="a checkpoint to play against: the same as --vs PATH (with --policy / --greedy / --search)",
+    )
     p.add_argument("--game", default=None, help=game_help(DEFAULT_GAME, "game for a bot opponent"))
-    p.add_argument("--variant", default=None, help="rule variant for a bot opponent, of a game that has them (Lost Cities: classic, mini)")
+    p.add_argument(
+        "--variant",
+        default=None,
+        help="rule variant for a bot opponent, of a game that has them (Lost Cities: classic, mini)",
+    )
     p.add_argument("--seat", type=int, choices=(0, 1), default=0, help="your seat (0 moves first)")
     p.add_argument("--seed", type=int, default=None, help="deal seed (default: a random one, printed)")
-    p.add_argument("--policy", default=None, choices=("average", "current"),
-                   help="with --checkpoint: which of the agent's policies plays (PATH@current)")
+    p.add_argument(
+        "--policy",
+        default=None,
+        choices=("average", "current"),
+        help="with --checkpoint: which of the agent's policies plays (PATH@current)",
+    )
     p.add_argument("--greedy", action="store_true", help="with --checkpoint: the most probable action (PATH@greedy)")
     p.add_argument("--show-probs", action="store_true", help="show the agent's probabilities after each of its moves")
     p.add_argument("--record", default=None, metavar="FILE", help="append the game to FILE (JSON lines)")
     p.add_argument("--plain", action="store_true", help="plain text: no colours or styles")
-    p.add_argument("--search", action="store_true",
-                   help="the opponent searches each move (search:SPEC): determinized rollouts (settings: "
-                   "--search-*); ? then shows the moves it weighed with their values and 95%% confidence intervals")
+    p.add_argument(
+        "--search",
+        action="store_true",
+        help="the opponent searches each move (search:SPEC): determinized rollouts (settings: "
+        "--search-*); ? then shows the moves it weighed with their values and 95%% confidence intervals",
+    )
     add_search_options(p)
     p.set_defaults(func=run)
 
@@ -44,8 +65,9 @@ def opponent_spec(args) -> str:
     if args.checkpoint and args.vs:
         raise ValueError("give either --checkpoint PATH or --vs SPEC, not both (--checkpoint PATH is --vs PATH)")
     if args.checkpoint is None and (args.policy is not None or args.greedy):
-        raise ValueError("--policy and --greedy go with --checkpoint; with --vs write them into the spec "
-                         "(PATH@current, PATH@greedy)")
+        raise ValueError(
+            "--policy and --greedy go with --checkpoint; with --vs write them into the spec (PATH@current, PATH@greedy)"
+        )
     if args.checkpoint is not None:
         options = ([args.policy] if args.policy not in (None, "average") else []) + (["greedy"] if args.greedy else [])
         spec = args.checkpoint + (f"@{','.join(options)}" if options else "")
@@ -88,6 +110,15 @@ def run(args) -> int:
 
     seed = args.seed if args.seed is not None else secrets.randbelow(2**31)
     game, opponent = build_opponent(args, seed)
-    outcome = play_game(make_view(game), opponent, args.seat, seed, sys.stdin, sys.stdout, plain=args.plain,
-                        show_probs=args.show_probs, record=args.record)
+    outcome = play_game(
+        make_view(game),
+        opponent,
+        args.seat,
+        seed,
+        sys.stdin,
+        sys.stdout,
+        plain=args.plain,
+        show_probs=args.show_probs,
+        record=args.record,
+    )
     return outcome.exit_code

@@ -16,8 +16,11 @@ def register(subparsers) -> None:
     )
     p.add_argument("file", metavar="FILE", help="record file (JSON lines, one game per line)")
     p.add_argument("--game", type=int, default=1, metavar="K", help="which game of the file (1 = first; default 1)")
-    p.add_argument("--variant", default=None,
-                   help="require games recorded under this rule variant of their game (Lost Cities: classic, mini)")
+    p.add_argument(
+        "--variant",
+        default=None,
+        help="require games recorded under this rule variant of their game (Lost Cities: classic, mini)",
+    )
     p.add_argument("--all", action="store_true", help="print the whole game without waiting for Enter")
     p.add_argument("--list", action="store_true", help="list the games in the file and exit")
     p.add_argument("--plain", action="store_true", help="plain text: no colours or styles")
@@ -39,10 +42,17 @@ def run(args) -> int:
     if args.list:
         for k, r in enumerate(records, start=1):
             res = r.result
-            outcome = ("unfinished" if not res.get("finished", True)
-                       else f"scores {res['scores']}" if "scores" in res else f"returns {res.get('returns')}")
-            print(f"{k:>5}  line {r.line}: {r.game}, {r.players[0]} vs {r.players[1]}, seed {r.seed}, "
-                  f"{len(r.actions)} decisions, {outcome}")
+            outcome = (
+                "unfinished"
+                if not res.get("finished", True)
+                else f"scores {res['scores']}"
+                if "scores" in res
+                else f"returns {res.get('returns')}"
+            )
+            print(
+                f"{k:>5}  line {r.line}: {r.game}, {r.players[0]} vs {r.players[1]}, seed {r.seed}, "
+                f"{len(r.actions)} decisions, {outcome}"
+            )
         return 0
     if not 1 <= args.game <= len(records):
         raise ValueError(f"--game {args.game}: the file holds games 1 to {len(records)}")

@@ -16,17 +16,34 @@ def register(subparsers) -> None:
         "reports of the runs under --runs (also while they train). It listens on localhost unless --host says "
         "otherwise.",
     )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1: this machine only; "
-                   "0.0.0.0 for the whole network)")
+    p.add_argument(
+        "--host",
+        default="127.0.0.1",
+        help="address to listen on (default 127.0.0.1: this machine only; 0.0.0.0 for the whole network)",
+    )
     p.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
-    p.add_argument("--checkpoint", nargs="*", default=[], metavar="CK",
-                   help="checkpoints offered as players (files under --runs are offered too)")
+    p.add_argument(
+        "--checkpoint",
+        nargs="*",
+        default=[],
+        metavar="CK",
+        help="checkpoints offered as players (files under --runs are offered too)",
+    )
     p.add_argument("--runs", default="runs", help="directory of run directories (default runs/)")
-    p.add_argument("--replays", default=None, metavar="DIR",
-                   help="directory of recorded games (.jsonl) for the Replays tab (default: the --runs directory)")
-    p.add_argument("--allow-host", nargs="*", default=[], metavar="NAME",
-                   help="more host names the page may be opened under (the Host header; besides localhost, the "
-                   "--host address and, with --host 0.0.0.0, this machine's names and addresses)")
+    p.add_argument(
+        "--replays",
+        default=None,
+        metavar="DIR",
+        help="directory of recorded games (.jsonl) for the Replays tab (default: the --runs directory)",
+    )
+    p.add_argument(
+        "--allow-host",
+        nargs="*",
+        default=[],
+        metavar="NAME",
+        help="more host names the page may be opened under (the Host header; besides localhost, the "
+        "--host address and, with --host 0.0.0.0, this machine's names and addresses)",
+    )
     p.add_argument("--device", default="cpu", help="torch device for the agents' networks")
     p.set_defaults(func=run)
 
@@ -49,11 +66,10 @@ def allowed_hosts(host: str, extra) -> list[str]:
 
 def run(args) -> int:
     import socket
+    import threading
     from pathlib import Path
 
     import uvicorn
-
-    import threading
 
     from ..serve import ServeSettings, create_app
     from ..serve.app import warm_players
@@ -64,10 +80,19 @@ def run(args) -> int:
     if not 0 <= args.port <= 65535:
         raise ValueError(f"--port must be between 0 and 65535, got {args.port}")
     if args.replays is not None and Path(args.replays).exists() and not Path(args.replays).is_dir():
-        raise ValueError(f"--replays takes a directory of .jsonl record files, not the file {args.replays}: give "
-                         f"its directory ({Path(args.replays).parent or '.'})")
-    app = create_app(ServeSettings(checkpoints=list(args.checkpoint), runs=args.runs, replays=args.replays,
-                                   device=args.device, allowed_hosts=allowed_hosts(args.host, args.allow_host)))
+        raise ValueError(
+            f"--replays takes a directory of .jsonl record files, not the file {args.replays}: give "
+            f"its directory ({Path(args.replays).parent or '.'})"
+        )
+    app = create_app(
+        ServeSettings(
+            checkpoints=list(args.checkpoint),
+            runs=args.runs,
+            replays=args.replays,
+            device=args.device,
+            allowed_hosts=allowed_hosts(args.host, args.allow_host),
+        )
+    )
     sock = socket.socket(socket.AF_INET6 if ":" in args.host else socket.AF_INET)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     try:
@@ -79,8 +104,11 @@ def run(args) -> int:
     shown = f"[{args.host}]" if ":" in args.host else args.host
     print(f"deepcfr serve: open http://{shown}:{port}/  (runs: {args.runs}; Ctrl-C stops)", flush=True)
     if args.host not in LOCAL_HOSTS:
-        print(f"deepcfr serve: listening on {args.host}: anyone who can reach this machine can open the page",
-              file=sys.stderr, flush=True)
+        print(
+            f"deepcfr serve: listening on {args.host}: anyone who can reach this machine can open the page",
+            file=sys.stderr,
+            flush=True,
+        )
     threading.Thread(target=warm_players, args=(app,), name="deepcfr-warm-players", daemon=True).start()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning", server_header=False))
     server.run(sockets=[sock])

@@ -20,22 +20,40 @@ def register(subparsers) -> None:
         help="train Deep CFR from a config (default: Lost Cities on CPU)",
         description="Train Deep CFR. Without --config, trains Lost Cities with the shipped "
         "lost_cities/cpu.yaml (shipped configs: kuhn/default.yaml, leduc/default.yaml, liars_dice/default.yaml, "
-        "lost_cities/{cpu,from_champion,default,default_server,smoke}.yaml; or give a file path; --options lists every option). A run directory keeps the "
-        "resolved config, metrics.jsonl, TensorBoard events, train.log and checkpoints; a killed run continues with --resume.",
+        "lost_cities/{cpu,from_champion,default,default_server,smoke}.yaml; or give a file path; --options lists "
+        "every option). A run directory keeps the resolved config, metrics.jsonl, TensorBoard events, train.log "
+        "and checkpoints; a killed run continues with --resume.",
     )
-    p.add_argument("--config", default=None, help="YAML config file or shipped config name, e.g. kuhn/default.yaml (default: lost_cities/cpu.yaml)")
     p.add_argument(
-        "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+        "--config",
+        default=None,
+        help="YAML config file or shipped config name, e.g. kuhn/default.yaml (default: lost_cities/cpu.yaml)",
+    )
+    p.add_argument(
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
         help="override a config field, e.g. --set traversal.epsilon=0.5 (repeatable)",
     )
     p.add_argument("--run-dir", default=None, help="run directory (default: runs/<game>-<timestamp>)")
-    p.add_argument("--resume", default=None, metavar="RUN_DIR", help="resume the run in RUN_DIR from its latest checkpoint")
+    p.add_argument(
+        "--resume", default=None, metavar="RUN_DIR", help="resume the run in RUN_DIR from its latest checkpoint"
+    )
     p.add_argument("--iterations", type=int, default=None, help="total CFR iterations (same as --set run.iterations=N)")
-    p.add_argument("--init", default=None, metavar="SPEC",
-                   help="start from a policy (same as --set init.spec=SPEC): champion, a checkpoint path, PATH@current, "
-                   "a bot (random: the uniform policy); it counts as init.weight iterations in the average strategy")
-    p.add_argument("--options", action="store_true",
-                   help="list every config option (section.key) with its default and description, then exit")
+    p.add_argument(
+        "--init",
+        default=None,
+        metavar="SPEC",
+        help="start from a policy (same as --set init.spec=SPEC): champion, a checkpoint path, PATH@current, "
+        "a bot (random: the uniform policy); it counts as init.weight iterations in the average strategy",
+    )
+    p.add_argument(
+        "--options",
+        action="store_true",
+        help="list every config option (section.key) with its default and description, then exit",
+    )
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -65,8 +83,10 @@ def _summary_metrics(metrics: dict) -> dict:
     """The figures worth a final line: losses, evaluation results, timings."""
     keep = {}
     for k, v in metrics.items():
-        if isinstance(v, (int, float)) and not isinstance(v, bool) and (
-            "win_rate" in k or "score_diff" in k or "exploitability" in k or "loss" in k or k.startswith("time/")
+        if (
+            isinstance(v, (int, float))
+            and not isinstance(v, bool)
+            and ("win_rate" in k or "score_diff" in k or "exploitability" in k or "loss" in k or k.startswith("time/"))
         ):
             keep[k] = v
     return keep
@@ -86,8 +106,16 @@ class TrainingProgress:
 
     BAR = 24
 
-    def __init__(self, config, out, clock=time.perf_counter, *, unit: str = "iteration", target: int | None = None,
-                 eval_games: int | None = None):
+    def __init__(
+        self,
+        config,
+        out,
+        clock=time.perf_counter,
+        *,
+        unit: str = "iteration",
+        target: int | None = None,
+        eval_games: int | None = None,
+    ):
         # unit "round" serves `deepcfr improve` (target improve.rounds, records with time/round_seconds)
         self.budget = config.run.time_budget_seconds
         self.unit = unit
@@ -118,8 +146,10 @@ class TrainingProgress:
                 eta, by = max(self.budget - elapsed, 0.0), "time budget"
         filled = min(self.BAR, int(round(self.BAR * min(fraction, 1.0))))
         budget = f" of {_duration(self.budget)}" if self.budget is not None else ""
-        return (f"progress [{'#' * filled}{'.' * (self.BAR - filled)}] {_duration(elapsed)}{budget}, {self.unit} "
-                f"{iteration}/{self.target}, {per_iteration:.1f}s per {self.unit}, ETA {_duration(eta)} ({by})")
+        return (
+            f"progress [{'#' * filled}{'.' * (self.BAR - filled)}] {_duration(elapsed)}{budget}, {self.unit} "
+            f"{iteration}/{self.target}, {per_iteration:.1f}s per {self.unit}, ETA {_duration(eta)} ({by})"
+        )
 
     def evaluation_lines(self, record: dict) -> list[str]:
         from ..report.metrics import MetricsLog
@@ -153,14 +183,17 @@ def next_steps(game, checkpoint: str, run_dir: str) -> list[str]:
     """What to do with a finished run's checkpoint of ``game`` (the batched game)."""
     from ..serve.present import web_table_plays
 
-    lines = [f"checkpoint: {checkpoint}",
-             f"  play it in the terminal: deepcfr play --checkpoint {checkpoint}"]
+    lines = [f"checkpoint: {checkpoint}", f"  play it in the terminal: deepcfr play --checkpoint {checkpoint}"]
     if web_table_plays(game):
-        lines.append(f"  play it in a browser:    deepcfr serve --checkpoint {checkpoint}   (then open http://127.0.0.1:8000/)")
+        lines.append(
+            f"  play it in a browser:    deepcfr serve --checkpoint {checkpoint}   (then open http://127.0.0.1:8000/)"
+        )
     # eval's default opponents are the game's own (games.bots.evaluation_opponents)
     lines.append(f"  evaluate it:             deepcfr eval --checkpoint {checkpoint} --games 2000")
-    lines += [f"  report with plots:       deepcfr report {run_dir}",
-              f"  TensorBoard:             tensorboard --logdir {run_dir}"]
+    lines += [
+        f"  report with plots:       deepcfr report {run_dir}",
+        f"  TensorBoard:             tensorboard --logdir {run_dir}",
+    ]
     return lines
 
 
@@ -245,8 +278,11 @@ def run(args) -> int:
         # the search, hence expert iteration, is for the games whose tree cannot be enumerated (Lost Cities)
         if has_capability(game, "determinize") and not has_capability(game, "chance_deals"):
             init = trainer.config.init
-            print("\n".join(what_comes_next(summary["checkpoint"], init.spec, init.kl_temperature > 0)), file=out,
-                  flush=True)
+            print(
+                "\n".join(what_comes_next(summary["checkpoint"], init.spec, init.kl_temperature > 0)),
+                file=out,
+                flush=True,
+            )
     return 0
 
 
@@ -281,8 +317,9 @@ def start_policy(spec: str, config):
     if hasattr(player, "bot"):
         if player.bot.name == "random":
             return StartPolicy(UniformPolicy(), spec)
-        return StartPolicy(BotPolicy(player.bot, torch.Generator().manual_seed(int(config.run.seed))), spec,
-                           bot=player.bot.name)
+        return StartPolicy(
+            BotPolicy(player.bot, torch.Generator().manual_seed(int(config.run.seed))), spec, bot=player.bot.name
+        )
     if not hasattr(player, "policy"):
         raise ConfigError(f"{where}: the player has no policy to start from")
     if player.greedy:
@@ -301,45 +338,62 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
     from ..players.champion import CARD_FILE, CHAMPION_FILE, champion_card
 
     if start is None:
-        lines = ["", "what this network is: the Deep CFR average policy of a cold start (a blueprint). On classic rules it",
-                 "  loses to heuristic_balanced (docs/log/results.md, \"Lost Cities\"). make train (lost_cities/cpu.yaml)",
-                 "  starts from heuristic_balanced instead, its sigma_t regularised toward it: deepcfr train",
-                 "  Deep CFR from the champion: deepcfr train --config lost_cities/from_champion.yaml"]
+        lines = [
+            "",
+            "what this network is: the Deep CFR average policy of a cold start (a blueprint). On classic rules it",
+            '  loses to heuristic_balanced (docs/log/results.md, "Lost Cities"). make train (lost_cities/cpu.yaml)',
+            "  starts from heuristic_balanced instead, its sigma_t regularised toward it: deepcfr train",
+            "  Deep CFR from the champion: deepcfr train --config lost_cities/from_champion.yaml",
+        ]
     else:
         # a regularised run's sigma_t is its strongest player; regret matching's plays far weaker
         player = f"{checkpoint}@current,greedy" if regularized else f"{checkpoint}@greedy"
         from_champion = start.split("@")[0] == "champion"
         if from_champion and regularized:
-            measured = ["Its sigma_t is regularised toward the champion (lost_cities/from_champion.yaml): its current",
-                        "  policy played greedily is its strongest player",
-                        "  (docs/log/experiments.md, \"sigma_t regularised toward the champion\")"]
+            measured = [
+                "Its sigma_t is regularised toward the champion (lost_cities/from_champion.yaml): its current",
+                "  policy played greedily is its strongest player",
+                '  (docs/log/experiments.md, "sigma_t regularised toward the champion")',
+            ]
         elif from_champion:
-            measured = ["With regret matching from the champion the run relearns the regrets: the average played",
-                        "  greedily is its strongest player, its sigma_t plays far weaker",
-                        "  (docs/log/experiments.md, \"Deep CFR from the champion at the full budget\")"]
+            measured = [
+                "With regret matching from the champion the run relearns the regrets: the average played",
+                "  greedily is its strongest player, its sigma_t plays far weaker",
+                '  (docs/log/experiments.md, "Deep CFR from the champion at the full budget")',
+            ]
         elif regularized:
-            measured = ["Its sigma_t is regularised toward the bot itself (make train's lost_cities/cpu.yaml): its",
-                        "  current policy played greedily is its strongest player",
-                        "  (docs/log/results.md, \"`make train` from `heuristic_balanced`\")"]
+            measured = [
+                "Its sigma_t is regularised toward the bot itself (make train's lost_cities/cpu.yaml): its",
+                "  current policy played greedily is its strongest player",
+                '  (docs/log/results.md, "`make train` from `heuristic_balanced`")',
+            ]
         else:
-            measured = ["Regret matching from a policy relearns its regrets: its sigma_t starts below the start",
-                        "  (docs/log/experiments.md, \"Deep CFR from the champion\")"]
+            measured = [
+                "Regret matching from a policy relearns its regrets: its sigma_t starts below the start",
+                '  (docs/log/experiments.md, "Deep CFR from the champion")',
+            ]
         opponent = "champion@greedy" if from_champion else start
-        lines = ["", f"what this network is: Deep CFR started from {start}.",
-                 *measured[:-1], measured[-1] + ": measure yours with",
-                 f"  deepcfr arena --a {player} --b {opponent} --games 2000 --value-fn auto",
-                 f"  deepcfr exploit --game lost_cities --target {player}"]
+        lines = [
+            "",
+            f"what this network is: Deep CFR started from {start}.",
+            *measured[:-1],
+            measured[-1] + ": measure yours with",
+            f"  deepcfr arena --a {player} --b {opponent} --games 2000 --value-fn auto",
+            f"  deepcfr exploit --game lost_cities --target {player}",
+        ]
     if CHAMPION_FILE.is_file() and CARD_FILE.is_file():
-        lines += [f"the strongest agent ships with the package ({champion_card()['summary']}):",
-                  "  play it:                 deepcfr play            (the search over it; --vs champion@greedy: the network alone)",
-                  "  in a browser:            deepcfr serve",
-                  "  measure it:              deepcfr arena --a champion@greedy --b heuristic_balanced --games 2000"]
-    lines += ["grow one yourself (the champion's recipe, docs/expert_iteration.md: one round with a bot teacher,",
-              "  then rounds with the growing teacher):",
-              f"  deepcfr improve --checkpoint {checkpoint} --config lost_cities/improve.yaml --run-dir runs/improve",
-              "  deepcfr improve --checkpoint runs/improve/checkpoints/latest.pt --config lost_cities/grow.yaml",
-              "or go on from the champion:  deepcfr improve --checkpoint champion --config lost_cities/grow.yaml"]
+        lines += [
+            f"the strongest agent ships with the package ({champion_card()['summary']}):",
+            "  play it:                 deepcfr play            "
+            "(the search over it; --vs champion@greedy: the network alone)",
+            "  in a browser:            deepcfr serve",
+            "  measure it:              deepcfr arena --a champion@greedy --b heuristic_balanced --games 2000",
+        ]
+    lines += [
+        "grow one yourself (the champion's recipe, docs/expert_iteration.md: one round with a bot teacher,",
+        "  then rounds with the growing teacher):",
+        f"  deepcfr improve --checkpoint {checkpoint} --config lost_cities/improve.yaml --run-dir runs/improve",
+        "  deepcfr improve --checkpoint runs/improve/checkpoints/latest.pt --config lost_cities/grow.yaml",
+        "or go on from the champion:  deepcfr improve --checkpoint champion --config lost_cities/grow.yaml",
+    ]
     return lines
-
-
-

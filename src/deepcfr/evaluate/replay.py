@@ -19,17 +19,26 @@ state and every action that passes through ``step``; :func:`record_games` writes
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import Any
 
 import torch
 
 from ..games.base import IllegalActionError, capability, clone_state, has_capability
 
 FORMAT_VERSION = 1
-REQUIRED_FIELDS = {"format": int, "game": str, "game_config": dict, "seed": (int, type(None)),
-                   "deal": list, "actions": list, "players": list, "result": dict}
+REQUIRED_FIELDS = {
+    "format": int,
+    "game": str,
+    "game_config": dict,
+    "seed": (int, type(None)),
+    "deal": list,
+    "actions": list,
+    "players": list,
+    "result": dict,
+}
 
 
 class ReplayError(ValueError):
@@ -50,8 +59,13 @@ class GameRecord:
     line: int | None = None  # line number in the file it was read from
 
     def to_dict(self) -> dict:
-        out = {"format": FORMAT_VERSION, "game": self.game, "game_version": self.game_version,
-               "game_config": self.game_config, "seed": self.seed}
+        out = {
+            "format": FORMAT_VERSION,
+            "game": self.game,
+            "game_version": self.game_version,
+            "game_config": self.game_config,
+            "seed": self.seed,
+        }
         if self.index is not None:
             out["index"] = self.index
         out.update(deal=self.deal, actions=self.actions, players=self.players, result=self.result)
@@ -128,21 +142,43 @@ def append_records(path: str | Path, records: Iterable[GameRecord | dict]) -> in
     return n
 
 
-def make_record(name: str, game_config: dict, deal: Sequence[int], actions: Sequence[int], players: Sequence[str],
-                seed: int | None, ref=None, index: int | None = None) -> GameRecord:
+def make_record(
+    name: str,
+    game_config: dict,
+    deal: Sequence[int],
+    actions: Sequence[int],
+    players: Sequence[str],
+    seed: int | None,
+    ref=None,
+    index: int | None = None,
+) -> GameRecord:
     """A record of one game; ``ref`` (the engine after the actions) gives the result, else the
     game is replayed to compute it."""
     if ref is None:
         ref = new_reference(name, game_config, deal)
         for a in actions:
             ref.apply(int(a))
-    return GameRecord(game=name, game_config=dict(game_config), game_version=game_version(name),
-                      seed=seed, deal=[int(c) for c in deal], actions=[int(a) for a in actions],
-                      players=[str(p) for p in players], result=game_result(name, ref), index=index)
+    return GameRecord(
+        game=name,
+        game_config=dict(game_config),
+        game_version=game_version(name),
+        seed=seed,
+        deal=[int(c) for c in deal],
+        actions=[int(a) for a in actions],
+        players=[str(p) for p in players],
+        result=game_result(name, ref),
+        index=index,
+    )
 
 
-def record_games(path: str | Path, game, initial_state, actions: Sequence[torch.Tensor] | torch.Tensor,
-                 players: Sequence[Sequence[str]], seed: int | None = None) -> int:
+def record_games(
+    path: str | Path,
+    game,
+    initial_state,
+    actions: Sequence[torch.Tensor] | torch.Tensor,
+    players: Sequence[Sequence[str]],
+    seed: int | None = None,
+) -> int:
     """Write the games of a batched run as JSON lines (appending); returns the number written.
 
     ``initial_state``: the batched state before the first step (its deals are recorded);
@@ -152,7 +188,11 @@ def record_games(path: str | Path, game, initial_state, actions: Sequence[torch.
     """
     deals = state_deals(game, initial_state).cpu()
     n = deals.shape[0]
-    log = torch.stack([torch.as_tensor(a).cpu().long() for a in actions]) if len(actions) else torch.zeros(0, n, dtype=torch.long)
+    log = (
+        torch.stack([torch.as_tensor(a).cpu().long() for a in actions])
+        if len(actions)
+        else torch.zeros(0, n, dtype=torch.long)
+    )
     if log.dim() != 2 or log.shape[1] != n:
         raise ValueError(f"actions must be [steps, {n}] for {n} games, got {tuple(log.shape)}")
     if len(players) != n:
@@ -216,8 +256,11 @@ def arena_players(games: int, name_a: str, name_b: str) -> list[list[str]]:
 # Reading ------------------------------------------------------------------------------------------
 def _config_differences(expected: dict, actual: dict) -> list[str]:
     keys = sorted(set(expected) | set(actual))
-    return [f"{k} {actual.get(k, '(absent)')!r} (expected {expected.get(k, '(absent)')!r})"
-            for k in keys if expected.get(k) != actual.get(k)]
+    return [
+        f"{k} {actual.get(k, '(absent)')!r} (expected {expected.get(k, '(absent)')!r})"
+        for k in keys
+        if expected.get(k) != actual.get(k)
+    ]
 
 
 def parse_record(text: str, where: str) -> GameRecord:
@@ -234,16 +277,25 @@ def parse_record(text: str, where: str) -> GameRecord:
         if not isinstance(data[key], types) or isinstance(data[key], bool):
             raise ReplayError(f"{where}: field {key!r} has the wrong type ({type(data[key]).__name__})")
     if data["format"] != FORMAT_VERSION:
-        raise ReplayError(f"{where}: record format {data['format']} is not supported (this version reads format "
-                          f"{FORMAT_VERSION})")
+        raise ReplayError(
+            f"{where}: record format {data['format']} is not supported (this version reads format {FORMAT_VERSION})"
+        )
     for key in ("deal", "actions"):
         if not all(isinstance(x, int) and not isinstance(x, bool) for x in data[key]):
             raise ReplayError(f"{where}: field {key!r} must be a list of integers")
     if len(data["players"]) != 2:
         raise ReplayError(f"{where}: field 'players' must name 2 seats, got {len(data['players'])}")
-    return GameRecord(game=data["game"], game_config=data["game_config"], game_version=data.get("game_version"),
-                      seed=data["seed"], deal=data["deal"], actions=data["actions"],
-                      players=[str(p) for p in data["players"]], result=data["result"], index=data.get("index"))
+    return GameRecord(
+        game=data["game"],
+        game_config=data["game_config"],
+        game_version=data.get("game_version"),
+        seed=data["seed"],
+        deal=data["deal"],
+        actions=data["actions"],
+        players=[str(p) for p in data["players"]],
+        result=data["result"],
+        index=data.get("index"),
+    )
 
 
 def replay_record(record: GameRecord, where: str = "record"):
@@ -255,8 +307,10 @@ def replay_record(record: GameRecord, where: str = "record"):
         raise ReplayError(f"{where}: unknown game {record.game!r}; valid games: {', '.join(game_names())}")
     current = game_version(record.game)
     if record.game_version is not None and record.game_version != current:
-        raise ReplayError(f"{where}: recorded with {record.game} rules version {record.game_version}, but this "
-                          f"build implements version {current}; the game cannot be replayed")
+        raise ReplayError(
+            f"{where}: recorded with {record.game} rules version {record.game_version}, but this "
+            f"build implements version {current}; the game cannot be replayed"
+        )
     try:
         game = game_of_record(record.game, record.game_config)
     except ValueError as e:
@@ -264,8 +318,10 @@ def replay_record(record: GameRecord, where: str = "record"):
         raise ReplayError(f"{where}: game_config is not a rule set this build knows ({'; '.join(first[:3])})") from None
     rules = capability(game, "rules") if has_capability(game, "rules") else None
     if rules is not None and len(record.deal) != rules.deck_size:
-        raise ReplayError(f"{where}: the deal has {len(record.deal)} cards but these rules have a "
-                          f"{rules.deck_size}-card deck (recorded under another rule set?)")
+        raise ReplayError(
+            f"{where}: the deal has {len(record.deal)} cards but these rules have a "
+            f"{rules.deck_size}-card deck (recorded under another rule set?)"
+        )
     try:
         ref = new_reference(record.game, record.game_config, record.deal)
     except ValueError as e:
@@ -278,13 +334,15 @@ def replay_record(record: GameRecord, where: str = "record"):
     replayed = game_result(record.game, ref)
     for key in ("finished", "returns", "scores"):
         if key in record.result and record.result[key] != replayed.get(key):
-            raise ReplayError(f"{where}: recorded result {key}={record.result[key]!r} but the replay gives "
-                              f"{replayed.get(key)!r}")
+            raise ReplayError(
+                f"{where}: recorded result {key}={record.result[key]!r} but the replay gives {replayed.get(key)!r}"
+            )
     return ref
 
 
-def read_records(path: str | Path, game: str | None = None, game_config: dict | None = None,
-                 validate: bool = True) -> list[GameRecord]:
+def read_records(
+    path: str | Path, game: str | None = None, game_config: dict | None = None, validate: bool = True
+) -> list[GameRecord]:
     """Read and (by default) validate every game in a record file.
 
     ``game`` / ``game_config``: when given, every record must be of that game with exactly

@@ -14,7 +14,8 @@ R becomes ``Y = R - sum of corrections``, one per step where something random ha
 
 Each correction has mean zero given everything before it, so E[Y] = E[R] whatever ``u``'s error;
 only the variance changes; each kind of correction is weighted by a cross-fitted control-variate
-coefficient (``cross_fitted``), so that a value function too noisy to help is shrunk away. Terminal states are valued by their actual scores, never by ``u``.
+coefficient (``cross_fitted``), so that a value function too noisy to help is shrunk away.
+Terminal states are valued by their actual scores, never by ``u``.
 
 The values after chance come from one of two places. A value function with ``chance_values(state)
 -> [n, kinds]`` (seat 0's frame; for a game with the ``chance_kinds`` capability) gives, from one
@@ -30,7 +31,7 @@ module knows no networks: ``value_fn`` is any callable of a batch of states.
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -78,15 +79,17 @@ def score_difference(game, state) -> torch.Tensor:
     return scores[:, 0] - scores[:, 1]
 
 
-def match_luck(game, value_fn: ValueFn | None, games: int, device: torch.device, chance_samples: int | None,
-               seed: int) -> "LuckCorrection | None":
+def match_luck(
+    game, value_fn: ValueFn | None, games: int, device: torch.device, chance_samples: int | None, seed: int
+) -> LuckCorrection | None:
     """The luck corrections of a lockstep match of ``games`` games (None without a value
     function), drawing its chance samples from its own stream (``seed + 2``: the deals use
     ``seed``, the players' moves ``seed + 1``)."""
     if value_fn is None:
         return None
-    return LuckCorrection(game, value_fn, games, device, chance_samples,
-                          torch.Generator(device=device).manual_seed(seed + 2))
+    return LuckCorrection(
+        game, value_fn, games, device, chance_samples, torch.Generator(device=device).manual_seed(seed + 2)
+    )
 
 
 class LuckCorrection:
@@ -94,18 +97,30 @@ class LuckCorrection:
     call ``before_step`` with each step's state and actions (and the probabilities of the rows
     whose movers sampled from known probabilities), then ``after_step`` with the stepped state."""
 
-    def __init__(self, game, value_fn: ValueFn, games: int, device: torch.device,
-                 chance_samples: int | None = None, generator: torch.Generator | None = None):
+    def __init__(
+        self,
+        game,
+        value_fn: ValueFn,
+        games: int,
+        device: torch.device,
+        chance_samples: int | None = None,
+        generator: torch.Generator | None = None,
+    ):
         self.game = game
         self.value_fn = value_fn
         self.chance_samples = chance_samples
         self.generator = generator
         self.chance = capability(game, "chance_outcomes") if has_capability(game, "chance_outcomes") else None
         # the values after every kind of outcome from one evaluation, where both sides offer it
-        self.kinds = capability(game, "chance_kinds") if (
-            self.chance is not None and getattr(value_fn, "chance_values", None) is not None
-            and has_capability(game, "chance_kinds")) \
+        self.kinds = (
+            capability(game, "chance_kinds")
+            if (
+                self.chance is not None
+                and getattr(value_fn, "chance_values", None) is not None
+                and has_capability(game, "chance_kinds")
+            )
             else None
+        )
         self.chance_total = torch.zeros(games, dtype=torch.float64, device=device)
         self.decision_total = torch.zeros(games, dtype=torch.float64, device=device)
         self.seconds = 0.0
@@ -162,8 +177,14 @@ class LuckCorrection:
             q[fixed] = self.values(self.game.step(index_state(state, fixed), actions[fixed]))
         return q
 
-    def before_step(self, state, actions: torch.Tensor, live: torch.Tensor,
-                    probs: torch.Tensor | None = None, known: torch.Tensor | None = None) -> None:
+    def before_step(
+        self,
+        state,
+        actions: torch.Tensor,
+        live: torch.Tensor,
+        probs: torch.Tensor | None = None,
+        known: torch.Tensor | None = None,
+    ) -> None:
         """Note this step's corrections: ``actions [n]`` to be applied to ``state``, ``live [n]``
         the rows still playing; ``probs [n, A]`` the distributions the movers of the ``known [n]``
         rows sampled their actions from."""

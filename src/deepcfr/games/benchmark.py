@@ -138,13 +138,23 @@ class _ReferenceRun:
         self.cpu += time.process_time() - cpu_start
 
     def result(self) -> dict:
-        return {"reference_decisions_per_second": self.decisions / self.wall,
-                "reference_decisions_per_cpu_second": self.decisions / max(self.cpu, 1e-9),
-                "reference_games": self.games}
+        return {
+            "reference_decisions_per_second": self.decisions / self.wall,
+            "reference_decisions_per_cpu_second": self.decisions / max(self.cpu, 1e-9),
+            "reference_games": self.games,
+        }
 
 
-def bench_engine(game_name: str = "lost_cities", batch: int = 4096, seconds: float = 3.0, threads: int = 1,
-                 seed: int = 0, reference_seconds: float | None = None, rounds: int = 6, **params: Any) -> dict:
+def bench_engine(
+    game_name: str = "lost_cities",
+    batch: int = 4096,
+    seconds: float = 3.0,
+    threads: int = 1,
+    seed: int = 0,
+    reference_seconds: float | None = None,
+    rounds: int = 6,
+    **params: Any,
+) -> dict:
     """Random-play decisions per second of the batched engine (wall time, ``threads`` intra-op
     threads) and of the reference engine; ``params`` go to the game (e.g. ``variant="mini"``).
 
@@ -177,5 +187,14 @@ def bench_engine(game_name: str = "lost_cities", batch: int = 4096, seconds: flo
     b, r = batched.result(), reference.result()
     speedup = b["batched_decisions_per_second"] / max(r["reference_decisions_per_second"], 1e-9)
     speedup_cpu = b["batched_decisions_per_cpu_second"] / max(r["reference_decisions_per_cpu_second"], 1e-9)
-    return {"game": game_name, "params": params, "batch": batch, "threads": threads, "rounds": rounds, **b, **r,
-            "speedup": speedup, "speedup_cpu": speedup_cpu}
+    return {
+        "game": game_name,
+        "params": params,
+        "batch": batch,
+        "threads": threads,
+        "rounds": rounds,
+        **b,
+        **r,
+        "speedup": speedup,
+        "speedup_cpu": speedup_cpu,
+    }

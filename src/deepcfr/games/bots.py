@@ -7,7 +7,8 @@ decides for the whole batch at once (no Python loop over games).
 
 from __future__ import annotations
 
-from typing import Callable, Protocol, runtime_checkable
+from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 import torch
 

@@ -105,7 +105,9 @@ class LiarsDiceGame(PokerGame):
     history_start = 2  # observation columns [seat, die, a0 .. a12]
 
     # Construction ------------------------------------------------------------------------
-    def init(self, n: int, generator: torch.Generator | None = None, device: str | torch.device = "cpu") -> LiarsDiceState:
+    def init(
+        self, n: int, generator: torch.Generator | None = None, device: str | torch.device = "cpu"
+    ) -> LiarsDiceState:
         if n < 0:
             raise ValueError(f"number of games n must be >= 0, got {n}")
         gen_device = generator.device if generator is not None else torch.device(device)
@@ -197,7 +199,9 @@ class LiarsDiceGame(PokerGame):
         standing = torch.where(history < NUM_BIDS, history, -1).max(dim=1).values  # bids increase
         last = one_hot(standing + 1, NUM_BIDS + 1)[:, 1:]
         called = (history == LIAR).any(dim=1, keepdim=True)
-        return torch.cat([one_hot(seat, 2), one_hot(o[:, 1], NUM_FACES), mine, theirs, last, called], dim=1).to(torch.float32)
+        return torch.cat([one_hot(seat, 2), one_hot(o[:, 1], NUM_FACES), mine, theirs, last, called], dim=1).to(
+            torch.float32
+        )
 
 
 class LiarsDiceReference(PokerReference):
@@ -269,5 +273,6 @@ class LiarsDiceReference(PokerReference):
         return [player, self.dice[player]] + self.history + [-1] * (MAX_MOVES - len(self.history))
 
     def __repr__(self) -> str:
-        return (f"LiarsDiceReference(dice={[d + 1 for d in self.dice]}, "
-                f"history={[ACTION_NAMES[a] for a in self.history]})")
+        return (
+            f"LiarsDiceReference(dice={[d + 1 for d in self.dice]}, history={[ACTION_NAMES[a] for a in self.history]})"
+        )

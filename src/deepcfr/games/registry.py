@@ -3,8 +3,8 @@ unknown names list the valid ones. The one place that maps a game's name to its 
 
 from __future__ import annotations
 
-from typing import Any, Mapping, Sequence
-
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 DEFAULT_GAME = "lost_cities"  # the flagship: the game of a player or command that names none
 

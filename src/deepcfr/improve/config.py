@@ -141,8 +141,11 @@ class ImproveRunConfig(SharedConfig):
     # improve.play's only other value, target, was never measured (docs/log/experiments.md, "Retired
     # without a measurement"); improve.gain_weight above 0 made the student worse (docs/log/experiments.md,
     # "Distillation weighted by the teacher's gain"): runs saved with it at 0 load as before
-    retired_options: ClassVar[dict[str, Any]] = {**SHARED_RETIRED_OPTIONS, "improve.play": "chosen",
-                                                 "improve.gain_weight": 0.0}
+    retired_options: ClassVar[dict[str, Any]] = {
+        **SHARED_RETIRED_OPTIONS,
+        "improve.play": "chosen",
+        "improve.gain_weight": 0.0,
+    }
     improve: ImproveConfig = Field(default_factory=ImproveConfig)  # deepcfr improve (expert iteration)
 
 

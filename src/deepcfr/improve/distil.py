@@ -10,7 +10,7 @@ memorised them (train loss 0.25, held-out 0.99), with it 0.52 / 0.57 (docs/log/r
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -23,10 +23,13 @@ def relabel(positions: Positions, symmetry, colour_of: torch.Tensor) -> Position
     legal mask and candidate actions; values and targets belong to the candidates' slots)."""
     valid = positions.candidates >= 0
     moved = symmetry.actions(positions.candidates.clamp(min=0), colour_of)
-    return Positions(obs=symmetry.obs(positions.obs, colour_of),
-                     mask=positions.mask.gather(1, symmetry.action_columns(colour_of)),
-                     candidates=torch.where(valid, moved.to(positions.candidates.dtype), positions.candidates),
-                     values=positions.values, target=positions.target)
+    return Positions(
+        obs=symmetry.obs(positions.obs, colour_of),
+        mask=positions.mask.gather(1, symmetry.action_columns(colour_of)),
+        candidates=torch.where(valid, moved.to(positions.candidates.dtype), positions.candidates),
+        values=positions.values,
+        target=positions.target,
+    )
 
 
 def distillation_loss(net: torch.nn.Module, game, batch: Positions) -> tuple[torch.Tensor, torch.Tensor]:
@@ -50,9 +53,20 @@ def held_out_split(n: int, fraction: float, generator: torch.Generator) -> tuple
     return order[held:], order[:held]
 
 
-def fit_policy(net: torch.nn.Module, game, positions: Positions, *, steps: int, batch_size: int, lr: float,
-               grad_clip: float | None, generator: torch.Generator, augment: bool,
-               on_steps: Callable[[int], None] | None = None, report_every: int = 1000) -> torch.Tensor:
+def fit_policy(
+    net: torch.nn.Module,
+    game,
+    positions: Positions,
+    *,
+    steps: int,
+    batch_size: int,
+    lr: float,
+    grad_clip: float | None,
+    generator: torch.Generator,
+    augment: bool,
+    on_steps: Callable[[int], None] | None = None,
+    report_every: int = 1000,
+) -> torch.Tensor:
     """Adam on ``distillation_loss`` for ``steps`` batches drawn uniformly from ``positions`` (on
     the network's device); returns the per-step losses (on the device: read them once).
     ``on_steps(done)`` is called every ``report_every`` steps (progress lines)."""
@@ -86,7 +100,7 @@ def evaluate_fit(net: torch.nn.Module, game, positions: Positions, chunk: int = 
     total_agree = torch.zeros((), device=device)
     n = len(positions)
     for start in range(0, n, chunk):
-        part = positions[start:start + chunk].to(device)
+        part = positions[start : start + chunk].to(device)
         loss, agree = distillation_loss(net, game, part)
         total_loss += loss * len(part)
         total_agree += agree * len(part)

@@ -20,10 +20,13 @@ correlate the two margins positively. Without a population (or with ``gate_popul
 from __future__ import annotations
 
 import math
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
-GATE_RULES = ("head to head not worse (its 95% CI reaches 0)", "population score rises (one-sided p < gate_alpha)",
-              "no member's margin falls by more than its CI")
+GATE_RULES = (
+    "head to head not worse (its 95% CI reaches 0)",
+    "population score rises (one-sided p < gate_alpha)",
+    "no member's margin falls by more than its CI",
+)
 
 
 def one_sided_p(mean: float, ci95: float) -> float:
@@ -41,8 +44,12 @@ def population_margins(members, play: Callable[[object], tuple[float, float]]) -
     return {member.name: tuple(play(member)) for member in members}
 
 
-def population_verdict(head_to_head: tuple[float, float], new: Mapping[str, tuple[float, float]],
-                       current: Mapping[str, tuple[float, float]], alpha: float) -> tuple[bool, dict]:
+def population_verdict(
+    head_to_head: tuple[float, float],
+    new: Mapping[str, tuple[float, float]],
+    current: Mapping[str, tuple[float, float]],
+    alpha: float,
+) -> tuple[bool, dict]:
     """The gate's three questions (module docstring) from the head-to-head estimate (new minus
     current: mean, CI) and each network's margins against the same members; returns (accepted,
     the figures the gate reports)."""
@@ -52,20 +59,26 @@ def population_verdict(head_to_head: tuple[float, float], new: Mapping[str, tupl
     diffs = {m: (new[m][0] - current[m][0], math.hypot(new[m][1], current[m][1])) for m in new}
     n = len(diffs)
     rise = sum(d for d, _ in diffs.values()) / n
-    rise_ci = math.sqrt(sum(ci ** 2 for _, ci in diffs.values())) / n
+    rise_ci = math.sqrt(sum(ci**2 for _, ci in diffs.values())) / n
     worst = min(diffs, key=lambda m: diffs[m][0] + diffs[m][1])  # the member closest to falling past its CI
-    checks = {"head_to_head_not_worse": h2h_mean + h2h_ci >= 0,
-              "population_rises": one_sided_p(rise, rise_ci) < alpha,
-              "no_member_falls": all(d >= -ci for d, ci in diffs.values())}
-    figures = {"gate/population_score_new": sum(v[0] for v in new.values()) / n,
-               "gate/population_score_current": sum(v[0] for v in current.values()) / n,
-               "gate/population_rise": rise, "gate/population_rise_ci95": rise_ci,
-               "gate/population_rise_p_value": one_sided_p(rise, rise_ci),
-               "gate/closest_to_falling": worst, "gate/closest_to_falling_diff": diffs[worst][0],
-               "gate/closest_to_falling_ci95": diffs[worst][1],
-               **{f"gate/{k}": int(v) for k, v in checks.items()},
-               **{f"gate/member/{m}/diff": d for m, (d, _) in diffs.items()},
-               **{f"gate/member/{m}/diff_ci95": ci for m, (_, ci) in diffs.items()}}
+    checks = {
+        "head_to_head_not_worse": h2h_mean + h2h_ci >= 0,
+        "population_rises": one_sided_p(rise, rise_ci) < alpha,
+        "no_member_falls": all(d >= -ci for d, ci in diffs.values()),
+    }
+    figures = {
+        "gate/population_score_new": sum(v[0] for v in new.values()) / n,
+        "gate/population_score_current": sum(v[0] for v in current.values()) / n,
+        "gate/population_rise": rise,
+        "gate/population_rise_ci95": rise_ci,
+        "gate/population_rise_p_value": one_sided_p(rise, rise_ci),
+        "gate/closest_to_falling": worst,
+        "gate/closest_to_falling_diff": diffs[worst][0],
+        "gate/closest_to_falling_ci95": diffs[worst][1],
+        **{f"gate/{k}": int(v) for k, v in checks.items()},
+        **{f"gate/member/{m}/diff": d for m, (d, _) in diffs.items()},
+        **{f"gate/member/{m}/diff_ci95": ci for m, (_, ci) in diffs.items()},
+    }
     return all(checks.values()), figures
 
 

@@ -15,8 +15,9 @@ there. A cached search player's generator is reseeded and its stats reset by eve
 from __future__ import annotations
 
 import time
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import numpy as np
 import torch
@@ -56,8 +57,9 @@ def teacher_player(cache: dict, text, game, device, learner: Callable[[], torch.
     ``build(game, device, learner network or None, spec_player)`` returning a player with what a
     search player offers here (``act``, ``last_decision``, ``stats``, ``search.generator``, ``base``)."""
     if not isinstance(text, str):
-        return text.build(game, device, learner() if text.over_learner else None,
-                          lambda spec: spec_player(cache, spec, game, device))
+        return text.build(
+            game, device, learner() if text.over_learner else None, lambda spec: spec_player(cache, spec, game, device)
+        )
     if teaches_over_learner(text):
         return load_player(text, game, device, networks={LEARNER: learner()})
     return spec_player(cache, text, game, device)
@@ -148,11 +150,16 @@ class LabelChunk:
                 actions[rows] = chosen
                 keep = (d.candidates >= 0).sum(dim=1) > 1  # a forced move teaches nothing
                 if bool(keep.any()):
-                    blocks.append(Positions.make(obs[rows][keep], mask[rows][keep], d.candidates[keep],
-                                                 d.mean[keep], target[keep]))
+                    blocks.append(
+                        Positions.make(
+                            obs[rows][keep], mask[rows][keep], d.candidates[keep], d.mean[keep], target[keep]
+                        )
+                    )
             others = (live & ~learner).nonzero().squeeze(1)
             if others.numel():
-                actions[others] = opponent.act(obs[others], mask[others], play_gen, **asked(opponent, others)).to(device)
+                actions[others] = opponent.act(obs[others], mask[others], play_gen, **asked(opponent, others)).to(
+                    device
+                )
             if history is not None:
                 history.record(actions, live)
             return actions
@@ -164,25 +171,38 @@ class LabelChunk:
             rows_ = torch.arange(n, device=device)
             diffs = (scores[rows_, learner_seat] - scores[rows_, 1 - learner_seat]).cpu()
         search = {k: getattr(teacher.stats, k) for k in SEARCH_COUNTERS}
-        return LabelResult(self.index, Positions.concat(blocks) if blocks else None, diffs, search,
-                           time.perf_counter() - start)
+        return LabelResult(
+            self.index, Positions.concat(blocks) if blocks else None, diffs, search, time.perf_counter() - start
+        )
 
     # Across process boundaries: numpy arrays -------------------------------------------------
     def pack(self, result: LabelResult) -> dict[str, Any]:
-        positions = None if result.positions is None else {k: v.numpy() for k, v in result.positions.state_dict().items()}
-        return {"index": result.index, "positions": positions, "search": dict(result.search), "seconds": result.seconds,
-                "score_diffs": None if result.score_diffs is None else result.score_diffs.numpy()}
+        positions = (
+            None if result.positions is None else {k: v.numpy() for k, v in result.positions.state_dict().items()}
+        )
+        return {
+            "index": result.index,
+            "positions": positions,
+            "search": dict(result.search),
+            "seconds": result.seconds,
+            "score_diffs": None if result.score_diffs is None else result.score_diffs.numpy(),
+        }
 
     def unpack(self, payload: Mapping[str, Any], device: str | torch.device | None = None) -> LabelResult:
         """The result on the CPU whatever ``device`` (positions live in host memory)."""
+
         def tensor(array):  # Ray hands back read-only arrays: copy those (torch wants writable memory)
             return torch.from_numpy(np.require(array, requirements="W"))
 
         positions = payload["positions"]
         diffs = payload["score_diffs"]
-        return LabelResult(int(payload["index"]),
-                           None if positions is None else Positions.from_state_dict({k: tensor(v) for k, v in positions.items()}),
-                           None if diffs is None else tensor(diffs), dict(payload["search"]), float(payload["seconds"]))
+        return LabelResult(
+            int(payload["index"]),
+            None if positions is None else Positions.from_state_dict({k: tensor(v) for k, v in positions.items()}),
+            None if diffs is None else tensor(diffs),
+            dict(payload["search"]),
+            float(payload["seconds"]),
+        )
 
 
 def total_search_stats(results: list[LabelResult]) -> SearchStats:
@@ -194,5 +214,12 @@ def total_search_stats(results: list[LabelResult]) -> SearchStats:
     return stats
 
 
-__all__ = ["LabelChunk", "LabelResult", "LEARNER", "spec_player", "teacher_player", "teaches_over_learner",
-           "total_search_stats"]
+__all__ = [
+    "LabelChunk",
+    "LabelResult",
+    "LEARNER",
+    "spec_player",
+    "teacher_player",
+    "teaches_over_learner",
+    "total_search_stats",
+]

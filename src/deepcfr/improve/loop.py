@@ -37,24 +37,32 @@ from __future__ import annotations
 import copy
 import math
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import torch
 
 from ..cfr.networks import build_network
+from ..checkpoints import (
+    IMPROVE_RUN,
+    cpu_state,
+    game_identity,
+    game_meta,
+    load_checkpoint,
+    make_meta,
+    network_payload,
+    save_checkpoint,
+)
 from ..evaluate.arena import play_match
 from ..players import CHAMPION, LEARNER, NetworkPlayer, parse_player
 from ..players.champion import champion_file, resolve_value_function
 from ..seeding import derived_seed
 from ..train.agent import load_agent
-from ..checkpoints import (IMPROVE_RUN, cpu_state, game_identity, game_meta, load_checkpoint, make_meta,
-                           network_payload, save_checkpoint)
 from .config import ImproveRunConfig
 from .distil import evaluate_fit, fit_policy, held_out_split
 from .gate import one_sided_p, population_margins, population_verdict
 from .labelling import LabelChunk, spec_player, teacher_player, teaches_over_learner, total_search_stats
 from .positions import PositionMemory, Positions, retargeted
-
 
 # A batch of full games with a deep search can take an hour on a loaded core; a dead worker is
 # noticed at once anyway, this only bounds a hung one.
@@ -78,8 +86,9 @@ def positions_of(payload: dict) -> tuple[float, list[tuple[int, Positions]]]:
     return temperature, memory.rounds
 
 
-def improve_config(checkpoint: str | None, config_file: str | None = None,
-                   overrides: list[str] | None = None) -> ImproveRunConfig:
+def improve_config(
+    checkpoint: str | None, config_file: str | None = None, overrides: list[str] | None = None
+) -> ImproveRunConfig:
     """The config of an improvement run: the checkpoint's own config (its game and network; no
     checkpoint: the defaults), the sections of ``config_file`` over it (key by key), then
     ``overrides``; improve.checkpoint set."""
@@ -121,13 +130,17 @@ class Improver:
         self.cfg = config.improve
         self.run = run
         self.device = resolve_device(config.run.device)
-        if config.run.threads != "auto" and config.run.threads > 0:  # auto: torch's default here (workers take one each)
+        if (
+            config.run.threads != "auto" and config.run.threads > 0
+        ):  # auto: torch's default here (workers take one each)
             torch.set_num_threads(config.run.threads)
         self.seed = config.run.seed
         for key, text in [*(("teacher", t) for t in self.cfg.teachers()), ("eval_search", self.cfg.eval_search)]:
             if text is not None and parse_player(text).kind != "search":
-                raise ValueError(f"improve.{key} must be a search spec (search:SPEC, e.g. search:{LEARNER} or "
-                                 f"search:heuristic_balanced), not {text!r}")
+                raise ValueError(
+                    f"improve.{key} must be a search spec (search:SPEC, e.g. search:{LEARNER} or "
+                    f"search:heuristic_balanced), not {text!r}"
+                )
         # called (round, k) as the k-th batch of a round (0-based) finishes: in batch order inline,
         # in finishing order with workers
         self.batch_listeners: list[Callable[[int, int], None]] = []
@@ -140,9 +153,11 @@ class Improver:
             # No start network: round 1's teacher must not search over one; its network is kept
             # without a gate (there is nothing to beat).
             if teaches_over_learner(self.teacher_of(1)):
-                raise ValueError(f"improve.teacher {self.teacher_of(1)!r} searches over the learner, which needs a "
-                                 "start network: give --checkpoint CK, or start with a bot teacher "
-                                 "(e.g. search[candidates=3]:heuristic_balanced)")
+                raise ValueError(
+                    f"improve.teacher {self.teacher_of(1)!r} searches over the learner, which needs a "
+                    "start network: give --checkpoint CK, or start with a bot teacher "
+                    "(e.g. search[candidates=3]:heuristic_balanced)"
+                )
             self.round, self.past, self.memory = 0, [], PositionMemory(self.cfg.keep_rounds)
             self.stopped = False
         elif payload is None:
@@ -151,8 +166,10 @@ class Improver:
                 have = getattr(agent.config, section).model_dump(mode="json")
                 want = getattr(config, section).model_dump(mode="json")
                 if have != want:
-                    raise ValueError(f"improve: the {section} section differs from the checkpoint's "
-                                     f"({want} here, {have} in {self.cfg.checkpoint})")
+                    raise ValueError(
+                        f"improve: the {section} section differs from the checkpoint's "
+                        f"({want} here, {have} in {self.cfg.checkpoint})"
+                    )
             self.round = 0
             self.stopped = False
             self.past: list[dict] = []  # state dicts of the networks accepted before the current one
@@ -221,15 +238,23 @@ class Improver:
         """The executor of ``improve.executor`` for the self-play batches (workers start on first
         use; ``close`` stops them)."""
         if self._executor is None:
+            from ..games.registry import game_params
             from ..parallel.chunks import GameSpec
             from ..parallel.executors import build_executor
-            from ..games.registry import game_params
 
             cfg = self.cfg
             spec = GameSpec.of(self.config.game.name, game_params(self.config))
-            self._executor = build_executor(cfg.executor, cfg.num_workers, self.game, self.device, spec,
-                                            ray_address=self.config.ray.address, role="labelling",
-                                            setting="improve.executor", chunk_timeout=LABEL_CHUNK_TIMEOUT)
+            self._executor = build_executor(
+                cfg.executor,
+                cfg.num_workers,
+                self.game,
+                self.device,
+                spec,
+                ray_address=self.config.ray.address,
+                role="labelling",
+                setting="improve.executor",
+                chunk_timeout=LABEL_CHUNK_TIMEOUT,
+            )
         return self._executor
 
     def label_chunks(self, round_index: int) -> tuple[list[LabelChunk], dict[str, torch.nn.Module]]:
@@ -250,13 +275,20 @@ class Improver:
                     networks[opponent_network] = net.to(self.device).eval()
             elif entry not in ("self", "past"):
                 opponent = entry
-            chunks.append(LabelChunk(
-                index=b, round=round_index, games=min(cfg.batch_games, cfg.games_per_round - b * cfg.batch_games),
-                teacher=self.teacher_of(round_index), temperature=cfg.temperature,
-                teacher_seed=derived_seed(self.seed, "teacher", round_index, b),
-                deal_seed=derived_seed(self.seed, "deal", round_index, b),
-                play_seed=derived_seed(self.seed, "play", round_index, b),
-                opponent=opponent, opponent_network=opponent_network))
+            chunks.append(
+                LabelChunk(
+                    index=b,
+                    round=round_index,
+                    games=min(cfg.batch_games, cfg.games_per_round - b * cfg.batch_games),
+                    teacher=self.teacher_of(round_index),
+                    temperature=cfg.temperature,
+                    teacher_seed=derived_seed(self.seed, "teacher", round_index, b),
+                    deal_seed=derived_seed(self.seed, "deal", round_index, b),
+                    play_seed=derived_seed(self.seed, "play", round_index, b),
+                    opponent=opponent,
+                    opponent_network=opponent_network,
+                )
+            )
         names = set().union(*(c.network_names() for c in chunks))
         return chunks, {name: net for name, net in networks.items() if name in names}
 
@@ -280,10 +312,14 @@ class Improver:
         stats = total_search_stats(results).to_dict()
         worker_seconds = sum(r.seconds for r in results)
         metrics = {
-            "selfplay/games": self.cfg.games_per_round, "selfplay/positions": searched,
-            "selfplay/seconds": seconds, "selfplay/positions_per_second": searched / seconds if seconds else 0.0,
-            "selfplay/search_seconds": stats["search_seconds"], "selfplay/worker_seconds": worker_seconds,
-            "selfplay/rollouts": stats["rollouts"], "selfplay/capped_rollouts": stats["capped_rollouts"],
+            "selfplay/games": self.cfg.games_per_round,
+            "selfplay/positions": searched,
+            "selfplay/seconds": seconds,
+            "selfplay/positions_per_second": searched / seconds if seconds else 0.0,
+            "selfplay/search_seconds": stats["search_seconds"],
+            "selfplay/worker_seconds": worker_seconds,
+            "selfplay/rollouts": stats["rollouts"],
+            "selfplay/capped_rollouts": stats["capped_rollouts"],
         }
         if diffs:
             metrics["selfplay/score_diff_vs_pool"] = float(torch.cat(diffs).mean())
@@ -292,7 +328,7 @@ class Improver:
     def train_network(self, round_index: int, positions: Positions | None = None) -> tuple[torch.nn.Module, dict]:
         """A network trained on ``positions`` (None: the kept ones), fresh or fine-tuned per
         ``improve.init``, seeded by ``round_index``: distillation of given positions too
-        (scripts/distil_variants.py compares settings on one run's)."""
+        (scripts/experiments/distil_variants.py compares settings on one run's)."""
         cfg, game, device = self.cfg, self.game, self.device
         if positions is None and len(self.memory):
             positions = self.memory.all()
@@ -312,16 +348,33 @@ class Improver:
             entropy = -(target * target.clamp(min=1e-12).log()).masked_fill(~valid, 0).sum(1).mean()
             gen = torch.Generator().manual_seed(derived_seed(self.seed, "train", round_index))
             train_rows, held_rows = held_out_split(len(data), cfg.holdout, gen)
-            losses = fit_policy(net, game, data[train_rows], steps=cfg.train_steps, batch_size=cfg.batch_size,
-                                lr=cfg.lr, grad_clip=cfg.grad_clip, generator=gen, augment=self.cfg.augment,
-                                on_steps=lambda done: self._progress(f"round {round_index}: training steps", done,
-                                                                     cfg.train_steps, start)).tolist()
-            tail = losses[-max(1, len(losses) // 10):]
-            metrics.update({"train/loss_first": losses[0], "train/loss": sum(tail) / len(tail),
-                            "train/target_entropy": float(entropy)})
+            losses = fit_policy(
+                net,
+                game,
+                data[train_rows],
+                steps=cfg.train_steps,
+                batch_size=cfg.batch_size,
+                lr=cfg.lr,
+                grad_clip=cfg.grad_clip,
+                generator=gen,
+                augment=self.cfg.augment,
+                on_steps=lambda done: self._progress(
+                    f"round {round_index}: training steps", done, cfg.train_steps, start
+                ),
+            ).tolist()
+            tail = losses[-max(1, len(losses) // 10) :]
+            metrics.update(
+                {
+                    "train/loss_first": losses[0],
+                    "train/loss": sum(tail) / len(tail),
+                    "train/target_entropy": float(entropy),
+                }
+            )
             if len(held_rows):
                 # over- or under-fitting shows as the held-out figures against the training ones
-                metrics["train/heldout_loss"], metrics["train/heldout_agreement"] = evaluate_fit(net, game, data[held_rows])
+                metrics["train/heldout_loss"], metrics["train/heldout_agreement"] = evaluate_fit(
+                    net, game, data[held_rows]
+                )
         metrics["train/seconds"] = time.perf_counter() - start
         return net.eval(), metrics
 
@@ -337,15 +390,25 @@ class Improver:
         self._progress(f"round {round_index}: gate ({cfg.gate_games} greedy games), matches", 0, matches, start)
         # greedy on both sides: a distilled network plays its argmax (sampling its ~20% of
         # mass off the teacher's choice cost 4-9 points a game against heuristic_balanced)
-        result = play_match(self.game, self.network_player(candidate, "new", greedy=True),
-                            self.network_player(self.current, "current", greedy=True),
-                            cfg.gate_games, seed=derived_seed(self.seed, "gate", round_index), device=self.device,
-                            value_fn=self.value_fn, chance_samples=cfg.chance_samples,
-                            target_ci95=cfg.gate_target_ci)
+        result = play_match(
+            self.game,
+            self.network_player(candidate, "new", greedy=True),
+            self.network_player(self.current, "current", greedy=True),
+            cfg.gate_games,
+            seed=derived_seed(self.seed, "gate", round_index),
+            device=self.device,
+            value_fn=self.value_fn,
+            chance_samples=cfg.chance_samples,
+            target_ci95=cfg.gate_target_ci,
+        )
         head_to_head = result.best_score_diff  # the corrected estimate where there is a value function
         p = one_sided_p(*head_to_head)
-        metrics = {"gate/p_value": p, **{f"gate/{k}": v for k, v in result.figures().items()},
-                   "gate/head_to_head": head_to_head[0], "gate/head_to_head_ci95": head_to_head[1]}
+        metrics = {
+            "gate/p_value": p,
+            **{f"gate/{k}": v for k, v in result.figures().items()},
+            "gate/head_to_head": head_to_head[0],
+            "gate/head_to_head_ci95": head_to_head[1],
+        }
         if not members:
             accepted = p < cfg.gate_alpha
         else:
@@ -353,22 +416,29 @@ class Improver:
 
             def margins(net: torch.nn.Module, name: str) -> dict:
                 def play(member) -> tuple[float, float]:
-                    self._progress(f"round {round_index}: gate ({name} vs {member.name} next), matches", done[0],
-                                   matches, start)
+                    self._progress(
+                        f"round {round_index}: gate ({name} vs {member.name} next), matches", done[0], matches, start
+                    )
                     done[0] += 1
-                    return play_match(self.game, self.network_player(net, name, greedy=True),
-                                      self._spec_player(member.spec), self.population_games(),
-                                      seed=derived_seed(self.seed, "gate-population", member.name),
-                                      device=self.device, value_fn=self.value_fn,
-                                      chance_samples=cfg.chance_samples).best_score_diff
+                    return play_match(
+                        self.game,
+                        self.network_player(net, name, greedy=True),
+                        self._spec_player(member.spec),
+                        self.population_games(),
+                        seed=derived_seed(self.seed, "gate-population", member.name),
+                        device=self.device,
+                        value_fn=self.value_fn,
+                        chance_samples=cfg.chance_samples,
+                    ).best_score_diff
 
                 return population_margins(members, play)
 
             if self.current_margins is None:  # the first gate of a run (or of a resumed one)
                 self.current_margins = margins(self.current, "current")
             self.candidate_margins = margins(candidate, "new")
-            accepted, verdict = population_verdict(head_to_head, self.candidate_margins, self.current_margins,
-                                                   cfg.gate_alpha)
+            accepted, verdict = population_verdict(
+                head_to_head, self.candidate_margins, self.current_margins, cfg.gate_alpha
+            )
             metrics.update(verdict)
         self._progress(f"round {round_index}: gate ({result.games} greedy games), matches", matches, matches, start)
         return accepted, {"gate/accepted": int(accepted), **metrics, "gate/seconds": time.perf_counter() - start}
@@ -402,21 +472,32 @@ class Improver:
         start = time.perf_counter()
         # the distilled network sampled from its policy and playing its argmax ("average" is
         # CFR's average strategy elsewhere, so not used here)
-        sides = {"sampled": self.network_player(self.current, "network"),
-                 "greedy": self.network_player(self.current, "network", greedy=True)}
+        sides = {
+            "sampled": self.network_player(self.current, "network"),
+            "greedy": self.network_player(self.current, "network", greedy=True),
+        }
         if cfg.eval_search:
             sides["search"] = self.search_agent(cfg.eval_search)
         out: dict[str, Any] = {}
         matches, done = len(cfg.eval_opponents) * len(sides), 0
         for opponent in cfg.eval_opponents:
             for kind, side in sides.items():
-                self._progress(f"round {self.round}: evaluation ({kind} vs {opponent} next), matches", done, matches, start)
+                self._progress(
+                    f"round {self.round}: evaluation ({kind} vs {opponent} next), matches", done, matches, start
+                )
                 done += 1
                 if kind == "search":
                     side.search.generator.manual_seed(derived_seed(self.seed, "eval-search", opponent))
-                result = play_match(self.game, side, self._spec_player(opponent), cfg.eval_games,
-                                    seed=derived_seed(self.seed, "eval", opponent), device=self.device,
-                                    value_fn=self.value_fn, chance_samples=cfg.chance_samples)
+                result = play_match(
+                    self.game,
+                    side,
+                    self._spec_player(opponent),
+                    cfg.eval_games,
+                    seed=derived_seed(self.seed, "eval", opponent),
+                    device=self.device,
+                    value_fn=self.value_fn,
+                    chance_samples=cfg.chance_samples,
+                )
                 for k, v in result.figures().items():
                     out[f"eval/{opponent}/{kind}/{k}"] = v
         self._progress(f"round {self.round}: evaluation, matches", matches, matches, start)
@@ -439,16 +520,29 @@ class Improver:
             self.current_margins = self.candidate_margins  # measured on the same deals
         self.round = r
         self.stopped = self.cfg.stop_when_rejected and not accepted
-        metrics = {**metrics, **train_metrics, **gate_metrics, "improve/accepted_total": len(self.past),
-                   **self.evaluate()}
+        metrics = {
+            **metrics,
+            **train_metrics,
+            **gate_metrics,
+            "improve/accepted_total": len(self.past),
+            **self.evaluate(),
+        }
         total = time.perf_counter() - start
         metrics["time/round_seconds"] = total
         # search: the self-play wall time times the batches' share of their time in search (with
         # workers, their summed search seconds exceed the wall time)
-        search_wall = metrics["selfplay/seconds"] * min(1.0, metrics["selfplay/search_seconds"] / metrics["selfplay/worker_seconds"]) \
-            if metrics["selfplay/worker_seconds"] else 0.0
-        for phase, seconds in (("search", search_wall), ("train", metrics.get("train/seconds", 0.0)),
-                               ("gate", metrics.get("gate/seconds", 0.0)), ("eval", metrics.get("eval/seconds", 0.0))):
+        search_wall = (
+            metrics["selfplay/seconds"]
+            * min(1.0, metrics["selfplay/search_seconds"] / metrics["selfplay/worker_seconds"])
+            if metrics["selfplay/worker_seconds"]
+            else 0.0
+        )
+        for phase, seconds in (
+            ("search", search_wall),
+            ("train", metrics.get("train/seconds", 0.0)),
+            ("gate", metrics.get("gate/seconds", 0.0)),
+            ("eval", metrics.get("eval/seconds", 0.0)),
+        ):
             metrics[f"time/share_{phase}"] = seconds / total if total else 0.0
         self._record(r, metrics)
         return metrics
@@ -474,7 +568,7 @@ class Improver:
             executor, self._executor = self._executor, None
             executor.close()
 
-    def __enter__(self) -> "Improver":
+    def __enter__(self) -> Improver:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -486,9 +580,15 @@ class Improver:
         agent = self.agent
         # the start run's advantage networks travel along (a resumed run keeps them), but a
         # distilled checkpoint has no current policy of its own (load_agent refuses PATH@current)
-        start = {} if agent is None or not agent.advantage_nets else {
-            "iteration": int(agent.iteration), "advantage_nets": [cpu_state(net) for net in agent.advantage_nets],
-            "advantage_trained": list(agent.advantage_trained)}
+        start = (
+            {}
+            if agent is None or not agent.advantage_nets
+            else {
+                "iteration": int(agent.iteration),
+                "advantage_nets": [cpu_state(net) for net in agent.advantage_nets],
+                "advantage_trained": list(agent.advantage_trained),
+            }
+        )
         return {
             "config": self.config.model_dump(mode="json"),
             "game": game_identity(self.game),
@@ -510,19 +610,33 @@ class Improver:
         self.run.write_report(f"round_{r:03d}", {"round": r, **metrics})
         self.run.save_checkpoint(self.payload(), r, self.game)
         if r:
-            self._log("round %d: %d positions (%.1f a second), gate %s (diff %+.2f, p %.3g), %.0fs", r,
-                      metrics.get("selfplay/positions", 0), metrics.get("selfplay/positions_per_second", 0.0),
-                      "accepted" if metrics.get("gate/accepted") else "rejected",
-                      metrics.get("gate/mean_score_diff", float("nan")), metrics.get("gate/p_value", float("nan")),
-                      metrics["time/round_seconds"])
+            self._log(
+                "round %d: %d positions (%.1f a second), gate %s (diff %+.2f, p %.3g), %.0fs",
+                r,
+                metrics.get("selfplay/positions", 0),
+                metrics.get("selfplay/positions_per_second", 0.0),
+                "accepted" if metrics.get("gate/accepted") else "rejected",
+                metrics.get("gate/mean_score_diff", float("nan")),
+                metrics.get("gate/p_value", float("nan")),
+                metrics["time/round_seconds"],
+            )
             if "gate/population_rise" in metrics:
-                self._log("round %d: population score %+.2f (was %+.2f; rise %+.2f +- %.2f), closest to falling: "
-                          "%s %+.2f +- %.2f; head to head not worse %s, rises %s, no member falls %s", r,
-                          metrics["gate/population_score_new"], metrics["gate/population_score_current"],
-                          metrics["gate/population_rise"], metrics["gate/population_rise_ci95"],
-                          metrics["gate/closest_to_falling"], metrics["gate/closest_to_falling_diff"],
-                          metrics["gate/closest_to_falling_ci95"], *("yes" if metrics[f"gate/{k}"] else "no" for k in
-                          ("head_to_head_not_worse", "population_rises", "no_member_falls")))
+                self._log(
+                    "round %d: population score %+.2f (was %+.2f; rise %+.2f +- %.2f), closest to falling: "
+                    "%s %+.2f +- %.2f; head to head not worse %s, rises %s, no member falls %s",
+                    r,
+                    metrics["gate/population_score_new"],
+                    metrics["gate/population_score_current"],
+                    metrics["gate/population_rise"],
+                    metrics["gate/population_rise_ci95"],
+                    metrics["gate/closest_to_falling"],
+                    metrics["gate/closest_to_falling_diff"],
+                    metrics["gate/closest_to_falling_ci95"],
+                    *(
+                        "yes" if metrics[f"gate/{k}"] else "no"
+                        for k in ("head_to_head_not_worse", "population_rises", "no_member_falls")
+                    ),
+                )
 
     def _progress(self, what: str, done: int, total: int, start: float) -> None:
         if not self.progress_listeners:

@@ -16,8 +16,9 @@ import torch
 _LOG_FLOOR = 1e-6  # log pi of a candidate the base gives (almost) no probability
 
 
-def improved_target(candidates: torch.Tensor, values: torch.Tensor, prior: torch.Tensor | None,
-                    temperature: float) -> torch.Tensor:
+def improved_target(
+    candidates: torch.Tensor, values: torch.Tensor, prior: torch.Tensor | None, temperature: float
+) -> torch.Tensor:
     """The target ``[n, k]`` over the search's candidates ``[n, k]`` (action -1: an unused slot):
     softmax over the valid slots of ``log prior + values / temperature`` (``prior`` None: uniform),
     exactly 0 on unused slots, rows summing to 1."""
@@ -33,15 +34,17 @@ def improved_target(candidates: torch.Tensor, values: torch.Tensor, prior: torch
     return torch.softmax(logits, dim=1).masked_fill(~valid, 0.0).float()
 
 
-def retargeted(positions: "Positions", old_temperature: float, new_temperature: float) -> "Positions":
+def retargeted(positions: Positions, old_temperature: float, new_temperature: float) -> Positions:
     """``positions`` with their targets made at ``new_temperature``: the prior implied by the
     stored targets at ``old_temperature`` (``log target - value / T_old``; per-row constants cancel
     in the softmax) under the new temperature. Only colder (``new <= old``): a hotter target raises
     candidates whose stored float16 probability rounded to (almost) zero, and their prior is lost."""
     if new_temperature > old_temperature:
-        raise ValueError(f"retargeting can only make targets colder (stored at temperature {old_temperature}, "
-                         f"asked for {new_temperature}): the float16 targets lose the prior of candidates "
-                         "they give almost no probability; label the positions again at the hotter temperature")
+        raise ValueError(
+            f"retargeting can only make targets colder (stored at temperature {old_temperature}, "
+            f"asked for {new_temperature}): the float16 targets lose the prior of candidates "
+            "they give almost no probability; label the positions again at the hotter temperature"
+        )
     if new_temperature == old_temperature:
         return positions  # the stored targets themselves, not a float16 round trip of them
     valid = positions.candidates >= 0
@@ -65,23 +68,26 @@ class Positions:
     def __len__(self) -> int:
         return int(self.obs.shape[0])
 
-    def __getitem__(self, index) -> "Positions":
+    def __getitem__(self, index) -> Positions:
         """The rows ``index`` selects (a slice gives views, an index tensor copies)."""
         return Positions(**{name: getattr(self, name)[index] for name in self.__dataclass_fields__})
 
-    def to(self, device: torch.device | str) -> "Positions":
+    def to(self, device: torch.device | str) -> Positions:
         return Positions(**{name: getattr(self, name).to(device) for name in self.__dataclass_fields__})
 
     @classmethod
-    def make(cls, obs, mask, candidates, values, target) -> "Positions":
+    def make(cls, obs, mask, candidates, values, target) -> Positions:
         valid = candidates >= 0
-        return cls(obs=obs.to("cpu"), mask=mask.to("cpu", torch.bool),
-                   candidates=candidates.to("cpu", torch.int16),
-                   values=torch.where(valid, values, 0).to("cpu", torch.float16),
-                   target=target.to("cpu", torch.float16))
+        return cls(
+            obs=obs.to("cpu"),
+            mask=mask.to("cpu", torch.bool),
+            candidates=candidates.to("cpu", torch.int16),
+            values=torch.where(valid, values, 0).to("cpu", torch.float16),
+            target=target.to("cpu", torch.float16),
+        )
 
     @classmethod
-    def concat(cls, blocks: list["Positions"]) -> "Positions":
+    def concat(cls, blocks: list[Positions]) -> Positions:
         if not blocks:
             raise ValueError("no positions to concatenate")
         return cls(**{name: torch.cat([getattr(b, name) for b in blocks]) for name in cls.__dataclass_fields__})
@@ -90,7 +96,7 @@ class Positions:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
 
     @classmethod
-    def from_state_dict(cls, state: dict) -> "Positions":
+    def from_state_dict(cls, state: dict) -> Positions:
         return cls(**{name: state[name] for name in cls.__dataclass_fields__})
 
 
@@ -105,7 +111,7 @@ class PositionMemory:
 
     def add_round(self, round_index: int, positions: Positions) -> None:
         self.rounds.append((int(round_index), positions))
-        self.rounds = self.rounds[-self.keep_rounds:]
+        self.rounds = self.rounds[-self.keep_rounds :]
 
     def __len__(self) -> int:
         return sum(len(p) for _, p in self.rounds)
@@ -114,8 +120,7 @@ class PositionMemory:
         return Positions.concat([p for _, p in self.rounds])
 
     def state_dict(self) -> dict:
-        return {"keep_rounds": self.keep_rounds,
-                "rounds": [{"round": r, **p.state_dict()} for r, p in self.rounds]}
+        return {"keep_rounds": self.keep_rounds, "rounds": [{"round": r, **p.state_dict()} for r, p in self.rounds]}
 
     def load_state_dict(self, state: dict) -> None:
         self.keep_rounds = int(state["keep_rounds"])

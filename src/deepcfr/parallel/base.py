@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 import torch
 
@@ -36,8 +37,12 @@ class TraversalExecutor:
 
     kind = "base"
 
-    def run(self, networks: Mapping[str, torch.nn.Module], chunks: Sequence[Task],
-            on_chunk: Callable[[int], None] | None = None) -> list[Any]:
+    def run(
+        self,
+        networks: Mapping[str, torch.nn.Module],
+        chunks: Sequence[Task],
+        on_chunk: Callable[[int], None] | None = None,
+    ) -> list[Any]:
         raise NotImplementedError
 
     def metrics(self) -> dict[str, float]:

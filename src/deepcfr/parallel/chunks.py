@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Mapping, Protocol, Sequence
+from typing import Any, Protocol
 
 import numpy as np
 import torch
@@ -53,7 +54,7 @@ class GameSpec:
     params: tuple[tuple[str, Any], ...] = ()
 
     @classmethod
-    def of(cls, name: str, params: Mapping[str, Any] | None = None) -> "GameSpec":
+    def of(cls, name: str, params: Mapping[str, Any] | None = None) -> GameSpec:
         return cls(name, tuple(sorted((params or {}).items())))
 
     def make(self):
@@ -83,8 +84,10 @@ class PolicySpec:
         if self.kind in ("regret", "regularized", "strategy") and not self.network:
             raise ValueError(f"PolicySpec(kind={self.kind!r}) needs a network name")
         if self.kind == "regularized" and ((not self.start) == (not self.bot) or not (self.temperature or 0) > 0):
-            raise ValueError("PolicySpec(kind='regularized') needs a start network name or a bot name (not both) "
-                             "and a temperature > 0")
+            raise ValueError(
+                "PolicySpec(kind='regularized') needs a start network name or a bot name (not both) "
+                "and a temperature > 0"
+            )
         if self.kind == "bot" and not self.bot:
             raise ValueError("PolicySpec(kind='bot') needs a bot name")
 
@@ -117,21 +120,29 @@ class ChunkSpec:
     def describe(self) -> str:
         return f"chunk {self.index}"
 
-    def run(self, runner: "ChunkRunner", networks: "NetworkSource") -> "ChunkResult":
+    def run(self, runner: ChunkRunner, networks: NetworkSource) -> ChunkResult:
         start = time.perf_counter()
         generator = torch.Generator(device=runner.device).manual_seed(int(self.seed))
         traverser_policy = runner.policy(self.traverser_policy, networks, generator, self.fallback)
         opponent_policy = runner.policy(self.opponent_policy, networks, generator, self.fallback)
         result = traverse(
-            self.options, runner.game, self.traverser, self.num_traversals, traverser_policy, opponent_policy,
-            self.iteration, generator, record_strategy=self.record_strategy, device=runner.device,
+            self.options,
+            runner.game,
+            self.traverser,
+            self.num_traversals,
+            traverser_policy,
+            opponent_policy,
+            self.iteration,
+            generator,
+            record_strategy=self.record_strategy,
+            device=runner.device,
         )
         return ChunkResult(self.index, result.advantage, result.strategy, result.stats, time.perf_counter() - start)
 
-    def pack(self, result: "ChunkResult") -> dict[str, Any]:
+    def pack(self, result: ChunkResult) -> dict[str, Any]:
         return result_to_arrays(result)
 
-    def unpack(self, payload: Mapping[str, Any], device: str | torch.device | None = None) -> "ChunkResult":
+    def unpack(self, payload: Mapping[str, Any], device: str | torch.device | None = None) -> ChunkResult:
         return result_from_arrays(payload, device)
 
 
@@ -145,7 +156,7 @@ class ChunkResult:
     stats: TraversalStats
     seconds: float = 0.0  # time the chunk took where it ran
 
-    def to(self, device: str | torch.device) -> "ChunkResult":
+    def to(self, device: str | torch.device) -> ChunkResult:
         return dataclasses.replace(
             self,
             advantage={k: v.to(device) for k, v in self.advantage.items()},
@@ -169,7 +180,7 @@ class Task(Protocol):
 
     def describe(self) -> str: ...  # for error messages: which task failed
 
-    def run(self, runner: "ChunkRunner", networks: NetworkSource) -> Any: ...
+    def run(self, runner: ChunkRunner, networks: NetworkSource) -> Any: ...
 
     def pack(self, result: Any) -> Any: ...  # the result as plain picklable data (numpy arrays)
 
@@ -218,8 +229,13 @@ class ChunkRunner:
             return RegretMatchingPolicy(net, self.game.encode, fallback)
         if spec.kind == "regularized":
             if spec.bot is not None:
-                return KLRegularizedPolicy(net, None, self.game.encode, spec.temperature,
-                                           start_policy=SmoothedBotPolicy(self._bot(spec.bot), spec.smoothing or 0.0))
+                return KLRegularizedPolicy(
+                    net,
+                    None,
+                    self.game.encode,
+                    spec.temperature,
+                    start_policy=SmoothedBotPolicy(self._bot(spec.bot), spec.smoothing or 0.0),
+                )
             return KLRegularizedPolicy(net, networks.network(spec.start), self.game.encode, spec.temperature)
         return StrategyNetPolicy(net, self.game.encode)
 
@@ -234,8 +250,9 @@ class ChunkRunner:
         return spec.run(self, networks)
 
 
-def run_chunk(game, spec: ChunkSpec, networks: NetworkSource | Mapping[str, Any],
-              device: str | torch.device = "cpu") -> ChunkResult:
+def run_chunk(
+    game, spec: ChunkSpec, networks: NetworkSource | Mapping[str, Any], device: str | torch.device = "cpu"
+) -> ChunkResult:
     """Run one chunk (the worker function of every executor)."""
     if not hasattr(networks, "network"):
         networks = ModuleNetworks(networks)
@@ -264,8 +281,11 @@ def result_from_arrays(payload: Mapping[str, Any], device: str | torch.device | 
         return {k: v.to(device) for k, v in out.items()} if device is not None else out
 
     return ChunkResult(
-        int(payload["index"]), tensors(payload["advantage"]), tensors(payload["strategy"]),
-        TraversalStats(**payload["stats"]), float(payload.get("seconds", 0.0)),
+        int(payload["index"]),
+        tensors(payload["advantage"]),
+        tensors(payload["strategy"]),
+        TraversalStats(**payload["stats"]),
+        float(payload.get("seconds", 0.0)),
     )
 
 

@@ -35,20 +35,21 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import time
-from multiprocessing.connection import wait
 import weakref
 from collections import deque
-from typing import Any, Callable, Mapping, Sequence
+from multiprocessing.connection import wait
+from typing import Any
 
 import torch
 
-from .chunks import ChunkRunner, ChunkSpec, GameSpec, ModuleNetworks, Task
 from .base import DEFAULT_CHUNK_TIMEOUT, EXECUTORS, ExecutorError, TraversalExecutor, WorkerError, check_networks
 from .child import child_environment
+from .chunks import ChunkRunner, ChunkSpec, GameSpec, ModuleNetworks, Task
 from .inference_server import InferenceServer, InferenceServerError, ServerOptions
 from .ray_executor import RayExecutor
 from .shm import WeightsPublisher
 from .worker import worker_main
+
 
 class InlineExecutor(TraversalExecutor):
     """Chunks run in order in this process, on ``device``, with the given modules."""
@@ -121,11 +122,23 @@ class ProcessExecutor(TraversalExecutor):
 
     kind = "processes"
 
-    def __init__(self, game_spec: GameSpec, num_workers: int, *, threads: int = 1,
-                 result_device: str | torch.device = "cpu", server: ServerOptions | None = None,
-                 slot_rows: int = 1024, feature_size: int | None = None, output_size: int | None = None,
-                 weight_sync_every: int = 1, in_flight: int = 2, start_timeout: float = 120.0,
-                 chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT, role: str = "traversal"):
+    def __init__(
+        self,
+        game_spec: GameSpec,
+        num_workers: int,
+        *,
+        threads: int = 1,
+        result_device: str | torch.device = "cpu",
+        server: ServerOptions | None = None,
+        slot_rows: int = 1024,
+        feature_size: int | None = None,
+        output_size: int | None = None,
+        weight_sync_every: int = 1,
+        in_flight: int = 2,
+        start_timeout: float = 120.0,
+        chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT,
+        role: str = "traversal",
+    ):
         if num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {num_workers}")
         if weight_sync_every < 1:
@@ -163,9 +176,17 @@ class ProcessExecutor(TraversalExecutor):
                 parent_end, child_end = ctx.Pipe(duplex=True)
                 endpoint = res.server.endpoint(i) if res.server is not None else None
                 process = ctx.Process(
-                    target=worker_main, name=f"deepcfr-{self.role}-{i}", daemon=True,
-                    args=(child_end, i, self.game_spec, self.threads, endpoint,
-                          server_options.response_timeout if server_options else 300.0),
+                    target=worker_main,
+                    name=f"deepcfr-{self.role}-{i}",
+                    daemon=True,
+                    args=(
+                        child_end,
+                        i,
+                        self.game_spec,
+                        self.threads,
+                        endpoint,
+                        server_options.response_timeout if server_options else 300.0,
+                    ),
                 )
                 process.start()
                 child_end.close()
@@ -237,8 +258,9 @@ class ProcessExecutor(TraversalExecutor):
         try:
             names = check_networks(networks, chunks)
             if self._resources.server is not None and not all(isinstance(c, ChunkSpec) for c in chunks):
-                raise ValueError("the inference server backend runs traversal chunks only; "
-                                 "run other tasks with the local backend")
+                raise ValueError(
+                    "the inference server backend runs traversal chunks only; run other tasks with the local backend"
+                )
             handle = self._weights_for(networks, names, chunks[0].iteration if self._resources.server else 0)
             return self._run(chunks, handle, on_chunk)
         except BaseException as e:
@@ -355,14 +377,34 @@ def make_executor(config: Any, game, device: str | torch.device, game_spec: Game
         s = config.inference_server
         server = ServerOptions(device=s.device, max_batch=s.max_batch, batch_window_us=s.batch_window_us)
         sync_every = s.weight_sync_every
-    return build_executor(t.executor, t.num_workers, game, device, game_spec, ray_address=config.ray.address,
-                          server=server, slot_rows=t.chunk_size, weight_sync_every=sync_every)
+    return build_executor(
+        t.executor,
+        t.num_workers,
+        game,
+        device,
+        game_spec,
+        ray_address=config.ray.address,
+        server=server,
+        slot_rows=t.chunk_size,
+        weight_sync_every=sync_every,
+    )
 
 
-def build_executor(kind: str, num_workers: int, game, device: str | torch.device, game_spec: GameSpec, *,
-                   ray_address: str = "", role: str = "traversal", server: ServerOptions | None = None,
-                   slot_rows: int = 1024, weight_sync_every: int = 1, setting: str = "traversal.executor",
-                   chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT) -> TraversalExecutor:
+def build_executor(
+    kind: str,
+    num_workers: int,
+    game,
+    device: str | torch.device,
+    game_spec: GameSpec,
+    *,
+    ray_address: str = "",
+    role: str = "traversal",
+    server: ServerOptions | None = None,
+    slot_rows: int = 1024,
+    weight_sync_every: int = 1,
+    setting: str = "traversal.executor",
+    chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT,
+) -> TraversalExecutor:
     """An executor of ``kind`` (one of EXECUTORS): inline on ``device``, or ``num_workers`` worker
     processes / Ray actors on CPU whose results come back to ``device``. ``role`` names the
     workers in messages; ``setting`` names the config key in the error for a bad ``kind``;
@@ -373,9 +415,17 @@ def build_executor(kind: str, num_workers: int, game, device: str | torch.device
         return InlineExecutor(game, device)
     if kind == "processes":
         return ProcessExecutor(
-            game_spec, num_workers, result_device=device, server=server, slot_rows=slot_rows,
-            feature_size=int(game.feature_size), output_size=int(game.num_actions),
-            weight_sync_every=weight_sync_every, role=role, chunk_timeout=chunk_timeout,
+            game_spec,
+            num_workers,
+            result_device=device,
+            server=server,
+            slot_rows=slot_rows,
+            feature_size=int(game.feature_size),
+            output_size=int(game.num_actions),
+            weight_sync_every=weight_sync_every,
+            role=role,
+            chunk_timeout=chunk_timeout,
         )
-    return RayExecutor(game_spec, num_workers, address=ray_address, result_device=device, role=role,
-                       chunk_timeout=chunk_timeout)
+    return RayExecutor(
+        game_spec, num_workers, address=ray_address, result_device=device, role=role, chunk_timeout=chunk_timeout
+    )

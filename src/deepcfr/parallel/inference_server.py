@@ -47,6 +47,7 @@ from typing import Any
 import torch
 
 from deepcfr.devices import resolve_device
+
 from .child import child_environment, configure_process
 from .shm import SharedBlock, WeightsHandle, WeightsReader
 
@@ -106,8 +107,13 @@ class RequestPool:
         self.info = info
 
     @classmethod
-    def create(cls, num_slots: int, rows: int, feature_size: int, output_size: int) -> "RequestPool":
-        for name, v in (("num_slots", num_slots), ("rows", rows), ("feature_size", feature_size), ("output_size", output_size)):
+    def create(cls, num_slots: int, rows: int, feature_size: int, output_size: int) -> RequestPool:
+        for name, v in (
+            ("num_slots", num_slots),
+            ("rows", rows),
+            ("feature_size", feature_size),
+            ("output_size", output_size),
+        ):
             if int(v) < 1:
                 raise ValueError(f"RequestPool: {name} must be >= 1, got {v}")
         probe = PoolInfo("", int(num_slots), int(rows), int(feature_size), int(output_size))
@@ -115,7 +121,7 @@ class RequestPool:
         return cls(block, PoolInfo(block.name, probe.num_slots, probe.rows, probe.feature_size, probe.output_size))
 
     @classmethod
-    def attach(cls, info: PoolInfo) -> "RequestPool":
+    def attach(cls, info: PoolInfo) -> RequestPool:
         return cls(SharedBlock.attach(info.segment), info)
 
     def features(self, slot: int) -> torch.Tensor:
@@ -162,7 +168,7 @@ class InferenceClient:
         self._seq = 0
         self.requests = 0
 
-    def bind(self, handle: WeightsHandle) -> "ServerNetworks":
+    def bind(self, handle: WeightsHandle) -> ServerNetworks:
         self.handle = handle
         return ServerNetworks(self)
 
@@ -173,14 +179,16 @@ class InferenceClient:
         out = torch.empty(n, self.output_size, dtype=torch.float32)
         for start in range(0, n, self.rows):
             k = min(self.rows, n - start)
-            self._features[:k].copy_(features[start:start + k])
+            self._features[:k].copy_(features[start : start + k])
             self._seq += 1
             try:
                 self.conn.send_bytes(REQUEST.pack(self._seq, int(network_id), k, self.handle.version))
             except (BrokenPipeError, ConnectionResetError, EOFError, OSError) as e:
-                raise InferenceServerError(f"inference server connection lost ({type(e).__name__}): the server process died") from None
+                raise InferenceServerError(
+                    f"inference server connection lost ({type(e).__name__}): the server process died"
+                ) from None
             self._wait_reply()
-            out[start:start + k].copy_(self._outputs[:k])
+            out[start : start + k].copy_(self._outputs[:k])
             self.requests += 1
         return out
 
@@ -193,7 +201,9 @@ class InferenceClient:
                 message = self.conn.recv_bytes().decode("utf-8", "replace")
                 raise InferenceServerError(f"the inference server refused a request: {message}")
         except (EOFError, ConnectionResetError, BrokenPipeError, OSError) as e:
-            raise InferenceServerError(f"inference server connection lost ({type(e).__name__}): the server process died") from None
+            raise InferenceServerError(
+                f"inference server connection lost ({type(e).__name__}): the server process died"
+            ) from None
         if seq != self._seq:
             raise InferenceServerError(f"inference server answered request {seq}, expected {self._seq}")
 
@@ -239,10 +249,14 @@ class _Metrics:
 
     def as_dict(self) -> dict[str, float]:
         return {
-            "batches": self.batches, "requests": self.requests, "groups": self.groups,
+            "batches": self.batches,
+            "requests": self.requests,
+            "groups": self.groups,
             "avg_batch_rows": self.rows / self.groups if self.groups else 0.0,
-            "max_batch_rows": self.max_rows, "wait_seconds": self.wait_seconds,
-            "forward_seconds": self.forward_seconds, "rows": self.rows,
+            "max_batch_rows": self.max_rows,
+            "wait_seconds": self.wait_seconds,
+            "forward_seconds": self.forward_seconds,
+            "rows": self.rows,
         }
 
 
@@ -252,8 +266,9 @@ class _ServerLoop:
     slices) and answered through the shared slots; control messages (weights, stats, ping, stop)
     come from the trainer."""
 
-    def __init__(self, control: Connection, worker_conns: list[Connection], pool_info: PoolInfo,
-                 options: ServerOptions):
+    def __init__(
+        self, control: Connection, worker_conns: list[Connection], pool_info: PoolInfo, options: ServerOptions
+    ):
         self.control = control
         self.device = torch.device(options.device)
         self.pool_info = pool_info
@@ -315,7 +330,7 @@ class _ServerLoop:
         metrics = self.metrics
         with torch.inference_mode():
             for start in range(0, x.shape[0], self.max_batch):
-                chunk = x[start:start + self.max_batch].to(self.device, non_blocking=True)
+                chunk = x[start : start + self.max_batch].to(self.device, non_blocking=True)
                 out_parts.append(self.nets[net_id](chunk).float())
                 metrics.groups += 1
                 metrics.rows += chunk.shape[0]
@@ -332,9 +347,9 @@ class _ServerLoop:
                 total = sum(p.shape[0] for p in parts)
                 if self.staged:
                     # shared memory -> pinned staging (host copies), then one queued copy each way
-                    x = self.stage_in[offset:offset + total]
+                    x = self.stage_in[offset : offset + total]
                     torch.cat(parts, out=x) if len(parts) > 1 else x.copy_(parts[0])
-                    out = self.stage_out[offset:offset + total].copy_(self._forward(net_id, x), non_blocking=True)
+                    out = self.stage_out[offset : offset + total].copy_(self._forward(net_id, x), non_blocking=True)
                     offset += total
                 else:
                     out = self._forward(net_id, parts[0] if len(parts) == 1 else torch.cat(parts))
@@ -348,7 +363,7 @@ class _ServerLoop:
         for reqs, out in answered:
             start = 0
             for conn, slot, seq, _, rows, _ in reqs:
-                self.outputs[slot][:rows].copy_(out[start:start + rows])
+                self.outputs[slot][:rows].copy_(out[start : start + rows])
                 start += rows
                 self.reply(conn, seq)
         self.metrics.forward_seconds += time.perf_counter() - t0
@@ -424,7 +439,9 @@ class _ServerLoop:
             self.pool.close()
 
 
-def server_main(control: Connection, worker_conns: list[Connection], pool_info: PoolInfo, options: ServerOptions) -> None:
+def server_main(
+    control: Connection, worker_conns: list[Connection], pool_info: PoolInfo, options: ServerOptions
+) -> None:
     """Entry point of the server process."""
     configure_process(options.threads)
     _ServerLoop(control, worker_conns, pool_info, options).run()
@@ -439,8 +456,9 @@ class InferenceServer:
     """The trainer's handle on the server process: start, endpoints for workers, weight sync,
     metrics, shutdown. ``num_slots`` workers, each sending up to ``slot_rows`` states per request."""
 
-    def __init__(self, num_slots: int, slot_rows: int, feature_size: int, output_size: int,
-                 options: ServerOptions | None = None):
+    def __init__(
+        self, num_slots: int, slot_rows: int, feature_size: int, output_size: int, options: ServerOptions | None = None
+    ):
         options = options or ServerOptions()
         self.options = dataclasses.replace(options, device=resolve_server_device(options.device))
         self.num_slots, self.slot_rows = int(num_slots), int(slot_rows)
@@ -453,7 +471,7 @@ class InferenceServer:
         self.device: str | None = None
 
     # -------------------------------------------------------------- lifecycle
-    def start(self) -> "InferenceServer":
+    def start(self) -> InferenceServer:
 
         ctx = mp.get_context("spawn")
         try:
@@ -464,8 +482,10 @@ class InferenceServer:
             server_ends = [b for _, b in pairs]
             with child_environment():
                 self.process = ctx.Process(
-                    target=server_main, args=(server_control, server_ends, self.pool.info, self.options),
-                    daemon=True, name="deepcfr-inference-server",
+                    target=server_main,
+                    args=(server_control, server_ends, self.pool.info, self.options),
+                    daemon=True,
+                    name="deepcfr-inference-server",
                 )
                 self.process.start()
             # Only the server may hold its ends: then its death closes them (EOF at the workers).
@@ -567,7 +587,7 @@ class InferenceServer:
     def stats(self, reset: bool = True) -> dict[str, float]:
         return self._call(("stats", bool(reset)), "stats")[1]
 
-    def __enter__(self) -> "InferenceServer":
+    def __enter__(self) -> InferenceServer:
         return self.start() if self.process is None else self
 
     def __exit__(self, *exc) -> None:

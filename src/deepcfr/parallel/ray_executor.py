@@ -23,8 +23,8 @@ from typing import Any
 
 import torch
 
-from .chunks import ChunkRunner, GameSpec, ModuleNetworks
 from .base import DEFAULT_CHUNK_TIMEOUT, ExecutorError, TraversalExecutor, WorkerError, check_networks
+from .chunks import ChunkRunner, GameSpec, ModuleNetworks
 from .shm import build_from_arch, network_arch
 
 INSTALL_HINT = "pip install 'deepcfr[ray]'  (or: pip install ray)"
@@ -35,7 +35,10 @@ def require_ray():
     try:
         import ray
     except ImportError as e:
-        raise ImportError(f"the ray executor (traversal.executor or improve.executor: ray) needs Ray, which is not installed: {INSTALL_HINT}") from e
+        raise ImportError(
+            "the ray executor (traversal.executor or improve.executor: ray) needs Ray, which is not installed: "
+            f"{INSTALL_HINT}"
+        ) from e
     return ray
 
 
@@ -80,9 +83,19 @@ def _local_runtime_env(threads: int) -> dict[str, Any]:
 class RayExecutor(TraversalExecutor):
     kind = "ray"
 
-    def __init__(self, game_spec: GameSpec, num_workers: int, *, address: str = "", threads: int = 1,
-                 result_device: str | torch.device = "cpu", in_flight: int = 2, start_timeout: float = 300.0,
-                 chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT, role: str = "traversal"):
+    def __init__(
+        self,
+        game_spec: GameSpec,
+        num_workers: int,
+        *,
+        address: str = "",
+        threads: int = 1,
+        result_device: str | torch.device = "cpu",
+        in_flight: int = 2,
+        start_timeout: float = 300.0,
+        chunk_timeout: float = DEFAULT_CHUNK_TIMEOUT,
+        role: str = "traversal",
+    ):
         ray = require_ray()
         if num_workers < 1:
             raise ValueError(f"num_workers must be >= 1, got {num_workers}")
@@ -123,8 +136,10 @@ class RayExecutor(TraversalExecutor):
             return []
         names = check_networks(networks, chunks)
         weights = {
-            name: (network_arch(networks[name]),
-                   {k: v.detach().cpu().numpy() for k, v in networks[name].state_dict().items()})
+            name: (
+                network_arch(networks[name]),
+                {k: v.detach().cpu().numpy() for k, v in networks[name].state_dict().items()},
+            )
             for name in sorted(names)
         }
         self.version += 1
@@ -154,7 +169,9 @@ class RayExecutor(TraversalExecutor):
                     try:
                         payload = ray.get(ref)
                     except ray.exceptions.RayActorError as e:
-                        raise WorkerError(f"Ray {self.role} actor {actor} died while running {spec.describe()}: {e}") from None
+                        raise WorkerError(
+                            f"Ray {self.role} actor {actor} died while running {spec.describe()}: {e}"
+                        ) from None
                     except ray.exceptions.RayTaskError as e:
                         raise WorkerError(f"Ray {self.role} actor {actor} failed on {spec.describe()}:\n{e}") from None
                     results[index] = spec.unpack(payload, self.result_device)

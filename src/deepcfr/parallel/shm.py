@@ -20,9 +20,10 @@ import gc
 import os
 import secrets
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass
 from multiprocessing import shared_memory
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
@@ -60,18 +61,20 @@ class SharedBlock:
         self.size = shm.size
 
     @classmethod
-    def create(cls, nbytes: int, tag: str = "blk") -> "SharedBlock":
+    def create(cls, nbytes: int, tag: str = "blk") -> SharedBlock:
         shm = shared_memory.SharedMemory(name=segment_name(tag), create=True, size=max(int(nbytes), ALIGN))
         with _owned_lock:
             _owned[shm.name] = shm
         return cls(shm, owner=True)
 
     @classmethod
-    def attach(cls, name: str) -> "SharedBlock":
+    def attach(cls, name: str) -> SharedBlock:
         try:
             shm = shared_memory.SharedMemory(name=name)
         except FileNotFoundError:
-            raise FileNotFoundError(f"shared-memory segment {name!r} does not exist (its owner closed or died)") from None
+            raise FileNotFoundError(
+                f"shared-memory segment {name!r} does not exist (its owner closed or died)"
+            ) from None
         return cls(shm, owner=False)
 
     @property
@@ -143,8 +146,20 @@ atexit.register(close_all_owned)
 # Network weights
 # ------------------------------------------------------------------------------------------------
 
-_DTYPES = {str(d): d for d in (torch.float32, torch.float16, torch.bfloat16, torch.float64, torch.int64, torch.int32,
-                               torch.uint8, torch.int8, torch.bool)}
+_DTYPES = {
+    str(d): d
+    for d in (
+        torch.float32,
+        torch.float16,
+        torch.bfloat16,
+        torch.float64,
+        torch.int64,
+        torch.int32,
+        torch.uint8,
+        torch.int8,
+        torch.bool,
+    )
+}
 
 
 @dataclass(frozen=True)
@@ -186,7 +201,9 @@ def network_arch(module: torch.nn.Module) -> tuple[tuple[str, Any], ...]:
     """The constructor arguments a reader rebuilds ``module`` from (``DeepCFRMLP.shape_dict``)."""
     shape_dict = getattr(module, "shape_dict", None)
     if shape_dict is None:
-        raise ValueError(f"only networks with shape_dict() (DeepCFRMLP) can be shared with workers, got {type(module).__name__}")
+        raise ValueError(
+            f"only networks with shape_dict() (DeepCFRMLP) can be shared with workers, got {type(module).__name__}"
+        )
     return tuple(sorted(shape_dict().items()))
 
 

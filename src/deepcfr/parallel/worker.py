@@ -22,13 +22,14 @@ from .chunks import ChunkRunner, ModuleNetworks
 from .inference_server import InferenceClient, InferenceServerError
 from .shm import WeightsReader
 
-def worker_main(conn: Connection, index: int, game_spec, threads: int = 1, endpoint=None,
-                response_timeout: float = 300.0) -> None:
+
+def worker_main(
+    conn: Connection, index: int, game_spec, threads: int = 1, endpoint=None, response_timeout: float = 300.0
+) -> None:
     """Entry point of worker ``index`` (see the module docstring)."""
     configure_process(threads)
     client = None
     try:
-
         runner = ChunkRunner(game_spec.make(), "cpu")
         reader = WeightsReader("cpu")
         if endpoint is not None:

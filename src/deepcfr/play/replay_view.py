@@ -15,17 +15,27 @@ def view_for_record(record: GameRecord) -> GameView:
     return make_view(game_of_record(record.game, record.game_config))
 
 
-def show_replay(record: GameRecord, stdin: TextIO, stdout: TextIO, *, step: bool = True, plain: bool = False,
-                title: str = "", width: int | None = None) -> int:
+def show_replay(
+    record: GameRecord,
+    stdin: TextIO,
+    stdout: TextIO,
+    *,
+    step: bool = True,
+    plain: bool = False,
+    title: str = "",
+    width: int | None = None,
+) -> int:
     """Show every decision of ``record`` (a validated record). With ``step``, wait for Enter after
     each decision (``a`` then shows the rest without stopping, ``q`` stops); end of input shows the
     rest. Returns an exit code (0, or 130 on Ctrl-C)."""
     screen = Screen(stdin, stdout, plain, width)
     view = view_for_record(record)
     names = [str(p) for p in record.players]
-    screen.show(Text(title or "Replay", style="bold"), Text(view.title()),
-                Text(f"{names[0]} (seat 0) against {names[1]} (seat 1); seed {record.seed}; "
-                     f"{len(record.actions)} decisions"))
+    screen.show(
+        Text(title or "Replay", style="bold"),
+        Text(view.title()),
+        Text(f"{names[0]} (seat 0) against {names[1]} (seat 1); seed {record.seed}; {len(record.actions)} decisions"),
+    )
     try:
         ref = None
         for ref, number, action in replay_steps(record):

@@ -17,10 +17,11 @@ import copy
 import re
 import signal
 import threading
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Sequence, TextIO
+from typing import Any, TextIO
 
 import torch
 from rich import box
@@ -61,9 +62,17 @@ class GameOutcome:
 def make_console(stdout: TextIO, plain: bool = False, width: int | None = None) -> Console:
     """Rich output with colours on a terminal; ``plain`` gives text without colour or styles."""
     is_tty = bool(getattr(stdout, "isatty", lambda: False)())
-    return Console(file=stdout, force_terminal=is_tty and not plain, no_color=plain,
-                   color_system=None if plain else "auto", highlight=False, markup=False, emoji=False,
-                   width=width, soft_wrap=False)
+    return Console(
+        file=stdout,
+        force_terminal=is_tty and not plain,
+        no_color=plain,
+        color_system=None if plain else "auto",
+        highlight=False,
+        markup=False,
+        emoji=False,
+        width=width,
+        soft_wrap=False,
+    )
 
 
 @contextmanager
@@ -186,9 +195,19 @@ def move_list(view: GameView, ref, choices: Sequence[tuple[int, str]]) -> Column
     return Columns(items, padding=(0, 3), column_first=True)
 
 
-def play_game(view: GameView, opponent: Seated, human_seat: int, seed: int, stdin: TextIO, stdout: TextIO, *,
-              plain: bool = False, show_probs: bool = False, record: str | Path | None = None,
-              width: int | None = None) -> GameOutcome:
+def play_game(
+    view: GameView,
+    opponent: Seated,
+    human_seat: int,
+    seed: int,
+    stdin: TextIO,
+    stdout: TextIO,
+    *,
+    plain: bool = False,
+    show_probs: bool = False,
+    record: str | Path | None = None,
+    width: int | None = None,
+) -> GameOutcome:
     """Play one game in the terminal; see the module docstring."""
     if human_seat not in (0, 1):
         raise ValueError(f"seat must be 0 or 1, got {human_seat}")
@@ -200,9 +219,13 @@ def play_game(view: GameView, opponent: Seated, human_seat: int, seed: int, stdi
     # The opponent's decisions since the person's last move: (state copy, probs, action).
     recent: list[tuple[Any, torch.Tensor | None, int]] = []
     person_moved = False  # the next opponent move starts a new ``recent`` list
-    screen.show(Text(view.title(), style="bold"),
-                Text(f"You play seat {human_seat} ({'first' if human_seat == 0 else 'second'} to move) against "
-                     f"{opponent.name}; deal seed {seed}. Type h for help."))
+    screen.show(
+        Text(view.title(), style="bold"),
+        Text(
+            f"You play seat {human_seat} ({'first' if human_seat == 0 else 'second'} to move) against "
+            f"{opponent.name}; deal seed {seed}. Type h for help."
+        ),
+    )
 
     def finish(exit_code: int, message: str | None) -> GameOutcome:
         if message:
@@ -228,7 +251,9 @@ def play_game(view: GameView, opponent: Seated, human_seat: int, seed: int, stdi
                 ref.apply(action)
                 actions.append(action)
                 recent.append((before, probs, action))
-                screen.show(Text(f"{opponent.name}: ", style="bold magenta").append_text(view.label_text(before, action)))
+                screen.show(
+                    Text(f"{opponent.name}: ", style="bold magenta").append_text(view.label_text(before, action))
+                )
                 if show_probs and probs is not None:
                     screen.show(decision_table(view, before, probs, action))
                 continue
@@ -286,20 +311,29 @@ def _show_probs(screen: Screen, view: GameView, opponent: Seated, recent) -> Non
         return
     for before, probs, action in moves:
         what = "candidates" if isinstance(probs, list) else "probabilities"
-        screen.show(Text(f"{opponent.name}'s {what} when it chose ").append_text(view.label_text(before, action))
-                    .append(":"), decision_table(view, before, probs, action))
+        screen.show(
+            Text(f"{opponent.name}'s {what} when it chose ").append_text(view.label_text(before, action)).append(":"),
+            decision_table(view, before, probs, action),
+        )
 
 
 def decision_table(view: GameView, ref, probs, chosen: int) -> Table:
     """Probabilities (a tensor), or a search's candidate rows (a list of dicts)."""
-    return candidates_table(view, ref, probs, chosen) if isinstance(probs, list) else probs_table(view, ref, probs, chosen)
+    return (
+        candidates_table(view, ref, probs, chosen) if isinstance(probs, list) else probs_table(view, ref, probs, chosen)
+    )
 
 
 def candidates_table(view: GameView, ref, rows: list[dict], chosen: int) -> Table:
     """A search's candidates: mean rollout value +- 95% CI, the paired difference to the base
     policy's move +- its CI, and the base policy's probability."""
     table = Table(show_header=True, box=None, pad_edge=False)
-    for title, justify in (("value +- 95% CI", "right"), ("vs base move", "right"), ("prior", "right"), ("move", "left")):
+    for title, justify in (
+        ("value +- 95% CI", "right"),
+        ("vs base move", "right"),
+        ("prior", "right"),
+        ("move", "left"),
+    ):
         table.add_column(title, justify=justify)
     for r in rows:
         mark = " <- played" if r["action"] == chosen else ""
@@ -307,14 +341,25 @@ def candidates_table(view: GameView, ref, rows: list[dict], chosen: int) -> Tabl
         searched = r["mean"] is not None and r["mean"] == r["mean"]  # None/NaN: the only legal move, not rolled out
         value = f"{r['mean']:+.1f} +- {r['ci95']:.1f}" if searched else "forced"
         diff = "" if r["base"] or not searched else f"{r['diff_vs_base']:+.1f} +- {r['diff_ci95']:.1f}"
-        table.add_row(value, diff, f"{100 * r['prior']:.0f}%",
-                      view.label_text(ref, r["action"]).append_text(Text(mark, style="bold")))
+        table.add_row(
+            value,
+            diff,
+            f"{100 * r['prior']:.0f}%",
+            view.label_text(ref, r["action"]).append_text(Text(mark, style="bold")),
+        )
     return table
 
 
 def _record(view: GameView, path, seed, deal, actions, names, ref, screen: Screen) -> None:
-    record = make_record(view.game_name, view.game.config_dict(), deal, actions,
-                         [n if n != "You" else "human" for n in names], seed, ref=ref)
+    record = make_record(
+        view.game_name,
+        view.game.config_dict(),
+        deal,
+        actions,
+        [n if n != "You" else "human" for n in names],
+        seed,
+        ref=ref,
+    )
     append_records(path, [record])
     state = "finished" if ref.is_terminal() else "unfinished"
     screen.show(Text(f"Recorded the {state} game in {path}.", style="dim"))

@@ -7,7 +7,8 @@ the move list, and draws the final scoring. It never changes the game.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 from rich.console import RenderableType
 from rich.table import Table
@@ -17,9 +18,16 @@ from ..games.lost_cities.reference import PHASE_CARD, LostCitiesReference
 from ..games.lost_cities.rules import COLOR_NAMES, LostCitiesRules
 
 COLOR_STYLES = {
-    "red": "bold red", "green": "bold green", "blue": "bold blue", "white": "bold white",
-    "yellow": "bold yellow", "purple": "bold magenta", "orange": "bold dark_orange",
-    "black": "bold bright_black", "pink": "bold hot_pink", "cyan": "bold cyan",
+    "red": "bold red",
+    "green": "bold green",
+    "blue": "bold blue",
+    "white": "bold white",
+    "yellow": "bold yellow",
+    "purple": "bold magenta",
+    "orange": "bold dark_orange",
+    "black": "bold bright_black",
+    "pink": "bold hot_pink",
+    "cyan": "bold cyan",
 }
 
 
@@ -77,8 +85,10 @@ class LostCitiesView(GameView):
 
     def title(self) -> str:
         r = self.rules
-        return (f"Lost Cities: {r.n_colors} colours, values {r.min_rank}..{r.min_rank + r.n_ranks - 1}, "
-                f"{r.n_wagers} wager(s) per colour, hand {r.hand_size}")
+        return (
+            f"Lost Cities: {r.n_colors} colours, values {r.min_rank}..{r.min_rank + r.n_ranks - 1}, "
+            f"{r.n_wagers} wager(s) per colour, hand {r.hand_size}"
+        )
 
     # Cards ---------------------------------------------------------------------------------
     def _color_text(self, color: int, text: str) -> Text:
@@ -118,10 +128,15 @@ class LostCitiesView(GameView):
         r = self.rules
         left = 1 - viewer if viewer is not None else 1  # the viewer's own expeditions on the right
         right = 1 - left
-        table = Table(show_header=True, header_style="bold", pad_edge=False,
-                      caption="expeditions in the order played; pts = running score; W = wager",
-                      title="Expeditions and discard piles", title_justify="left",
-                      caption_justify="left")
+        table = Table(
+            show_header=True,
+            header_style="bold",
+            pad_edge=False,
+            caption="expeditions in the order played; pts = running score; W = wager",
+            title="Expeditions and discard piles",
+            title_justify="left",
+            caption_justify="left",
+        )
         table.add_column("colour")
         table.add_column(names[left], overflow="fold")
         table.add_column("pts", justify="right")
@@ -129,28 +144,44 @@ class LostCitiesView(GameView):
         table.add_column(names[right], overflow="fold")
         table.add_column("pts", justify="right")
         scores = [ref.expedition_scores(0), ref.expedition_scores(1)]
+
+        def exp(p: int, c: int) -> Text:
+            cards = ref.expeditions[p][c]
+            return Text(" ".join(self._value(x) for x in cards)) if cards else Text("-", style="dim")
+
         for c in range(r.n_colors):
             pile = ref.piles[c]
             pile_text = Text(f"{self._value(pile[-1])} ({len(pile)})") if pile else Text("- (0)", style="dim")
-
-            def exp(p: int) -> Text:
-                cards = ref.expeditions[p][c]
-                return Text(" ".join(self._value(x) for x in cards)) if cards else Text("-", style="dim")
-
-            table.add_row(self._color_text(c, COLOR_NAMES[c]), exp(left), str(scores[left][c]), pile_text,
-                          exp(right), str(scores[right][c]))
-        table.add_row(Text("total", style="bold"), "", Text(str(sum(scores[left])), style="bold"), "", "",
-                      Text(str(sum(scores[right])), style="bold"))
-        out: list[RenderableType] = [Text(f"Deck: {len(ref.deck)} cards left    decisions so far: {ref.num_decisions}"),
-                                     table]
-        for p in ([viewer] if viewer is not None else [0, 1]):
+            table.add_row(
+                self._color_text(c, COLOR_NAMES[c]),
+                exp(left, c),
+                str(scores[left][c]),
+                pile_text,
+                exp(right, c),
+                str(scores[right][c]),
+            )
+        table.add_row(
+            Text("total", style="bold"),
+            "",
+            Text(str(sum(scores[left])), style="bold"),
+            "",
+            "",
+            Text(str(sum(scores[right])), style="bold"),
+        )
+        out: list[RenderableType] = [
+            Text(f"Deck: {len(ref.deck)} cards left    decisions so far: {ref.num_decisions}"),
+            table,
+        ]
+        for p in [viewer] if viewer is not None else [0, 1]:
             who = "Your hand" if names[p] == "You" else f"{_seat_label(names, p)} hand"
             out.append(Text(f"{who}: ").append_text(self.hand_text(ref.hands[p], ref.known[p])))
         if viewer is not None:
             opp = 1 - viewer
             known = [c for c in ref.hands[opp] if c in ref.known[opp]]
             if known:
-                out.append(Text(f"{names[opp]} is known to hold (taken from piles): ").append_text(self.hand_text(known)))
+                out.append(
+                    Text(f"{names[opp]} is known to hold (taken from piles): ").append_text(self.hand_text(known))
+                )
             if ref.known[viewer]:
                 out.append(Text("(* = taken from a pile, so known to your opponent)", style="dim"))
         return out
@@ -159,8 +190,10 @@ class LostCitiesView(GameView):
         if ref.phase == PHASE_CARD:
             return "decision 1 of 2: play a card onto an expedition or discard it"
         if ref.discarded_color is not None:
-            return (f"decision 2 of 2: draw a card from the deck or a discard pile "
-                    f"(not the {COLOR_NAMES[ref.discarded_color]} pile, discarded onto this turn)")
+            return (
+                f"decision 2 of 2: draw a card from the deck or a discard pile "
+                f"(not the {COLOR_NAMES[ref.discarded_color]} pile, discarded onto this turn)"
+            )
         return "decision 2 of 2: draw a card from the deck or a discard pile"
 
     def label(self, ref, action: int) -> str:
@@ -190,10 +223,22 @@ class LostCitiesView(GameView):
         out: list[RenderableType] = []
         for p in (0, 1):
             owner = "Your" if names[p] == "You" else f"{names[p]}'s"
-            table = Table(title=f"{owner} expeditions: {totals[p]} points",
-                          title_justify="left", show_header=True, header_style="bold", pad_edge=False)
-            for name, justify in (("colour", "left"), ("cards", "left"), ("values", "right"),
-                                  ("cost", "right"), ("x wagers", "right"), ("bonus", "right"), ("points", "right")):
+            table = Table(
+                title=f"{owner} expeditions: {totals[p]} points",
+                title_justify="left",
+                show_header=True,
+                header_style="bold",
+                pad_edge=False,
+            )
+            for name, justify in (
+                ("colour", "left"),
+                ("cards", "left"),
+                ("values", "right"),
+                ("cost", "right"),
+                ("x wagers", "right"),
+                ("bonus", "right"),
+                ("points", "right"),
+            ):
                 table.add_column(name, justify=justify)
             for c in range(r.n_colors):
                 cards = ref.expeditions[p][c]
@@ -203,9 +248,15 @@ class LostCitiesView(GameView):
                 kinds = [r.card_kind(x) for x in cards]
                 wagers = sum(1 for k in kinds if k == 0)
                 bonus = r.bonus if len(cards) >= r.bonus_threshold else 0
-                table.add_row(self._color_text(c, COLOR_NAMES[c]), " ".join(self._value(x) for x in cards),
-                              str(sum(r.kind_value(k) for k in kinds)), f"{r.expedition_cost:+d}",
-                              f"x{1 + wagers}", f"+{bonus}" if bonus else "", str(scores[p][c]))
+                table.add_row(
+                    self._color_text(c, COLOR_NAMES[c]),
+                    " ".join(self._value(x) for x in cards),
+                    str(sum(r.kind_value(k) for k in kinds)),
+                    f"{r.expedition_cost:+d}",
+                    f"x{1 + wagers}",
+                    f"+{bonus}" if bonus else "",
+                    str(scores[p][c]),
+                )
             table.add_row(Text("total", style="bold"), "", "", "", "", "", Text(str(totals[p]), style="bold"))
             out.append(table)
         if ref.cut_off:
@@ -268,7 +319,7 @@ class KuhnView(_SmallGameView):
 
     def board(self, ref, viewer: int | None, names: Sequence[str]) -> list[RenderableType]:
         out: list[RenderableType] = []
-        for p in ([viewer] if viewer is not None else [0, 1]):
+        for p in [viewer] if viewer is not None else [0, 1]:
             who = "Your card" if names[p] == "You" else f"{_seat_label(names, p)} card"
             out.append(Text(f"{who}: ").append(self.CARD_NAMES[ref.cards[p]], style="bold cyan"))
         if viewer is not None:
@@ -282,11 +333,17 @@ class KuhnView(_SmallGameView):
 
     def final(self, ref, names: Sequence[str]) -> list[RenderableType]:
         r0 = ref.returns()[0]
-        how = (f"{names[ref.folded]} folded" if ref.folded is not None
-               else f"showdown: {names[0]} {self.CARD_NAMES[ref.cards[0]]} against {names[1]} {self.CARD_NAMES[ref.cards[1]]}")
-        return [Text(f"Cards: {names[0]} {self.CARD_NAMES[ref.cards[0]]}, {names[1]} {self.CARD_NAMES[ref.cards[1]]}"),
-                Text(f"Betting: {self._history(ref, names)}; {how}."),
-                self.winner_line(r0, names, "chips")]
+        how = (
+            f"{names[ref.folded]} folded"
+            if ref.folded is not None
+            else f"showdown: {names[0]} {self.CARD_NAMES[ref.cards[0]]} "
+            f"against {names[1]} {self.CARD_NAMES[ref.cards[1]]}"
+        )
+        return [
+            Text(f"Cards: {names[0]} {self.CARD_NAMES[ref.cards[0]]}, {names[1]} {self.CARD_NAMES[ref.cards[1]]}"),
+            Text(f"Betting: {self._history(ref, names)}; {how}."),
+            self.winner_line(r0, names, "chips"),
+        ]
 
 
 class LeducView(_SmallGameView):
@@ -332,7 +389,7 @@ class LeducView(_SmallGameView):
 
     def board(self, ref, viewer: int | None, names: Sequence[str]) -> list[RenderableType]:
         out: list[RenderableType] = []
-        for p in ([viewer] if viewer is not None else [0, 1]):
+        for p in [viewer] if viewer is not None else [0, 1]:
             who = "Your card" if names[p] == "You" else f"{_seat_label(names, p)} card"
             out.append(Text(f"{who}: ").append(self.card(ref.cards[p]), style="bold cyan"))
         if viewer is not None:
@@ -345,8 +402,12 @@ class LeducView(_SmallGameView):
         else:
             public.append("not revealed yet", style="dim")
         out.append(public)
-        out.append(Text(f"Round {ref.round + 1} of 2; pot {sum(ref.contrib)} chips "
-                        f"({names[0]} {ref.contrib[0]}, {names[1]} {ref.contrib[1]}); raises this round: {ref.raises}"))
+        out.append(
+            Text(
+                f"Round {ref.round + 1} of 2; pot {sum(ref.contrib)} chips "
+                f"({names[0]} {ref.contrib[0]}, {names[1]} {ref.contrib[1]}); raises this round: {ref.raises}"
+            )
+        )
         hist = self._history(ref, names)
         out.append(Text(f"Round 1 betting: {hist[0]}"))
         if ref.round == 1:
@@ -360,8 +421,10 @@ class LeducView(_SmallGameView):
         r0 = ref.returns()[0]
         hist = self._history(ref, names)
         out: list[RenderableType] = [
-            Text(f"Cards: {names[0]} {self.card(ref.cards[0])}, {names[1]} {self.card(ref.cards[1])}, "
-                 f"public {self.card(ref.cards[2])}"),
+            Text(
+                f"Cards: {names[0]} {self.card(ref.cards[0])}, {names[1]} {self.card(ref.cards[1])}, "
+                f"public {self.card(ref.cards[2])}"
+            ),
             Text(f"Betting: round 1: {hist[0]}" + (f"; round 2: {hist[1]}" if ref.rounds[1] else "")),
         ]
         if ref.folded is not None:
@@ -383,8 +446,10 @@ class LiarsDiceView(_SmallGameView):
         return LiarsDiceReference
 
     def title(self) -> str:
-        return ("Liar's Dice: one six-sided die each, 6 is wild; bid how many of the two dice show a face "
-                "(each bid higher than the last), or call the last bid a lie")
+        return (
+            "Liar's Dice: one six-sided die each, 6 is wild; bid how many of the two dice show a face "
+            "(each bid higher than the last), or call the last bid a lie"
+        )
 
     @staticmethod
     def _bid(bid: int) -> str:
@@ -406,7 +471,7 @@ class LiarsDiceView(_SmallGameView):
 
     def board(self, ref, viewer: int | None, names: Sequence[str]) -> list[RenderableType]:
         out: list[RenderableType] = []
-        for p in ([viewer] if viewer is not None else [0, 1]):
+        for p in [viewer] if viewer is not None else [0, 1]:
             who = "Your die" if names[p] == "You" else f"{_seat_label(names, p)} die"
             out.append(Text(f"{who}: ").append(str(ref.dice[p] + 1), style="bold cyan"))
         if viewer is not None:
@@ -429,12 +494,16 @@ class LiarsDiceView(_SmallGameView):
         count = sum(1 for d in ref.dice if d == face - 1 or d == WILD_FACE)
         caller = names[(len(ref.history) - 1) % 2]
         counted = f"{face}" if face - 1 == WILD_FACE else f"{face} or the wild 6"
-        return [Text(f"Dice: {names[0]} {ref.dice[0] + 1}, {names[1]} {ref.dice[1] + 1}"),
-                Text(f"Bids: {self._bids(ref, names)}"),
-                Text(f"{caller} called the bid \"{self._bid(ref.last_bid)}\" a lie: {count} of the dice "
-                     f"{'shows' if count == 1 else 'show'} {counted}, so the bid "
-                     f"{'holds' if ref.bid_holds() else 'fails'}."),
-                self.winner_line(ref.returns()[0], names, "chips")]
+        return [
+            Text(f"Dice: {names[0]} {ref.dice[0] + 1}, {names[1]} {ref.dice[1] + 1}"),
+            Text(f"Bids: {self._bids(ref, names)}"),
+            Text(
+                f'{caller} called the bid "{self._bid(ref.last_bid)}" a lie: {count} of the dice '
+                f"{'shows' if count == 1 else 'show'} {counted}, so the bid "
+                f"{'holds' if ref.bid_holds() else 'fails'}."
+            ),
+            self.winner_line(ref.returns()[0], names, "chips"),
+        ]
 
 
 def _terminal_views() -> dict[type, type[GameView]]:
@@ -452,6 +521,8 @@ def make_view(game) -> GameView:
     views = _terminal_views()
     view = next((v for cls, v in views.items() if isinstance(game, cls)), None)
     if view is None:
-        raise ValueError(f"no terminal view for game {getattr(game, 'name', game)!r} (play/views.py draws "
-                         f"{', '.join(v.game_name for v in views.values())})")
+        raise ValueError(
+            f"no terminal view for game {getattr(game, 'name', game)!r} (play/views.py draws "
+            f"{', '.join(v.game_name for v in views.values())})"
+        )
     return view(game)

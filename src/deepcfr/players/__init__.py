@@ -19,14 +19,54 @@ eval_search; the gate plays the new network against the current one, no spec), t
 lists ``eval.opponents`` and ``league.anchor``, and the search's ``rollout_policy``.
 """
 
-from .build import (BotPlayer, NetworkPlayer, SearchPlayer, checkpoint_file, describe_game, load_player,
-                    load_players, same_game, search_player)
+from ..player_specs import (
+    CHAMPION,
+    LEARNER,
+    MAX_SPEC_LENGTH,
+    VALID_FORMS,
+    PlayerSpec,
+    PlayerSpecError,
+    parse_player,
+    parse_setting_value,
+    quote,
+    split_specs,
+)
+from .build import (
+    BotPlayer,
+    NetworkPlayer,
+    SearchPlayer,
+    checkpoint_file,
+    describe_game,
+    load_player,
+    load_players,
+    same_game,
+    search_player,
+)
 from .cache import PlayerCache
 from .seated import Decision, Seated, top_probabilities
-from ..player_specs import (CHAMPION, LEARNER, MAX_SPEC_LENGTH, VALID_FORMS, PlayerSpec, PlayerSpecError, parse_player,
-                   parse_setting_value, quote, split_specs)
 
-__all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "load_players", "search_player", "same_game",
-           "describe_game", "checkpoint_file", "PlayerCache", "Decision", "Seated", "top_probabilities",
-           "PlayerSpec", "PlayerSpecError", "parse_player", "parse_setting_value", "split_specs", "quote",
-           "VALID_FORMS", "CHAMPION", "LEARNER", "MAX_SPEC_LENGTH"]
+__all__ = [
+    "BotPlayer",
+    "NetworkPlayer",
+    "SearchPlayer",
+    "load_player",
+    "load_players",
+    "search_player",
+    "same_game",
+    "describe_game",
+    "checkpoint_file",
+    "PlayerCache",
+    "Decision",
+    "Seated",
+    "top_probabilities",
+    "PlayerSpec",
+    "PlayerSpecError",
+    "parse_player",
+    "parse_setting_value",
+    "split_specs",
+    "quote",
+    "VALID_FORMS",
+    "CHAMPION",
+    "LEARNER",
+    "MAX_SPEC_LENGTH",
+]

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
+from ..player_specs import PlayerSpec, parse_player, quote
 from .build import checkpoint_file, describe_game, load_player, same_game
 from .seated import Seated
-from ..player_specs import PlayerSpec, parse_player, quote
 
 MAX_CACHED_PLAYERS = 32
 
@@ -36,9 +36,14 @@ class PlayerCache:
     A spec is built once however many games start with it at once (they wait for its one build);
     players of other specs are built meanwhile, and a cached player is had without waiting."""
 
-    def __init__(self, device: str = "cpu", confine: Callable[[PlayerSpec], PlayerSpec] | None = None,
-                 capacity: int = MAX_CACHED_PLAYERS, seat: Callable[[PlayerSpec, object, tuple], Seated] | None = None,
-                 localize: Callable[[PlayerSpec], PlayerSpec] | None = None):
+    def __init__(
+        self,
+        device: str = "cpu",
+        confine: Callable[[PlayerSpec], PlayerSpec] | None = None,
+        capacity: int = MAX_CACHED_PLAYERS,
+        seat: Callable[[PlayerSpec, object, tuple], Seated] | None = None,
+        localize: Callable[[PlayerSpec], PlayerSpec] | None = None,
+    ):
         """``seat(spec, game, key)`` builds a player where the default (``Seated(load_player(...))``,
         here) will not do: the server seats its search players in a process of their own.
         ``localize(spec) -> spec`` turns the names ``confine`` gives into the files loaded (a player
@@ -114,8 +119,9 @@ class PlayerCache:
 
         seated = self._get_or_build(key, build)
         if game is not None and seated.game is not None and not same_game(seated.game, game):
-            raise ValueError(f"player {quote(text)} plays {describe_game(seated.game)}, but this table plays "
-                             f"{describe_game(game)}")
+            raise ValueError(
+                f"player {quote(text)} plays {describe_game(seated.game)}, but this table plays {describe_game(game)}"
+            )
         return seated
 
     def game_of(self, text: str):

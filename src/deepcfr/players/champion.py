@@ -39,8 +39,12 @@ def champion_card_of(file: str | Path, summary: str, **fields) -> dict:
     """The model card of the champion file ``file``: its ``summary``, the file's place in the package
     and the sha256 of that same file, then ``fields`` (game, rules, network, commands, figures...)."""
     file = Path(file)
-    return {"summary": summary, "file": f"src/deepcfr/players/champion/{file.name}", "sha256": file_sha256(file),
-            **fields}
+    return {
+        "summary": summary,
+        "file": f"src/deepcfr/players/champion/{file.name}",
+        "sha256": file_sha256(file),
+        **fields,
+    }
 
 
 def write_champion_card(card: dict, out: str | Path = HERE) -> tuple[Path, Path]:
@@ -57,36 +61,55 @@ def _settings_text(settings: dict) -> str:
 
 
 def card_markdown(card: dict) -> str:
-    lines = [f"# The champion: {card['summary']}", "",
-             f"File `{card['file']}` (sha256 `{card['sha256']}`), {card['game']} ({card['rules_variant']} rules), "
-             f"a {card['network']['hidden_size']}x{card['network']['num_layers']} network "
-             f"({card['network']['input_size']} inputs, {card['network']['output_size']} actions), "
-             f"distilled by {card['improve_rounds']} round(s) of expert iteration.", "",
-             "Play it as `champion@greedy` (the network alone, its most probable move) or `search:champion` (the "
-             f"search over it, with its card's settings: {_settings_text(card['search_settings'])}); plain "
-             "`champion` samples from it, which is weaker.", "",
-             "## How it was made", "", f"Commit `{card['commit']}`, {card['date']}, on {card['machine']}:", "", "```bash"]
-    lines += [" ".join(c) for c in card["commands"]] + ["```", "", card["recipe_note"], "",
-                                                        "## What it measures", "",
-                                                        f"Paired deals (each deal in both seat orders), seed {card['eval_seed']}, "
-                                                        "95% CIs over deal pairs.", "",
-                                                        ]
+    lines = [
+        f"# The champion: {card['summary']}",
+        "",
+        f"File `{card['file']}` (sha256 `{card['sha256']}`), {card['game']} ({card['rules_variant']} rules), "
+        f"a {card['network']['hidden_size']}x{card['network']['num_layers']} network "
+        f"({card['network']['input_size']} inputs, {card['network']['output_size']} actions), "
+        f"distilled by {card['improve_rounds']} round(s) of expert iteration.",
+        "",
+        "Play it as `champion@greedy` (the network alone, its most probable move) or `search:champion` (the "
+        f"search over it, with its card's settings: {_settings_text(card['search_settings'])}); plain "
+        "`champion` samples from it, which is weaker.",
+        "",
+        "## How it was made",
+        "",
+        f"Commit `{card['commit']}`, {card['date']}, on {card['machine']}:",
+        "",
+        "```bash",
+    ]
+    lines += [" ".join(c) for c in card["commands"]] + [
+        "```",
+        "",
+        card["recipe_note"],
+        "",
+        "## What it measures",
+        "",
+        f"Paired deals (each deal in both seat orders), seed {card['eval_seed']}, 95% CIs over deal pairs.",
+        "",
+    ]
     lines += card_table_lines(card)
     exploit = card.get("exploitability")
     if exploit:  # measured by `deepcfr exploit` on this very file (a new file needs a new measurement)
-        lines += ["", "## How exploitable", "",
-                  f"The search exploiter (`{exploit['command']}`, {exploit['games']} paired games, {exploit['device']}, "
-                  f"{exploit['date']}) scored {exploit['corrected_score_diff']:+.2f} +- {exploit['corrected_ci95']:.2f} "
-                  f"a game against `champion@greedy` (luck-corrected; plain {exploit['mean_score_diff']:+.2f} +- "
-                  f"{exploit['score_diff_ci95']:.2f}): its lower bound on the exploitability is "
-                  f"{exploit['lower_bound']:g} points a game. {exploit['note']}"]
+        lines += [
+            "",
+            "## How exploitable",
+            "",
+            f"The search exploiter (`{exploit['command']}`, {exploit['games']} paired games, {exploit['device']}, "
+            f"{exploit['date']}) scored {exploit['corrected_score_diff']:+.2f} +- {exploit['corrected_ci95']:.2f} "
+            f"a game against `champion@greedy` (luck-corrected; plain {exploit['mean_score_diff']:+.2f} +- "
+            f"{exploit['score_diff_ci95']:.2f}): its lower bound on the exploitability is "
+            f"{exploit['lower_bound']:g} points a game. {exploit['note']}",
+        ]
     lines += ["", "A network replaces this one only by beating it head to head (both greedy, 10,000 paired games).", ""]
     return "\n".join(lines)
 
 
 def _has_corrected(card: dict) -> bool:
-    return any("corrected_score_diff" in f for kind in ("network", "search") for f in card["figures"][kind].values()) \
-        or "corrected_score_diff" in card["figures"].get("search_vs_network", {})
+    return any(
+        "corrected_score_diff" in f for kind in ("network", "search") for f in card["figures"][kind].values()
+    ) or "corrected_score_diff" in card["figures"].get("search_vs_network", {})
 
 
 def card_table_lines(card: dict) -> list[str]:
@@ -94,29 +117,47 @@ def card_table_lines(card: dict) -> list[str]:
     against every opponent, and the search against the network alone (CARD.md's table, and the
     docs' "How strong" page's)."""
     corrected = _has_corrected(card)
-    lines = ["| player | opponent | games | wins | score diff |" + (" corrected (luck removed) | variance ratio |"
-                                                                       if corrected else ""),
-             "|---|---|---|---|---|" + ("---|---|" if corrected else "")]
-    rows = [(label, bot, f) for kind, label in (("network", "`champion@greedy`"), ("search", "`search:champion`"))
-            for bot, f in card["figures"][kind].items()]
+    lines = [
+        "| player | opponent | games | wins | score diff |"
+        + (" corrected (luck removed) | variance ratio |" if corrected else ""),
+        "|---|---|---|---|---|" + ("---|---|" if corrected else ""),
+    ]
+    rows = [
+        (label, bot, f)
+        for kind, label in (("network", "`champion@greedy`"), ("search", "`search:champion`"))
+        for bot, f in card["figures"][kind].items()
+    ]
     if "search_vs_network" in card["figures"]:  # what the search adds over the network alone
         rows.append(("`search:champion`", "champion@greedy", card["figures"]["search_vs_network"]))
     for label, bot, f in rows:
-        line = (f"| {label} | `{bot}` | {f['games']} | {100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | "
-                f"{f['mean_score_diff']:+.1f} +- {f['score_diff_ci95']:.1f} |")
+        line = (
+            f"| {label} | `{bot}` | {f['games']} | {100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | "
+            f"{f['mean_score_diff']:+.1f} +- {f['score_diff_ci95']:.1f} |"
+        )
         if corrected:
-            line += (f" {f['corrected_score_diff']:+.1f} +- {f['corrected_ci95']:.1f} | {f['variance_ratio']:.2f} |"
-                     if "corrected_score_diff" in f else " | |")
+            line += (
+                f" {f['corrected_score_diff']:+.1f} +- {f['corrected_ci95']:.1f} | {f['variance_ratio']:.2f} |"
+                if "corrected_score_diff" in f
+                else " | |"
+            )
         lines.append(line)
     return lines
 
 
 # The README's "How strong" table, at most six rows: (the card's figures kind, opponent), then the
 # exploiter's row where the card has one
-HOW_STRONG_ROWS = (("network", "heuristic_balanced"), ("search", "heuristic_balanced"),
-                   ("network", "heuristic_careful"), ("network", "heuristic_aggressive"), ("search_vs_network", None))
-HOW_STRONG_PLAYERS = {"network": "`champion@greedy` (the network alone)", "search": "`search:champion` (the search over it)",
-                      "search_vs_network": "`search:champion` (the search over it)"}
+HOW_STRONG_ROWS = (
+    ("network", "heuristic_balanced"),
+    ("search", "heuristic_balanced"),
+    ("network", "heuristic_careful"),
+    ("network", "heuristic_aggressive"),
+    ("search_vs_network", None),
+)
+HOW_STRONG_PLAYERS = {
+    "network": "`champion@greedy` (the network alone)",
+    "search": "`search:champion` (the search over it)",
+    "search_vs_network": "`search:champion` (the search over it)",
+}
 
 
 def _points(f: dict) -> str:
@@ -135,15 +176,22 @@ def how_strong_lines(card: dict) -> list[str]:
         f = figures if opponent is None else (figures or {}).get(opponent)
         if not f:
             continue
-        lines.append(f"| {HOW_STRONG_PLAYERS[kind]} | `{opponent or 'champion@greedy'}` | {f['games']:,} | "
-                     f"{100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | {_points(f)} |")
+        lines.append(
+            f"| {HOW_STRONG_PLAYERS[kind]} | `{opponent or 'champion@greedy'}` | {f['games']:,} | "
+            f"{100 * f['win_rate']:.1f}% +- {100 * f['win_rate_ci95']:.1f} | {_points(f)} |"
+        )
     exploit = card.get("exploitability")
     if exploit:
-        lines.append(f"| a search exploiter (`deepcfr exploit`) | `champion@greedy` | {exploit['games']:,} | | "
-                     f"{exploit['corrected_score_diff']:+.1f} +- {exploit['corrected_ci95']:.1f} (exploitability "
-                     f"found: {exploit['lower_bound']:g}) |")
-    lines += ["", f"Paired deals (each deal in both seat orders), 95% CIs; measured {card['date']} at commit "
-                  f"`{card['commit'][:7]}` on {card['machine']}."]
+        lines.append(
+            f"| a search exploiter (`deepcfr exploit`) | `champion@greedy` | {exploit['games']:,} | | "
+            f"{exploit['corrected_score_diff']:+.1f} +- {exploit['corrected_ci95']:.1f} (exploitability "
+            f"found: {exploit['lower_bound']:g}) |"
+        )
+    lines += [
+        "",
+        f"Paired deals (each deal in both seat orders), 95% CIs; measured {card['date']} at commit "
+        f"`{card['commit'][:7]}` on {card['machine']}.",
+    ]
     return lines
 
 
@@ -192,10 +240,22 @@ def file_sha256(path: str | Path) -> str:
     return digest.hexdigest()
 
 
-__all__ = ["champion_file", "champion_card", "champion_card_of", "write_champion_card", "card_markdown",
-           "card_table_lines", "how_strong_lines",
-           "strongest_champion_spec",
-           "champion_search_settings", "champion_game", "file_sha256", "CHAMPION_FILE", "CARD_FILE", "CARD_MARKDOWN_FILE"]
+__all__ = [
+    "champion_file",
+    "champion_card",
+    "champion_card_of",
+    "write_champion_card",
+    "card_markdown",
+    "card_table_lines",
+    "how_strong_lines",
+    "strongest_champion_spec",
+    "champion_search_settings",
+    "champion_game",
+    "file_sha256",
+    "CHAMPION_FILE",
+    "CARD_FILE",
+    "CARD_MARKDOWN_FILE",
+]
 
 
 def export_champion(checkpoint: str | Path, out: str | Path) -> str:
@@ -219,7 +279,10 @@ def shipped_value_function(game, device="cpu"):
     return load_value_function(VALUE_FILE, game, device, required=False)
 
 
-VALUE_CHOICES = "auto (the one shipped beside the champion where it was made for the game and rules), none, or a file of `deepcfr fit-value`"
+VALUE_CHOICES = (
+    "auto (the one shipped beside the champion where it was made for the game and rules), none, "
+    "or a file of `deepcfr fit-value`"
+)
 
 
 def resolve_value_function(choice: str | None, game, device="cpu"):
@@ -237,8 +300,10 @@ def resolve_value_function(choice: str | None, game, device="cpu"):
 __all__ += ["shipped_value_function", "resolve_value_function", "VALUE_FILE", "VALUE_CHOICES"]
 
 
-HAND_BELIEF_CHOICES = ("auto (the one shipped beside the champion where it was made for the game and rules) or a "
-                       "file of `deepcfr fit-belief`")
+HAND_BELIEF_CHOICES = (
+    "auto (the one shipped beside the champion where it was made for the game and rules) or a "
+    "file of `deepcfr fit-belief`"
+)
 
 
 def resolve_hand_belief(choice: str, game, device="cpu"):

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import torch
 
-from .build import NetworkPlayer, checkpoint_file, load_player
 from ..player_specs import PlayerSpec, parse_player, quote
+from .build import NetworkPlayer, checkpoint_file, load_player
 
 OPSET = 17  # what onnxruntime (Python and web) of the pinned versions run
 INPUTS = ("features", "legal_mask")
@@ -64,15 +64,21 @@ def exportable_network(player, name: str | None = None) -> torch.nn.Module:
 
     name = name or getattr(player, "name", type(player).__name__)
     if not isinstance(player, NetworkPlayer):
-        what = "a search (rollouts over a base player, not one network: export its base)" \
-            if hasattr(player, "search") else "a bot (rules in code, not a network)" if hasattr(player, "bot") \
+        what = (
+            "a search (rollouts over a base player, not one network: export its base)"
+            if hasattr(player, "search")
+            else "a bot (rules in code, not a network)"
+            if hasattr(player, "bot")
             else f"a {type(player).__name__}"
+        )
         raise ExportError(f"player {quote(name)} cannot be exported to ONNX: it is {what}")
     policy = player._policy
     if not isinstance(policy, StrategyNetPolicy) or not isinstance(policy.network, torch.nn.Module):
-        raise ExportError(f"player {quote(name)} cannot be exported to ONNX: its {player.kind} policy is not one "
-                          "network (the current policy is regret matching over two advantage networks); "
-                          "export the average policy (PATH or PATH@greedy)")
+        raise ExportError(
+            f"player {quote(name)} cannot be exported to ONNX: its {player.kind} policy is not one "
+            "network (the current policy is regret matching over two advantage networks); "
+            "export the average policy (PATH or PATH@greedy)"
+        )
     return policy.network
 
 
@@ -104,7 +110,9 @@ def _metadata(player, spec: PlayerSpec, source: Path | None) -> dict[str, str]:
         "deepcfr.feature_size": str(game.feature_size),
         "deepcfr.num_actions": str(game.num_actions),
         "deepcfr.action_names": json.dumps(names),
-        "deepcfr.inputs": "features [batch, feature_size] float32 (the game's encode); legal_mask [batch, num_actions] bool",
+        "deepcfr.inputs": (
+            "features [batch, feature_size] float32 (the game's encode); legal_mask [batch, num_actions] bool"
+        ),
         "deepcfr.outputs": "logits [batch, num_actions]; probabilities [batch, num_actions] (masked softmax)",
     }
     if source is not None and source.is_file():
@@ -112,7 +120,7 @@ def _metadata(player, spec: PlayerSpec, source: Path | None) -> dict[str, str]:
     return meta
 
 
-def export_onnx(spec: "str | PlayerSpec", out: str | Path, game=None) -> dict[str, str]:
+def export_onnx(spec: str | PlayerSpec, out: str | Path, game=None) -> dict[str, str]:
     """Write the network of player ``spec`` to ``out`` (ONNX); returns the metadata written.
     ExportError for a player that is not one network; ImportError without onnx installed."""
     if not onnx_available():
@@ -121,9 +129,14 @@ def export_onnx(spec: "str | PlayerSpec", out: str | Path, game=None) -> dict[st
 
     spec = parse_player(spec) if isinstance(spec, str) else spec
     if spec.kind != "checkpoint":
-        kind = {"bot": "a bot (rules in code, not a network)", "search": "a search (rollouts over a base player, "
-                "not one network: export its base)", "network": "improve's learner (export a checkpoint of it)"}
-        raise ExportError(f"player {quote(str(spec))} cannot be exported to ONNX: it is {kind.get(spec.kind, spec.kind)}")
+        kind = {
+            "bot": "a bot (rules in code, not a network)",
+            "search": "a search (rollouts over a base player, not one network: export its base)",
+            "network": "improve's learner (export a checkpoint of it)",
+        }
+        raise ExportError(
+            f"player {quote(str(spec))} cannot be exported to ONNX: it is {kind.get(spec.kind, spec.kind)}"
+        )
     player = load_player(spec, game, device="cpu")
     network = exportable_network(player, str(spec))
     graph = _PolicyGraph(network).eval()
@@ -137,8 +150,16 @@ def export_onnx(spec: "str | PlayerSpec", out: str | Path, game=None) -> dict[st
         # the TorchScript exporter (deprecated, so its notices are silenced): the torch.export one needs
         # onnxscript, and this graph is a few ops
         warnings.simplefilter("ignore", DeprecationWarning)
-        torch.onnx.export(graph, example, str(tmp), dynamo=False, opset_version=OPSET, input_names=list(INPUTS),
-                          output_names=list(OUTPUTS), dynamic_axes={n: batch for n in INPUTS + OUTPUTS})
+        torch.onnx.export(
+            graph,
+            example,
+            str(tmp),
+            dynamo=False,
+            opset_version=OPSET,
+            input_names=list(INPUTS),
+            output_names=list(OUTPUTS),
+            dynamic_axes={n: batch for n in INPUTS + OUTPUTS},
+        )
     model = onnx.load(str(tmp))
     meta = _metadata(player, spec, checkpoint_file(spec))
     for key, value in meta.items():
@@ -159,5 +180,13 @@ def onnx_metadata(path: str | Path) -> dict[str, str]:
     return {p.key: p.value for p in model.metadata_props if p.key.startswith("deepcfr.")}
 
 
-__all__ = ["export_onnx", "exportable_network", "onnx_metadata", "onnx_available", "ExportError", "ONNX_MISSING",
-           "INPUTS", "OUTPUTS"]
+__all__ = [
+    "export_onnx",
+    "exportable_network",
+    "onnx_metadata",
+    "onnx_available",
+    "ExportError",
+    "ONNX_MISSING",
+    "INPUTS",
+    "OUTPUTS",
+]

@@ -28,9 +28,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from ..player_specs import parse_player
 from .champion import HERE as CHAMPION_DIR
@@ -42,8 +42,18 @@ from .strength import REFERENCE_FILE, match_row
 POPULATION_VERSION = 1
 SAMPLED_CHAMPION_ROUND = 19
 
-POPULATION_BOTS = ("random", "discard_only", "heuristic_careful", "heuristic_balanced", "heuristic_aggressive",
-                   "never_pile", "denier", "rusher", "wager_gambler", "patient_opener")
+POPULATION_BOTS = (
+    "random",
+    "discard_only",
+    "heuristic_careful",
+    "heuristic_balanced",
+    "heuristic_aggressive",
+    "never_pile",
+    "denier",
+    "rusher",
+    "wager_gambler",
+    "patient_opener",
+)
 # Where earlier champions are shipped: round_N.pt, each a network checkpoint (players/export.py).
 PAST_CHAMPIONS_DIR = CHAMPION_DIR / "past"
 _PAST_NAME = re.compile(r"^round_(\d+)\.pt$")
@@ -82,8 +92,9 @@ def population_specs(past_dir: Path = PAST_CHAMPIONS_DIR) -> list[Member]:
     return members
 
 
-def population_members(game, player: str | None = None, past_dir: Path = PAST_CHAMPIONS_DIR,
-                       device="cpu") -> tuple[list[Member], list[dict]]:
+def population_members(
+    game, player: str | None = None, past_dir: Path = PAST_CHAMPIONS_DIR, device="cpu"
+) -> tuple[list[Member], list[dict]]:
     """(the members that play ``game``, the skipped ones as ``{"member", "reason"}``). A bot must be
     a bot of the game; a network's file must be in this install and play the game's rules (it is
     loaded to check). ``player``, the spec being measured, is skipped where a member is the same
@@ -136,18 +147,37 @@ def same_player(a: str, b: str) -> bool:
         return a == b
 
 
-def population_rows(game, player: str, members: list[Member], games: int, seed: int, value_fn=None,
-                    member_target_ci: float | None = None, on_row: Callable[[dict], None] | None = None,
-                    on_step: Callable[[int, int], None] | None = None) -> list[dict]:
+def population_rows(
+    game,
+    player: str,
+    members: list[Member],
+    games: int,
+    seed: int,
+    value_fn=None,
+    member_target_ci: float | None = None,
+    on_row: Callable[[dict], None] | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+) -> list[dict]:
     """``player`` against every member (``match_row``: paired deals, the corrected estimate where
     there is a value function; ``member_target_ci``: each match plays until its CI is at most this,
     ``games`` being the most). Each row gains ``member`` (its name) and ``kind``."""
     rows = []
     for member in members:
         if member.kind == SELF:  # the player itself: level by symmetry on paired deals, counted so
-            rows.append({"a": player, "b": member.spec, "games": 0, "win_rate": 0.5, "win_rate_ci95": 0.0,
-                         "score_diff": 0.0, "score_diff_ci": 0.0, "seconds": 0.0, "member": member.name,
-                         "kind": SELF})  # that every player's score is over the same members
+            rows.append(
+                {
+                    "a": player,
+                    "b": member.spec,
+                    "games": 0,
+                    "win_rate": 0.5,
+                    "win_rate_ci95": 0.0,
+                    "score_diff": 0.0,
+                    "score_diff_ci": 0.0,
+                    "seconds": 0.0,
+                    "member": member.name,
+                    "kind": SELF,
+                }
+            )  # that every player's score is over the same members
             if on_row is not None:
                 on_row(rows[-1])
             continue
@@ -167,11 +197,14 @@ def population_summary(rows: list[dict]) -> dict:
     n = len(rows)
     others = [r for r in rows if r.get("kind") != SELF] or rows  # the player itself is no opponent to be worst at
     worst = min(others, key=lambda r: r["score_diff"])
-    return {"population_score": sum(r["score_diff"] for r in rows) / n,
-            "population_ci": math.sqrt(sum(r["score_diff_ci"] ** 2 for r in rows)) / n,
-            "member_count": n,
-            "worst_member": worst["member"], "worst_score_diff": worst["score_diff"],
-            "worst_score_diff_ci": worst["score_diff_ci"]}
+    return {
+        "population_score": sum(r["score_diff"] for r in rows) / n,
+        "population_ci": math.sqrt(sum(r["score_diff_ci"] ** 2 for r in rows)) / n,
+        "member_count": n,
+        "worst_member": worst["member"],
+        "worst_score_diff": worst["score_diff"],
+        "worst_score_diff_ci": worst["score_diff_ci"],
+    }
 
 
 def member_target(target_ci: float | None, members: int) -> float | None:
@@ -182,18 +215,39 @@ def member_target(target_ci: float | None, members: int) -> float | None:
 
 def population_markdown(player: str, rows: list[dict], summary: dict) -> str:
     """The table as Markdown: a row per member, then the population score and the worst member."""
-    lines = [f"Population v{POPULATION_VERSION}: `{player}` against {summary['member_count']} members "
-             "(score difference: the luck-corrected estimate where measured; 95% CIs).", "",
-             "| member | games | score diff | win rate |", "| --- | ---: | ---: | ---: |"]
+    lines = [
+        f"Population v{POPULATION_VERSION}: `{player}` against {summary['member_count']} members "
+        "(score difference: the luck-corrected estimate where measured; 95% CIs).",
+        "",
+        "| member | games | score diff | win rate |",
+        "| --- | ---: | ---: | ---: |",
+    ]
     for r in rows:
-        lines.append(f"| `{r['member']}` | {r['games']} | {r['score_diff']:+.2f} +- {r['score_diff_ci']:.2f} | "
-                     f"{100 * r['win_rate']:.1f}% +- {100 * r['win_rate_ci95']:.1f} |")
-    lines += [f"| **population score** | | **{summary['population_score']:+.2f} +- {summary['population_ci']:.2f}** | |",
-              "", f"Worst member: `{summary['worst_member']}`, {summary['worst_score_diff']:+.2f} +- "
-                  f"{summary['worst_score_diff_ci']:.2f}."]
+        lines.append(
+            f"| `{r['member']}` | {r['games']} | {r['score_diff']:+.2f} +- {r['score_diff_ci']:.2f} | "
+            f"{100 * r['win_rate']:.1f}% +- {100 * r['win_rate_ci95']:.1f} |"
+        )
+    lines += [
+        f"| **population score** | | **{summary['population_score']:+.2f} +- {summary['population_ci']:.2f}** | |",
+        "",
+        f"Worst member: `{summary['worst_member']}`, {summary['worst_score_diff']:+.2f} +- "
+        f"{summary['worst_score_diff_ci']:.2f}.",
+    ]
     return "\n".join(lines)
 
 
-__all__ = ["POPULATION_VERSION", "POPULATION_BOTS", "PAST_CHAMPIONS_DIR", "SAMPLED_CHAMPION_ROUND", "Member", "past_champion_files",
-           "population_specs", "population_members", "same_player", "population_rows", "population_summary",
-           "member_target", "population_markdown"]
+__all__ = [
+    "POPULATION_VERSION",
+    "POPULATION_BOTS",
+    "PAST_CHAMPIONS_DIR",
+    "SAMPLED_CHAMPION_ROUND",
+    "Member",
+    "past_champion_files",
+    "population_specs",
+    "population_members",
+    "same_player",
+    "population_rows",
+    "population_summary",
+    "member_target",
+    "population_markdown",
+]

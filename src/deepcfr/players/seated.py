@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import math
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import torch
 
@@ -28,8 +28,10 @@ class Seated:
 
     def __init__(self, player, seed: int = 0):
         if getattr(player, "needs_history", False):
-            raise ValueError(f"{player.name}: a search with a belief plays from each game's action history, which a "
-                             "table does not pass yet: play it in deepcfr arena, eval or exploit, or without the belief")
+            raise ValueError(
+                f"{player.name}: a search with a belief plays from each game's action history, which a "
+                "table does not pass yet: play it in deepcfr arena, eval or exploit, or without the belief"
+            )
         self.player = player
         self.name = str(player.name)
         self.game = getattr(player, "game", None)
@@ -43,16 +45,28 @@ class Seated:
         if search is None:
             return None
         cfg = search.config
-        return (f"{self.name} is thinking ({cfg.determinizations} hidden-card samples x up to "
-                f"{cfg.candidates} moves, rolled out to the end)...")
+        return (
+            f"{self.name} is thinking ({cfg.determinizations} hidden-card samples x up to "
+            f"{cfg.candidates} moves, rolled out to the end)..."
+        )
 
-    def decide(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None,
-               action_name: Callable[[int], str] = str) -> Decision:
+    def decide(
+        self,
+        obs: torch.Tensor,
+        mask: torch.Tensor,
+        generator: torch.Generator | None = None,
+        action_name: Callable[[int], str] = str,
+    ) -> Decision:
         """One decision on a batch of one (``obs [1, K]``, ``mask [1, A]``): ``decide_batch``'s row."""
         return self.decide_batch(obs, mask, generator, action_name)[0]
 
-    def decide_batch(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None,
-                     action_name: Callable[[int], str] = str) -> list[Decision]:
+    def decide_batch(
+        self,
+        obs: torch.Tensor,
+        mask: torch.Tensor,
+        generator: torch.Generator | None = None,
+        action_name: Callable[[int], str] = str,
+    ) -> list[Decision]:
         """The decisions of ``n`` tables at once (``obs [n, K]``, ``mask [n, A]``): one call of the
         player's own ``act`` (with ``generator``, else the seat's own) and one of its ``policy`` for
         all rows, so a batch costs about what one decision does; each row's probabilities and a
@@ -60,8 +74,11 @@ class Seated:
         with self._lock:
             actions = self.player.act(obs, mask, generator if generator is not None else self.generator).long().cpu()
             last = getattr(self.player, "last_decision", None)
-            values = ([[_finite(row) for row in last.rows(i, action_name)] for i in range(len(actions))]
-                      if last is not None else [None] * len(actions))
+            values = (
+                [[_finite(row) for row in last.rows(i, action_name)] for i in range(len(actions))]
+                if last is not None
+                else [None] * len(actions)
+            )
         legal = mask.cpu().bool()
         chosen_legal = legal.gather(1, actions[:, None]).squeeze(1)
         if not bool(chosen_legal.all()):

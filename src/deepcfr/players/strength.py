@@ -5,14 +5,14 @@ row's decision rests on (evaluate/variance.py).
 
 ``match_row`` plays one match and returns its figures; ``strength_rows`` the standard table of a
 network (docs/log/results.md, the champion's card); ``markdown`` renders rows. ``deepcfr strength``
-and scripts/measure_strength.py call them.
+calls them.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from ..evaluate.arena import play_match
 from .build import load_player
@@ -22,20 +22,47 @@ from .build import load_player
 REFERENCE_FILE = Path(__file__).resolve().parents[3] / "reference" / "lost_cities_one_round.pt"
 
 
-def match_row(game, a: str, b: str, games: int, seed: int, value_fn=None, target_ci: float | None = None,
-              batch_games: int = 2000, chance_samples: int | None = None,
-              on_step: Callable[[int, int], None] | None = None) -> dict:
+def match_row(
+    game,
+    a: str,
+    b: str,
+    games: int,
+    seed: int,
+    value_fn=None,
+    target_ci: float | None = None,
+    batch_games: int = 2000,
+    chance_samples: int | None = None,
+    on_step: Callable[[int, int], None] | None = None,
+) -> dict:
     """One match of spec ``a`` against spec ``b`` (paired deals): its figures, the estimate the
     row stands on (``score_diff`` / ``score_diff_ci``: corrected where there is a value function),
     seconds, and the seconds a searched move took where A searches (``on_step``: progress, as
     ``play_match`` calls it)."""
     player_a, player_b = load_player(a, game), load_player(b, game)
     start = time.perf_counter()
-    result = play_match(game, player_a, player_b, games, seed=seed, value_fn=value_fn, target_ci95=target_ci,
-                        batch_games=batch_games, chance_samples=chance_samples, on_step=on_step)
+    result = play_match(
+        game,
+        player_a,
+        player_b,
+        games,
+        seed=seed,
+        value_fn=value_fn,
+        target_ci95=target_ci,
+        batch_games=batch_games,
+        chance_samples=chance_samples,
+        on_step=on_step,
+    )
     mean, ci = result.best_score_diff
-    row = {"a": a, "b": b, "games": result.games, "win_rate_ci95": result.win_rate_ci95, **result.figures(),
-           "score_diff": mean, "score_diff_ci": ci, "seconds": time.perf_counter() - start}
+    row = {
+        "a": a,
+        "b": b,
+        "games": result.games,
+        "win_rate_ci95": result.win_rate_ci95,
+        **result.figures(),
+        "score_diff": mean,
+        "score_diff_ci": ci,
+        "seconds": time.perf_counter() - start,
+    }
     if result.correction_seconds is not None:
         row["correction_seconds"] = result.correction_seconds
     stats = getattr(player_a, "stats", None)
@@ -44,9 +71,15 @@ def match_row(game, a: str, b: str, games: int, seed: int, value_fn=None, target
     return row
 
 
-def strength_matches(net: str, opponents: list[str], reference: str | None, games: int,
-                     search_specs: list[str], search_games: int,
-                     search_opponents: list[str] = ()) -> list[tuple[str, str, int]]:
+def strength_matches(
+    net: str,
+    opponents: list[str],
+    reference: str | None,
+    games: int,
+    search_specs: list[str],
+    search_games: int,
+    search_opponents: list[str] = (),
+) -> list[tuple[str, str, int]]:
     """The standard table's matches of network ``net``: greedy against ``reference`` (greedy) and
     each opponent; each search spec (``{net}`` stands for the network) against the network alone
     (greedy: what the search adds) and against each of ``search_opponents``."""
@@ -59,8 +92,14 @@ def strength_matches(net: str, opponents: list[str], reference: str | None, game
     return matches
 
 
-def strength_rows(game, matches: list[tuple[str, str, int]], seed: int, value_fn=None,
-                  target_ci: float | None = None, on_row: Callable[[dict], None] | None = None) -> list[dict]:
+def strength_rows(
+    game,
+    matches: list[tuple[str, str, int]],
+    seed: int,
+    value_fn=None,
+    target_ci: float | None = None,
+    on_row: Callable[[dict], None] | None = None,
+) -> list[dict]:
     rows = []
     for a, b, games in matches:
         rows.append(match_row(game, a, b, games, seed, value_fn, target_ci))
@@ -81,13 +120,19 @@ def markdown(rows: list[dict]) -> str:
     lines = [head + " game length | useless pile draws A / B | s/move |", rule + " ---: | ---: | ---: |"]
     for r in rows:
         s_move = f"{r['seconds_per_searched_move']:.3f}" if "seconds_per_searched_move" in r else ""
-        draws = (f"{r['useless_pile_draws_a']:.2f} / {r['useless_pile_draws_b']:.2f}"
-                 if "useless_pile_draws_a" in r else "-")
-        line = (f"| `{r['a']}` | `{r['b']}` | {r['games']} | {100 * r['win_rate']:.1f}% +- "
-                f"{100 * r['win_rate_ci95']:.1f} | {r['mean_score_diff']:+.2f} +- {r['score_diff_ci95']:.2f} |")
+        draws = (
+            f"{r['useless_pile_draws_a']:.2f} / {r['useless_pile_draws_b']:.2f}" if "useless_pile_draws_a" in r else "-"
+        )
+        line = (
+            f"| `{r['a']}` | `{r['b']}` | {r['games']} | {100 * r['win_rate']:.1f}% +- "
+            f"{100 * r['win_rate_ci95']:.1f} | {r['mean_score_diff']:+.2f} +- {r['score_diff_ci95']:.2f} |"
+        )
         if corrected:
-            line += (f" {r['corrected_score_diff']:+.2f} +- {r['corrected_ci95']:.2f} | {r['variance_ratio']:.2f} |"
-                     if "corrected_score_diff" in r else " | |")
+            line += (
+                f" {r['corrected_score_diff']:+.2f} +- {r['corrected_ci95']:.2f} | {r['variance_ratio']:.2f} |"
+                if "corrected_score_diff" in r
+                else " | |"
+            )
         lines.append(line + f" {r['mean_game_length']:.1f} | {draws} | {s_move} |")
     return "\n".join(lines)
 

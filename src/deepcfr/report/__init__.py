@@ -46,8 +46,13 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Repo
     plots: list[Path] = []
     for name, plot in PLOTS.items():
         target = out / name
-        kwargs = ({"eval_games": eval_cfg.get("games")} if name == "win_rates.png"
-                  else {"capacities": capacities} if name == "memory.png" else {})
+        kwargs = (
+            {"eval_games": eval_cfg.get("games")}
+            if name == "win_rates.png"
+            else {"capacities": capacities}
+            if name == "memory.png"
+            else {}
+        )
         written = plot(log, target, **kwargs)
         if written is not None:
             plots.append(written)
@@ -56,5 +61,11 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Repo
     summary = out / "summary.md"
     with atomic_path(summary) as tmp:
         tmp.write_text(render_summary(run_dir, log, plots, find_checkpoints(run_dir)), encoding="utf-8")
-    return Report(out_dir=out, plots=plots, summary=summary, iterations=len(log.rows),
-                  warnings=log.warnings, partial_last_line=log.partial_last_line)
+    return Report(
+        out_dir=out,
+        plots=plots,
+        summary=summary,
+        iterations=len(log.rows),
+        warnings=log.warnings,
+        partial_last_line=log.partial_last_line,
+    )

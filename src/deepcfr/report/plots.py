@@ -102,8 +102,9 @@ def eval_groups(log: MetricsLog) -> dict[tuple[str, str], dict[str, str]]:
     return groups
 
 
-def _win_rate_halfwidth(log: MetricsLog, figures: dict[str, str], xs: list[int], ys: list[float],
-                        games: int | None) -> list[float] | None:
+def _win_rate_halfwidth(
+    log: MetricsLog, figures: dict[str, str], xs: list[int], ys: list[float], games: int | None
+) -> list[float] | None:
     """95% half-width of each win rate: the logged one, else a normal approximation from the
     number of games (logged per row, or the run's eval.games)."""
     for name in ("win_rate_ci95", "win_rate_ci"):
@@ -153,8 +154,13 @@ def plot_win_rates(log: MetricsLog, path: Path, eval_games: int | None = None) -
                 _plot_line(ax_win, xs, ys, label, **style)
                 half = _win_rate_halfwidth(log, figures, xs, ys, eval_games)
                 if half is not None:
-                    _band(ax_win, xs, [max(0, y - h) for y, h in zip(ys, half)],
-                          [min(1, y + h) for y, h in zip(ys, half)], colors[opponent])
+                    _band(
+                        ax_win,
+                        xs,
+                        [max(0, y - h) for y, h in zip(ys, half)],
+                        [min(1, y + h) for y, h in zip(ys, half)],
+                        colors[opponent],
+                    )
         if "mean_score_diff" in figures:
             xs, ys = log.series(figures["mean_score_diff"])
             if xs:
@@ -162,8 +168,13 @@ def plot_win_rates(log: MetricsLog, path: Path, eval_games: int | None = None) -
                 if "score_diff_ci95" in figures:
                     ci = dict(zip(*log.series(figures["score_diff_ci95"])))
                     if all(x in ci for x in xs):
-                        _band(ax_diff, xs, [y - ci[x] for x, y in zip(xs, ys)],
-                              [y + ci[x] for x, y in zip(xs, ys)], colors[opponent])
+                        _band(
+                            ax_diff,
+                            xs,
+                            [y - ci[x] for x, y in zip(xs, ys)],
+                            [y + ci[x] for x, y in zip(xs, ys)],
+                            colors[opponent],
+                        )
     ax_win.axhline(0.5, color="grey", lw=0.8, ls="--")
     ax_win.set_ylim(-0.02, 1.02)
     ax_diff.axhline(0.0, color="grey", lw=0.8, ls="--")

@@ -48,8 +48,14 @@ def iteration_seconds(row: dict) -> tuple[float | None, str]:
     for k in TOTAL_TIME_KEYS:
         if isinstance(row.get(k), (int, float)):
             return float(row[k]), k
-    phases = [v for k, v in row.items() if k.startswith("time/") and k.endswith("_seconds")
-              and k not in CUMULATIVE_TIME_KEYS and isinstance(v, (int, float))]
+    phases = [
+        v
+        for k, v in row.items()
+        if k.startswith("time/")
+        and k.endswith("_seconds")
+        and k not in CUMULATIVE_TIME_KEYS
+        and isinstance(v, (int, float))
+    ]
     return (float(sum(phases)), "sum of time/*_seconds") if phases else (None, "")
 
 
@@ -79,8 +85,11 @@ def _eval_score(row: dict, groups: dict) -> tuple[float, str] | None:
     # CFR's average strategy; an improvement run's network as it is trained, sampled
     policy = next((p for p in ("average", "sampled") if p in policies), policies[0] if policies else None)
     for figure, what in (("mean_score_diff", "mean score difference"), ("win_rate", "win rate")):
-        vals = [row[f[figure]] for (o, p), f in groups.items()
-                if p == policy and figure in f and isinstance(row.get(f[figure]), (int, float))]
+        vals = [
+            row[f[figure]]
+            for (o, p), f in groups.items()
+            if p == policy and figure in f and isinstance(row.get(f[figure]), (int, float))
+        ]
         if vals:
             return _mean(vals), f"highest {what} of the {policy} policy, averaged over opponents"
     return None
@@ -94,21 +103,29 @@ def best_checkpoint(log: MetricsLog, checkpoints: dict[int, Path], run_dir: Path
         return ["No evaluation logged yet, so no best checkpoint."]
     lines = []
     it, (score, criterion) = max(scored, key=lambda x: (x[1][0], x[0]))
-    lines.append(f"- Best evaluated iteration: **{it}** ({criterion}: {_fmt(abs(score) if 'lowest' in criterion else score)})")
+    lines.append(
+        f"- Best evaluated iteration: **{it}** ({criterion}: {_fmt(abs(score) if 'lowest' in criterion else score)})"
+    )
     saved = [(i, s) for i, s in scored if i in checkpoints]
     latest = next((p for p in sorted(run_dir.glob("checkpoints/latest*")) if p.suffix in CHECKPOINT_SUFFIXES), None)
     last_logged = log.rows[-1]["iteration"]
     shown = lambda v: abs(v) if "lowest" in criterion else v  # noqa: E731
     if saved:
         it_saved, (score_saved, _) = max(saved, key=lambda x: (x[1][0], x[0]))
-        lines.append(f"- Best saved checkpoint: `{_relative(checkpoints[it_saved], run_dir)}` "
-                     f"(iteration {it_saved}, {_fmt(shown(score_saved))})")
+        lines.append(
+            f"- Best saved checkpoint: `{_relative(checkpoints[it_saved], run_dir)}` "
+            f"(iteration {it_saved}, {_fmt(shown(score_saved))})"
+        )
     if latest is not None and it == last_logged and it not in checkpoints:
-        lines.append(f"- The best iteration is the latest logged: `{_relative(latest, run_dir)}` holds it "
-                     "(until training writes a newer one)")
+        lines.append(
+            f"- The best iteration is the latest logged: `{_relative(latest, run_dir)}` holds it "
+            "(until training writes a newer one)"
+        )
     elif not saved and checkpoints:
-        lines.append("- None of the numbered checkpoints was evaluated: "
-                     + ", ".join(f"`{p.name}`" for p in list(checkpoints.values())[-3:]))
+        lines.append(
+            "- None of the numbered checkpoints was evaluated: "
+            + ", ".join(f"`{p.name}`" for p in list(checkpoints.values())[-3:])
+        )
     elif not saved and latest is None:
         lines.append("- No checkpoint found in the run directory.")
     return lines
@@ -130,8 +147,13 @@ def evaluation_table(log: MetricsLog) -> dict | None:
     matches = []
     for (opponent, policy), figures in sorted(eval_groups(log).items()):
         if any(k in row for k in figures.values()):
-            matches.append({"opponent": opponent, "policy": policy,
-                            **{name: row.get(figures[name]) if name in figures else None for name in EVAL_FIGURES}})
+            matches.append(
+                {
+                    "opponent": opponent,
+                    "policy": policy,
+                    **{name: row.get(figures[name]) if name in figures else None for name in EVAL_FIGURES},
+                }
+            )
     return {"iteration": row["iteration"], "exploitability": expl, "matches": matches}
 
 
@@ -145,14 +167,22 @@ def latest_evaluation(log: MetricsLog) -> list[str]:
         lines += [f"| {k} | {_fmt(v)} |" for k, v in table["exploitability"].items()]
         lines.append("")
     if table["matches"]:
-        lines += ["| opponent | policy | win rate | mean score diff | 95% CI | game length | useless pile draws |",
-                  "| --- | --- | ---: | ---: | ---: | ---: | ---: |"]
+        lines += [
+            "| opponent | policy | win rate | mean score diff | 95% CI | game length | useless pile draws |",
+            "| --- | --- | ---: | ---: | ---: | ---: | ---: |",
+        ]
         for m in table["matches"]:
-            get = lambda name: "-" if m[name] is None else _fmt(m[name])  # noqa: E731
-            ci = "-" if m["score_diff_ci95"] is None else f"±{get('score_diff_ci95')}"
-            lines.append(f"| {m['opponent']} | {m['policy']} | {get('win_rate')} | {get('mean_score_diff')} | {ci} "
-                         f"| {get('mean_game_length')} | {get('useless_pile_draws_a')} |")
+            ci = "-" if m["score_diff_ci95"] is None else f"±{_cell(m, 'score_diff_ci95')}"
+            lines.append(
+                f"| {m['opponent']} | {m['policy']} | {_cell(m, 'win_rate')} | {_cell(m, 'mean_score_diff')} "
+                f"| {ci} | {_cell(m, 'mean_game_length')} | {_cell(m, 'useless_pile_draws_a')} |"
+            )
     return lines
+
+
+def _cell(row: dict, name: str) -> str:
+    """A figure of an evaluation row as a table shows it ("-" where it was not measured)."""
+    return "-" if row[name] is None else _fmt(row[name])
 
 
 def throughput(log: MetricsLog) -> list[str]:
@@ -160,17 +190,26 @@ def throughput(log: MetricsLog) -> list[str]:
     lines = ["| figure | value |", "| --- | ---: |"]
     per_iter = [(s, how) for s, how in map(iteration_seconds, recent) if s is not None]
     if per_iter:
-        lines.append(f"| seconds per iteration (mean of last {len(per_iter)}; {per_iter[-1][1]}) "
-                     f"| {_fmt(_mean([s for s, _ in per_iter]))} |")
+        lines.append(
+            f"| seconds per iteration (mean of last {len(per_iter)}; {per_iter[-1][1]}) "
+            f"| {_fmt(_mean([s for s, _ in per_iter]))} |"
+        )
         elapsed = log.series(CUMULATIVE_TIME_KEYS[0])[1]
         if elapsed:
             lines.append(f"| training wall seconds so far | {_fmt(elapsed[-1])} |")
         else:
             total = [iteration_seconds(r)[0] for r in log.rows]
-            lines.append(f"| logged training seconds, all iterations | {_fmt(sum(t for t in total if t is not None))} |")
-    keys = [k for k in log.keys() if (k.startswith("time/") and k.endswith("_seconds")
-                                      and k not in TOTAL_TIME_KEYS + CUMULATIVE_TIME_KEYS)
-            or "per_second" in k or k.endswith("/avg_batch") or k.startswith("throughput/")]
+            lines.append(
+                f"| logged training seconds, all iterations | {_fmt(sum(t for t in total if t is not None))} |"
+            )
+    keys = [
+        k
+        for k in log.keys()
+        if (k.startswith("time/") and k.endswith("_seconds") and k not in TOTAL_TIME_KEYS + CUMULATIVE_TIME_KEYS)
+        or "per_second" in k
+        or k.endswith("/avg_batch")
+        or k.startswith("throughput/")
+    ]
     for k in keys:
         vals = [r[k] for r in recent if isinstance(r.get(k), (int, float))]
         if vals:
@@ -196,9 +235,23 @@ def render_summary(run_dir: Path, log: MetricsLog, plots: list[Path], checkpoint
         out.append(f"- Iterations planned: {planned}")
     if log.partial_last_line:
         out.append("- The last line of metrics.jsonl is incomplete: the run is probably still writing.")
-    out += ["", "## Best checkpoint", "", *best_checkpoint(log, checkpoints, run_dir),
-            "", "## Latest evaluation", "", *latest_evaluation(log),
-            "", "## Throughput", "", *throughput(log), "", "## Plots", ""]
+    out += [
+        "",
+        "## Best checkpoint",
+        "",
+        *best_checkpoint(log, checkpoints, run_dir),
+        "",
+        "## Latest evaluation",
+        "",
+        *latest_evaluation(log),
+        "",
+        "## Throughput",
+        "",
+        *throughput(log),
+        "",
+        "## Plots",
+        "",
+    ]
     out += [f"![{p.stem}]({p.name})" for p in plots] or ["No plottable figures yet."]
     if log.warnings:
         out += ["", "## Warnings", "", *[f"- {w}" for w in log.warnings]]

@@ -98,8 +98,8 @@ KEEP_CALLS = 64
 def effective_sample_size(weights: torch.Tensor) -> torch.Tensor:
     """``(sum w)^2 / sum w^2`` per row of ``weights [n, d]`` (0 for an all-zero row)."""
     total = weights.sum(dim=1)
-    squares = (weights ** 2).sum(dim=1)
-    return torch.where(squares > 0, total ** 2 / squares.clamp(min=1e-300), 0.0)
+    squares = (weights**2).sum(dim=1)
+    return torch.where(squares > 0, total**2 / squares.clamp(min=1e-300), 0.0)
 
 
 class DealPosterior:
@@ -116,11 +116,21 @@ class DealPosterior:
         self.deterministic = bool(getattr(target, "deterministic", False))
         self.particles = None
         if has_capability(game, "carry_deals"):
-            self.particles = Particles(game, capability(game, "carry_deals"), capability(game, "swap_deals"),
-                                       capability(game, "deal_log_weights"))
+            self.particles = Particles(
+                game,
+                capability(game, "carry_deals"),
+                capability(game, "swap_deals"),
+                capability(game, "deal_log_weights"),
+            )
 
-    def sample(self, obs: torch.Tensor, history: torch.Tensor, d: int,
-               generator: torch.Generator | None = None, draws: int | None = None) -> BeliefSample:
+    def sample(
+        self,
+        obs: torch.Tensor,
+        history: torch.Tensor,
+        d: int,
+        generator: torch.Generator | None = None,
+        draws: int | None = None,
+    ) -> BeliefSample:
         """``d`` weighted states per row of ``obs [n, K]`` (the observer's observations: the
         exploiter's, a search's) with the public ``history [n, L]`` of each game (its actions in
         order, -1 after the last). With ``draws``: that many equally weighted states per row instead,
@@ -147,11 +157,18 @@ class DealPosterior:
         if draws is not None:
             states = index_state(states, resampled_rows(weights, draws, generator))
             weights = torch.full((n, draws), 1.0 / draws, dtype=torch.float64, device=obs.device)
-        return BeliefSample(states=states, weights=weights, ess=ess, fallback=fallback,
-                            retried=retried, carried=torch.zeros(n, dtype=torch.bool, device=obs.device))
+        return BeliefSample(
+            states=states,
+            weights=weights,
+            ess=ess,
+            fallback=fallback,
+            retried=retried,
+            carried=torch.zeros(n, dtype=torch.bool, device=obs.device),
+        )
 
-    def carried(self, obs: torch.Tensor, history: torch.Tensor, d: int, generator=None,
-                draws: int | None = None) -> BeliefSample:
+    def carried(
+        self, obs: torch.Tensor, history: torch.Tensor, d: int, generator=None, draws: int | None = None
+    ) -> BeliefSample:
         """The particle filter (module docstring): each row's particles carried from its game's
         previous decision through what happened since (the game's ``carry_deals``: the target's new
         deck draws drawn from the prior; fresh proposals where none are stored or they no longer
@@ -174,26 +191,41 @@ class DealPosterior:
         if lost.numel():  # no carried particle even replays (the target played a card none held): fresh ones
             sub = _rows_of(lost, d)
             deals[sub], start_log[sub] = fresh[sub], log_prior[sub]
-            _, _, _, misses[lost] = self.replay(obs[lost], history[lost], fresh[sub], log_prior[sub], d,
-                                                torch.ones(sub.numel(), dtype=torch.bool, device=device))
+            _, _, _, misses[lost] = self.replay(
+                obs[lost],
+                history[lost],
+                fresh[sub],
+                log_prior[sub],
+                d,
+                torch.ones(sub.numel(), dtype=torch.bool, device=device),
+            )
             found = found.clone()
             found[lost] = False
         robust = start_log.view(n, d) + MISS_LOG_LIKELIHOOD * misses
         ess = effective_sample_size(torch.softmax(robust, dim=1))
-        rows = (torch.arange(n, device=device)[:, None] * d + systematic_resample(
-            torch.softmax(robust, dim=1), d, generator)).reshape(-1)
+        rows = (
+            torch.arange(n, device=device)[:, None] * d
+            + systematic_resample(torch.softmax(robust, dim=1), d, generator)
+        ).reshape(-1)
         deals, misses = deals[rows], misses.reshape(-1)[rows]
         for _ in range(MOVES):  # the states come from the last replay, below
             moved = particles.swap(obs, history, deals, generator)
             _, _, _, moved_misses = self.replay(
-                obs, history, moved, torch.zeros(n * d, dtype=torch.float64, device=device), d,
-                torch.zeros(n * d, dtype=torch.bool, device=device))
+                obs,
+                history,
+                moved,
+                torch.zeros(n * d, dtype=torch.float64, device=device),
+                d,
+                torch.zeros(n * d, dtype=torch.bool, device=device),
+            )
             moved_misses = moved_misses.reshape(-1)
             accept = moved_misses <= misses
             deals, misses = torch.where(accept[:, None], moved, deals), torch.where(accept, moved_misses, misses)
         # a move may have found particles contradicting fewer moves than the rest: keep those
-        rows = (torch.arange(n, device=device)[:, None] * d + systematic_resample(
-            torch.softmax(MISS_LOG_LIKELIHOOD * misses.view(n, d).double(), dim=1), d, generator)).reshape(-1)
+        rows = (
+            torch.arange(n, device=device)[:, None] * d
+            + systematic_resample(torch.softmax(MISS_LOG_LIKELIHOOD * misses.view(n, d).double(), dim=1), d, generator)
+        ).reshape(-1)
         deals, misses = deals[rows], misses[rows]
         # The undrawn deck's order is uniform given everything else (nothing seen depends on it):
         # redraw it per particle (carry_deals to the current decision: the target's cards kept), so
@@ -201,11 +233,18 @@ class DealPosterior:
         weights = torch.full((n, d), 1.0 / d, dtype=torch.float64, device=device)
         particles.store(obs, history, deals, d)
         states, weights = self._drawn(obs, history, fresh, deals, weights, generator, draws)
-        return BeliefSample(states=states, weights=weights, ess=ess, fallback=(misses.view(n, d) > 0).all(dim=1),
-                            retried=torch.zeros(n, dtype=torch.long, device=device), carried=found)
+        return BeliefSample(
+            states=states,
+            weights=weights,
+            ess=ess,
+            fallback=(misses.view(n, d) > 0).all(dim=1),
+            retried=torch.zeros(n, dtype=torch.long, device=device),
+            carried=found,
+        )
 
-    def filtered(self, obs: torch.Tensor, history: torch.Tensor, d: int, generator=None,
-                 draws: int | None = None) -> BeliefSample:
+    def filtered(
+        self, obs: torch.Tensor, history: torch.Tensor, d: int, generator=None, draws: int | None = None
+    ) -> BeliefSample:
         """The particle filter of a stochastic target (module docstring): each row's weighted
         particles carried from its game's previous decision, reweighted by the target's moves since
         then and the observer's deck draws since then, resampled (systematic) where the effective
@@ -229,11 +268,18 @@ class DealPosterior:
         rows_found = found.nonzero().squeeze(1)
         if rows_found.numel():  # carried particles, weighed by what happened since they were stored
             sub = _rows_of(rows_found, d)
-            carried_deals, carry_log_w = particles.carry(obs[rows_found], history[rows_found], fresh[sub],
-                                                         previous[sub], length[rows_found], generator)
-            _, recent, _, _ = self.replay(obs[rows_found], history[rows_found], carried_deals, zeros[sub], d,
-                                          torch.zeros(sub.numel(), dtype=torch.bool, device=device),
-                                          since=length[rows_found].repeat_interleave(d))
+            carried_deals, carry_log_w = particles.carry(
+                obs[rows_found], history[rows_found], fresh[sub], previous[sub], length[rows_found], generator
+            )
+            _, recent, _, _ = self.replay(
+                obs[rows_found],
+                history[rows_found],
+                carried_deals,
+                zeros[sub],
+                d,
+                torch.zeros(sub.numel(), dtype=torch.bool, device=device),
+                since=length[rows_found].repeat_interleave(d),
+            )
             carried_log_w = stored_log_w[sub] + carry_log_w + recent.reshape(-1)
             alive = torch.isfinite(carried_log_w).view(-1, d).any(dim=1)
             gone[rows_found[alive]] = False
@@ -264,8 +310,9 @@ class DealPosterior:
             log_like = torch.where(accept, fresh_like, log_like)
         for _ in range(MOVES):
             moved = particles.swap(obs, history, deals, generator)
-            _, moved_like, _, _ = self.replay(obs, history, moved, zeros, d,
-                                              torch.zeros(N, dtype=torch.bool, device=device))
+            _, moved_like, _, _ = self.replay(
+                obs, history, moved, zeros, d, torch.zeros(N, dtype=torch.bool, device=device)
+            )
             moved_like = moved_like.reshape(-1)
             uniform = torch.rand(N, generator=generator, device=device, dtype=torch.float64)
             accept = torch.isfinite(moved_like) & (uniform.log() < moved_like - log_like)
@@ -273,8 +320,14 @@ class DealPosterior:
             log_like = torch.where(accept, moved_like, log_like)
         particles.store(obs, history, deals, d, weights.log().reshape(-1), log_like)
         states, weights = self._drawn(obs, history, fresh, deals, weights, generator, draws)
-        return BeliefSample(states=states, weights=weights, ess=ess, fallback=gone | impossible,
-                            retried=torch.zeros(n, dtype=torch.long, device=device), carried=found)
+        return BeliefSample(
+            states=states,
+            weights=weights,
+            ess=ess,
+            fallback=gone | impossible,
+            retried=torch.zeros(n, dtype=torch.long, device=device),
+            carried=found,
+        )
 
     def _drawn(self, obs, history, fresh, deals, weights: torch.Tensor, generator, draws: int | None):
         """(states, weights): the particles ``deals [n * d, D]`` of weights ``[n, d]`` at the current
@@ -296,8 +349,15 @@ class DealPosterior:
         deals, _ = self.particles.carry(obs, history, fresh, deals, now, generator)
         N = deals.shape[0]
         never = torch.full((N,), history.shape[1] + 1, dtype=torch.long, device=obs.device)  # ask the target nothing
-        states, _, _, _ = self.replay(obs, history, deals, torch.zeros(N, dtype=torch.float64, device=obs.device), d,
-                                      torch.ones(N, dtype=torch.bool, device=obs.device), since=never)
+        states, _, _, _ = self.replay(
+            obs,
+            history,
+            deals,
+            torch.zeros(N, dtype=torch.float64, device=obs.device),
+            d,
+            torch.ones(N, dtype=torch.bool, device=obs.device),
+            since=never,
+        )
         return deals, states
 
     def propose(self, obs: torch.Tensor, history: torch.Tensor, d: int, generator=None):
@@ -313,8 +373,16 @@ class DealPosterior:
         strict = torch.ones(n * d, dtype=torch.bool, device=obs.device)
         return self.replay(obs, history, deals, log_prior, d, strict)
 
-    def replay(self, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor, log_prior: torch.Tensor,
-               d: int, strict: torch.Tensor, since: torch.Tensor | None = None):
+    def replay(
+        self,
+        obs: torch.Tensor,
+        history: torch.Tensor,
+        deals: torch.Tensor,
+        log_prior: torch.Tensor,
+        d: int,
+        strict: torch.Tensor,
+        since: torch.Tensor | None = None,
+    ):
         """``deals [n * d, D]`` replayed through ``history [n, L]``: (states, log weights [n, d]: the
         prior's times the target's likelihood, the fallback's [n, d], as ``propose``; the number of
         the target's moves each deal contradicts [n, d]). Only the target's moves at or after
@@ -352,22 +420,27 @@ class DealPosterior:
             theirs = ((player == target_seat[rows]) & (since[rows] <= t)).nonzero().squeeze(1)
             if theirs.numel():
                 sub = index_state(state, theirs)
-                probs, soft = self.target.probabilities_and_soft(game.observe(sub, target_seat[rows][theirs]),
-                                                                 mask[theirs])
+                probs, soft = self.target.probabilities_and_soft(
+                    game.observe(sub, target_seat[rows][theirs]), mask[theirs]
+                )
                 moved = action[theirs][:, None]
                 p = probs.double().gather(1, moved).squeeze(1)
                 log_w.index_add_(0, rows[theirs], p.log())
                 misses.index_add_(0, rows[theirs], (p <= 0).long())
                 if soft is not None:
-                    log_fallback.index_add_(0, rows[theirs], soft.double().gather(1, moved).squeeze(1).clamp(min=1e-300).log())
+                    log_fallback.index_add_(
+                        0, rows[theirs], soft.double().gather(1, moved).squeeze(1).clamp(min=1e-300).log()
+                    )
             state = game.step(state, action)
         order = torch.cat(done_rows).argsort()
         states = index_state(concat_states(done_states), order)
         replayed = game.observe(states, game.obs_player(obs).repeat_interleave(d))
         matches = (replayed == obs.repeat_interleave(d, dim=0).to(replayed.dtype)).all(dim=1) & legal
         if bool((strict & ~matches).any()):
-            raise RuntimeError(f"{game.name}: a deal replayed through the action history does not give the "
-                               "observation back (the history is wrong, or a hidden card is not in the deal)")
+            raise RuntimeError(
+                f"{game.name}: a deal replayed through the action history does not give the "
+                "observation back (the history is wrong, or a hidden card is not in the deal)"
+            )
         log_w = log_w.masked_fill(~matches, -torch.inf)
         log_fallback = log_fallback.masked_fill(~matches, -torch.inf)
         misses = misses.masked_fill(~matches, IMPOSSIBLE)
@@ -396,12 +469,13 @@ class Particles:
         kind_of = game.tables(obs.device).card_kind_index.long()
         D = kind_of.shape[0]
         known = torch.zeros(obs.shape[0], int(kind_of.max()) + 1, dtype=torch.long, device=obs.device).scatter_add_(
-            1, kind_of.expand(obs.shape[0], D), (obs[:, :D] != 0).long())
+            1, kind_of.expand(obs.shape[0], D), (obs[:, :D] != 0).long()
+        )
         lengths = (history >= 0).sum(dim=1)
         observer = game.obs_player(obs)
         host = to_host(torch.cat([observer[:, None].long(), lengths[:, None], history.long(), known], dim=1))
         L = history.shape[1]
-        return [(row[0], row[1], tuple(row[2:2 + L]), row[2 + L:]) for row in host]
+        return [(row[0], row[1], tuple(row[2 : 2 + L]), row[2 + L :]) for row in host]
 
     def lookup(self, obs: torch.Tensor, history: torch.Tensor, d: int):
         """(previous deals [n * d, D], their history lengths [n], found [n] bool, their log weights
@@ -415,23 +489,42 @@ class Particles:
         for i, (observer, current, actions, known) in enumerate(self._keys(obs, history, game)):
             for before in range(current - 1, -1, -1):
                 entries = self.stored.get((observer, actions[:before]), [])
-                hit = next((j for j, (k, deals, _, _) in enumerate(entries)
-                            if deals.shape[0] == d and all(a <= b for a, b in zip(k, known))), None)
+                hit = next(
+                    (
+                        j
+                        for j, (k, deals, _, _) in enumerate(entries)
+                        if deals.shape[0] == d and all(a <= b for a, b in zip(k, known))
+                    ),
+                    None,
+                )
                 if hit is not None:
                     _, previous[i], scores[i], _ = entries.pop(hit)
                     length[i], found[i] = before, True
                     break
-        return (previous.view(n * d, D), length.to(obs.device), found.to(obs.device),
-                scores[:, 0].reshape(-1), scores[:, 1].reshape(-1))
+        return (
+            previous.view(n * d, D),
+            length.to(obs.device),
+            found.to(obs.device),
+            scores[:, 0].reshape(-1),
+            scores[:, 1].reshape(-1),
+        )
 
-    def store(self, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor, d: int,
-              log_weights: torch.Tensor | None = None, log_likelihoods: torch.Tensor | None = None) -> None:
+    def store(
+        self,
+        obs: torch.Tensor,
+        history: torch.Tensor,
+        deals: torch.Tensor,
+        d: int,
+        log_weights: torch.Tensor | None = None,
+        log_likelihoods: torch.Tensor | None = None,
+    ) -> None:
         """Keep each row's ``d`` deals (``deals [n * d, D]``; with their ``[n * d]`` log weights and
         log likelihoods of the target's moves so far, or equally weighted) for its next decision."""
         n, device = obs.shape[0], obs.device
         zeros = torch.zeros(n * d, dtype=torch.float64, device=device)
-        scores = torch.stack([zeros if log_weights is None else log_weights,
-                              zeros if log_likelihoods is None else log_likelihoods]).view(2, n, d)
+        scores = torch.stack(
+            [zeros if log_weights is None else log_weights, zeros if log_likelihoods is None else log_likelihoods]
+        ).view(2, n, d)
         deals = deals.view(n, d, -1)
         self.calls += 1
         expired = self.calls - self.keep_calls  # this store and the keep_calls - 1 before it stay
@@ -462,7 +555,9 @@ def resampled_rows(weights: torch.Tensor, m: int, generator=None) -> torch.Tenso
     """The rows ``i * d + j`` of ``m`` systematic draws (``systematic_resample``) from each row of
     ``weights [n, d]``, in order: ``m`` equally weighted states of each row's ``d`` weighted ones."""
     n, d = weights.shape
-    return (torch.arange(n, device=weights.device)[:, None] * d + systematic_resample(weights, m, generator)).reshape(-1)
+    return (torch.arange(n, device=weights.device)[:, None] * d + systematic_resample(weights, m, generator)).reshape(
+        -1
+    )
 
 
 def _rows_of(idx: torch.Tensor, d: int) -> torch.Tensor:

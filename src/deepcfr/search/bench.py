@@ -39,16 +39,28 @@ def bench_search(search, decisions: int = 64, plies: int = 20, repeats: int = 2,
         s = search.stats
         rate = s.rollout_decisions / seconds
         if best is None or rate > best["rollout_decisions_per_second"]:
-            best = {"rollout_decisions_per_second": rate, "seconds": seconds, "rollouts": s.rollouts,
-                    "rollout_decisions": s.rollout_decisions, "capped_rollouts": s.capped_rollouts,
-                    "seconds_per_decision": seconds / obs.shape[0],
-                    # what an improve round calls its teacher's speed: searched positions a second
-                    "positions_per_second": obs.shape[0] / seconds}
+            best = {
+                "rollout_decisions_per_second": rate,
+                "seconds": seconds,
+                "rollouts": s.rollouts,
+                "rollout_decisions": s.rollout_decisions,
+                "capped_rollouts": s.capped_rollouts,
+                "seconds_per_decision": seconds / obs.shape[0],
+                # what an improve round calls its teacher's speed: searched positions a second
+                "positions_per_second": obs.shape[0] / seconds,
+            }
     cfg = search.config
     batch = min(obs.shape[0] * cfg.candidates * cfg.determinizations, cfg.max_batch)
-    out = {"decisions": int(obs.shape[0]), "plies_before": plies, "rollout_batch": batch,
-           "threads": torch.get_num_threads(), "device": str(search.device), "rollout_dtype_used": search.rollout_dtype, **best,
-           "mean_rollout_length": best["rollout_decisions"] / max(best["rollouts"], 1)}
+    out = {
+        "decisions": int(obs.shape[0]),
+        "plies_before": plies,
+        "rollout_batch": batch,
+        "threads": torch.get_num_threads(),
+        "device": str(search.device),
+        "rollout_dtype_used": search.rollout_dtype,
+        **best,
+        "mean_rollout_length": best["rollout_decisions"] / max(best["rollouts"], 1),
+    }
     net = getattr(getattr(search.base, "agent", None), "strategy_net", None)
     if net is not None:
         from ..cfr.forward_bench import forward_bound_states_per_second

@@ -19,8 +19,8 @@ from __future__ import annotations
 import torch
 
 from ..evaluate.arena import legal_probabilities
-from ..games.bots import RandomBot
 from ..games.base import uniform_policy
+from ..games.bots import RandomBot
 
 
 class OpponentModelError(ValueError):
@@ -62,8 +62,10 @@ class OpponentModel:
             if not self._checked:
                 again = self.player.act(obs, mask, torch.Generator(device=obs.device).manual_seed(2)).long()
                 if not torch.equal(moves, again):
-                    raise OpponentModelError(f"{self.name}: a bot that samples its moves with probabilities it does not "
-                                              "state cannot be modelled by likelihood (as a target or a belief's opponent)")
+                    raise OpponentModelError(
+                        f"{self.name}: a bot that samples its moves with probabilities it does not "
+                        "state cannot be modelled by likelihood (as a target or a belief's opponent)"
+                    )
                 self._checked = True
             return torch.zeros(mask.shape, device=obs.device).scatter_(1, moves[:, None], 1.0)
         if self.greedy:

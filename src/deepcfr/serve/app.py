@@ -26,24 +26,37 @@ from pydantic import BaseModel, ConfigDict, Field, StrictInt
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from ..evaluate.replay import append_records
-from .library import ReplayLibrary, RunLibrary
-from ..players import (MAX_SPEC_LENGTH, VALID_FORMS, PlayerCache, PlayerSpecError, Seated, load_player, parse_player,
-                       same_game)
+from ..players import (
+    MAX_SPEC_LENGTH,
+    VALID_FORMS,
+    PlayerCache,
+    PlayerSpecError,
+    Seated,
+    load_player,
+    parse_player,
+    same_game,
+)
 from . import timing
 from .batching import Batchers
 from .docs import docs_page
 from .head import HeadAsGet
+from .library import ReplayLibrary, RunLibrary
 from .players import ServedFiles
-from .search_process import ProcessSeated, SearchProcess
 from .present import WEB_TABLE_GAME, check_web_table_game
+from .search_process import ProcessSeated, SearchProcess
 from .tables import Table, TableError, TableStore
 
 SAVED_GAMES = "web_games.jsonl"  # finished games saved from the page, under the replays directory
 MAX_SEED = 2**31 - 1
 MAX_SPEC = MAX_SPEC_LENGTH  # characters of a player spec: the one limit of the parser, the CLI and the page
 # What one request may ask of a search player (a decision's work grows with each of these).
-SEARCH_CAPS = {"determinizations": 256, "min_determinizations": 256, "candidates": 8, "max_batch": 65536,
-               "time_limit_s": 10.0}
+SEARCH_CAPS = {
+    "determinizations": 256,
+    "min_determinizations": 256,
+    "candidates": 8,
+    "max_batch": 65536,
+    "time_limit_s": 10.0,
+}
 # The wall-clock budget of a served search call (a batch of the tables' decisions) whose spec sets
 # none: the search is anytime (search.config), so a call stops adding deals when the server is
 # busy; its first round is the floor (docs/log/performance.md, "The served page under load": 0.25 s
@@ -78,8 +91,8 @@ SECURITY_HEADERS = {
     "X-Frame-Options": "DENY",
     "Referrer-Policy": "no-referrer",
     "Content-Security-Policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; "
-                               "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
-                               "form-action 'self'; frame-ancestors 'none'",
+    "img-src 'self' data:; connect-src 'self'; object-src 'none'; base-uri 'none'; "
+    "form-action 'self'; frame-ancestors 'none'",
 }
 log = logging.getLogger("deepcfr.serve")
 
@@ -137,7 +150,7 @@ _CLIMBING_PATH = re.compile(r"""[^\s'",;\[\]()=:]*\.\.[/\\][^\s'",;\])]*""")
 _ABSOLUTE_PATH = re.compile(r"""(?:(?<=^)|(?<=[\s'"=:\[(,]))(?:[A-Za-z]:)?[/\\~](?!api/|static/)[^\s'",;\])]+""")
 
 
-def _error(status: int, message: str, hide: "dict[str, str] | None" = None) -> JSONResponse:
+def _error(status: int, message: str, hide: dict[str, str] | None = None) -> JSONResponse:
     """The answer to a refused request; ``hide`` maps paths of this machine to what the page knows
     them as (a served directory as it was given), and any other absolute path is replaced, so that
     no answer shows where the server runs or echoes a path of this machine."""
@@ -164,8 +177,10 @@ def check_spec(text: str):
         for key, cap in SEARCH_CAPS.items():
             value = node.settings.get(key)
             if isinstance(value, (int, float)) and not isinstance(value, bool) and not value <= cap:
-                raise ValueError(f"search setting {key}={clip(str(value), 40)} is over this server's cap of {cap} "
-                                 f"(caps: {', '.join(f'{k} <= {v}' for k, v in SEARCH_CAPS.items())})")
+                raise ValueError(
+                    f"search setting {key}={clip(str(value), 40)} is over this server's cap of {cap} "
+                    f"(caps: {', '.join(f'{k} <= {v}' for k, v in SEARCH_CAPS.items())})"
+                )
         node = node.base
     return spec
 
@@ -222,10 +237,19 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         started, phases = time.perf_counter(), timing.begin()  # the endpoint's thread adds to phases
         if allowed is not None:
             host = request.headers.get("host", "")
-            name = host[1:].partition("]")[0] if host.startswith("[") else host.rpartition(":")[0] if host.count(":") == 1 else host
+            name = (
+                host[1:].partition("]")[0]
+                if host.startswith("[")
+                else host.rpartition(":")[0]
+                if host.count(":") == 1
+                else host
+            )
             if name.lower() not in allowed:
-                response = _error(400, f"host {clip(host, 100)!r} is not served here (allowed: "
-                                       f"{', '.join(sorted(allowed))}; add one with --allow-host)")
+                response = _error(
+                    400,
+                    f"host {clip(host, 100)!r} is not served here (allowed: "
+                    f"{', '.join(sorted(allowed))}; add one with --allow-host)",
+                )
                 response.headers.update(SECURITY_HEADERS)
                 return response
         response = await call_next(request)
@@ -275,7 +299,9 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     # Players and games ------------------------------------------------------------------------
     def make_table(specs: list[str | None], seed: int | None, variant: str | None, mode: str) -> Table:
         if variant is not None and variant not in WEB_TABLE_GAME.variants:
-            raise ValueError(f"unknown {WEB_TABLE_GAME.name} variant {variant!r}; valid: {', '.join(WEB_TABLE_GAME.variants)}")
+            raise ValueError(
+                f"unknown {WEB_TABLE_GAME.name} variant {variant!r}; valid: {', '.join(WEB_TABLE_GAME.variants)}"
+            )
         for s in specs:
             if s is not None:
                 check_spec(s)
@@ -288,8 +314,10 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             game = games[0]
             check_web_table_game(game, "the checkpoint's game")
             if variant is not None and not same_game(game, WEB_TABLE_GAME.from_params(variant)):
-                raise ValueError(f"the checkpoint plays other rules than variant {variant!r}; leave the variant "
-                                 "empty to play the checkpoint's own rules")
+                raise ValueError(
+                    f"the checkpoint plays other rules than variant {variant!r}; leave the variant "
+                    "empty to play the checkpoint's own rules"
+                )
         else:
             game = WEB_TABLE_GAME.from_params(variant or WEB_TABLE_GAME.variants[0])
         try:
@@ -324,16 +352,27 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
             listed += [{"spec": c, "label": c} for c in run["checkpoints"]]
         # the shipped champion first, its strongest measured player first: the page's default
         offered = offered_champions()
-        champions = [{"spec": spec, "label": CHAMPION_LABELS[spec] + (" (strongest measured)" if k == 0 else "")}
-                     for k, spec in enumerate(offered)]
-        return {"bots": bot_names(WEB_TABLE_GAME()), "champions": champions, "checkpoints": listed,
-                "variants": list(WEB_TABLE_GAME.variants),
-                "spec_forms": PAGE_FORMS, "runs": shown[runs_root], "replays": shown[replays_root],
-                "games_in_memory": len(tables), "players_loaded": players.loaded(), "batching": batchers.stats()}
+        champions = [
+            {"spec": spec, "label": CHAMPION_LABELS[spec] + (" (strongest measured)" if k == 0 else "")}
+            for k, spec in enumerate(offered)
+        ]
+        return {
+            "bots": bot_names(WEB_TABLE_GAME()),
+            "champions": champions,
+            "checkpoints": listed,
+            "variants": list(WEB_TABLE_GAME.variants),
+            "spec_forms": PAGE_FORMS,
+            "runs": shown[runs_root],
+            "replays": shown[replays_root],
+            "games_in_memory": len(tables),
+            "players_loaded": players.loaded(),
+            "batching": batchers.stats(),
+        }
 
     @app.post("/api/games")
     def new_game(body: PlayRequest):
-        """A game against `opponent` (a player spec); you take `seat`. The deal and its seed stay on the server until the end."""
+        """A game against `opponent` (a player spec); you take `seat`. The deal and its seed stay on
+        the server until the end."""
         specs = [None, body.opponent] if body.seat == 0 else [body.opponent, None]
         return make_table(specs, body.seed, body.variant, "play").view()
 
@@ -370,8 +409,11 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
     def record(game_id: str):
         """The game as a JSON-lines record (`deepcfr replay` reads it); a played game only once it is over."""
         line = tables.get(game_id).record().to_dict()
-        return PlainTextResponse(json.dumps(line) + "\n", media_type="application/x-ndjson", headers={
-            "Content-Disposition": f'attachment; filename="{WEB_TABLE_GAME.name}-{line["seed"]}.jsonl"'})
+        return PlainTextResponse(
+            json.dumps(line) + "\n",
+            media_type="application/x-ndjson",
+            headers={"Content-Disposition": f'attachment; filename="{WEB_TABLE_GAME.name}-{line["seed"]}.jsonl"'},
+        )
 
     @app.post("/api/games/{game_id}/save")
     def save(game_id: str):
@@ -399,8 +441,11 @@ def create_app(settings: ServeSettings | None = None) -> FastAPI:
         return {"file": file, "games": replays.games(file)}
 
     @app.get("/api/replays/state")
-    def replay_state(file: str = Query(..., max_length=1000), game: int = Query(0, ge=0, le=10**9),
-                     step: int = Query(0, ge=0, le=10**9)):
+    def replay_state(
+        file: str = Query(..., max_length=1000),
+        game: int = Query(0, ge=0, le=10**9),
+        step: int = Query(0, ge=0, le=10**9),
+    ):
         """The table after `step` decisions of game `game` of a record file, both hands open."""
         return replays.state(file, game, step)
 

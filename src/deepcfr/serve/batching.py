@@ -20,7 +20,7 @@ import math
 import threading
 import time
 import weakref
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -60,8 +60,13 @@ class DecisionBatcher:
         self._deciding = False
         self._changed = threading.Condition()
 
-    def decide(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None,
-               action_name: Callable[[int], str] = str) -> Decision:
+    def decide(
+        self,
+        obs: torch.Tensor,
+        mask: torch.Tensor,
+        generator: torch.Generator | None = None,
+        action_name: Callable[[int], str] = str,
+    ) -> Decision:
         """One table's decision (``obs [1, K]``, ``mask [1, A]``), made with whatever else is pending."""
         mine = _Pending(obs, mask, generator)
         with self._changed:
@@ -75,8 +80,9 @@ class DecisionBatcher:
             for p in batch:
                 p.taken = taken
         try:
-            decisions = self.seated.decide_batch(torch.cat([p.obs for p in batch]), torch.cat([p.mask for p in batch]),
-                                                 batch[0].generator, action_name)
+            decisions = self.seated.decide_batch(
+                torch.cat([p.obs for p in batch]), torch.cat([p.mask for p in batch]), batch[0].generator, action_name
+            )
             for p, decision in zip(batch, decisions):
                 p.decision = decision
         except BaseException as e:  # every table of the batch gets the call's error (a 500 names it in the log)

@@ -23,8 +23,11 @@ def _type(schema: dict, components: dict) -> str:
 
 
 def _limits(schema: dict) -> str:
-    parts = [f"{k} {schema[k]}" for k in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems")
-             if k in schema]
+    parts = [
+        f"{k} {schema[k]}"
+        for k in ("minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems")
+        if k in schema
+    ]
     if "default" in schema:
         parts.append(f"default {schema['default']!r}")
     return ", ".join(parts)
@@ -35,8 +38,10 @@ def _body_rows(name: str, components: dict) -> str:
     rows = []
     required = set(schema.get("required", ()))
     for field, prop in schema.get("properties", {}).items():
-        rows.append(f"<tr><td><code>{escape(field)}</code>{' (required)' if field in required else ''}</td>"
-                    f"<td>{escape(_type(prop, components))}</td><td>{escape(_limits(prop))}</td></tr>")
+        rows.append(
+            f"<tr><td><code>{escape(field)}</code>{' (required)' if field in required else ''}</td>"
+            f"<td>{escape(_type(prop, components))}</td><td>{escape(_limits(prop))}</td></tr>"
+        )
     return "".join(rows)
 
 
@@ -51,17 +56,24 @@ def docs_page(openapi: dict) -> str:
             rows = ""
             for p in op.get("parameters", []):
                 schema = p.get("schema", {})
-                rows += (f"<tr><td><code>{escape(p['name'])}</code> ({escape(p.get('in', ''))}"
-                         f"{', required' if p.get('required') else ''})</td><td>{escape(_type(schema, components))}</td>"
-                         f"<td>{escape(_limits(schema))}</td></tr>")
+                rows += (
+                    f"<tr><td><code>{escape(p['name'])}</code> ({escape(p.get('in', ''))}"
+                    f"{', required' if p.get('required') else ''})</td><td>{escape(_type(schema, components))}</td>"
+                    f"<td>{escape(_limits(schema))}</td></tr>"
+                )
             body = op.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
             if body and "$ref" in body:
                 rows += _body_rows(body["$ref"].rsplit("/", 1)[-1], components)
-            table = (f"<table><tr><th>input</th><th>type</th><th>limits</th></tr>{rows}</table>" if rows else
-                     "<p>no input</p>")
+            table = (
+                f"<table><tr><th>input</th><th>type</th><th>limits</th></tr>{rows}</table>"
+                if rows
+                else "<p>no input</p>"
+            )
             doc = op.get("description") or op.get("summary") or ""
-            sections.append(f"<section><h2><span class='m'>{method.upper()}</span> <code>{escape(path)}</code></h2>"
-                            f"<p>{escape(doc)}</p>{table}</section>")
+            sections.append(
+                f"<section><h2><span class='m'>{method.upper()}</span> <code>{escape(path)}</code></h2>"
+                f"<p>{escape(doc)}</p>{table}</section>"
+            )
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1"><title>deepcfr serve: the JSON API</title>
 <style>body{{font-family:"DejaVu Sans",Arial,sans-serif;max-width:980px;margin:1em auto;padding:0 1em;color:#222}}
@@ -71,4 +83,4 @@ table{{border-collapse:collapse;font-size:14px}} td,th{{border:1px solid #bbb;pa
 <p>Every refused request is answered with a 4xx status and <code>{{"error": message}}</code>; an unexpected
 failure with a 500 and the same shape. The machine-readable schema is
 <a href="/api/openapi.json">/api/openapi.json</a>.</p>
-{''.join(sections)}</body></html>"""
+{"".join(sections)}</body></html>"""

@@ -145,11 +145,16 @@ class ReplayLibrary:
             return []
         out = []
         for path in _walk(self.root):
-            if (path.is_file() and path.name.endswith(RECORD_SUFFIX) and is_under(self.root, path)
-                    and looks_like_records(path)):
+            if (
+                path.is_file()
+                and path.name.endswith(RECORD_SUFFIX)
+                and is_under(self.root, path)
+                and looks_like_records(path)
+            ):
                 stat = path.stat()
-                out.append({"file": path.relative_to(self.root).as_posix(), "bytes": stat.st_size,
-                            "modified": stat.st_mtime})
+                out.append(
+                    {"file": path.relative_to(self.root).as_posix(), "bytes": stat.st_size, "modified": stat.st_mtime}
+                )
         return sorted(out, key=lambda f: (-f["modified"], f["file"]))  # newest first
 
     def records(self, file: str) -> list[GameRecord]:
@@ -168,8 +173,10 @@ class ReplayLibrary:
             return self._cache[key]
 
     def games(self, file: str) -> list[dict]:
-        return [{"game": i, "players": r.players, "seed": r.seed, "decisions": len(r.actions), "result": r.result}
-                for i, r in enumerate(self.records(file))]
+        return [
+            {"game": i, "players": r.players, "seed": r.seed, "decisions": len(r.actions), "result": r.result}
+            for i, r in enumerate(self.records(file))
+        ]
 
     def state(self, file: str, game: int, step: int) -> dict:
         """The table after ``step`` decisions of game number ``game`` (from 0) of the file, both hands open."""
@@ -188,14 +195,24 @@ class ReplayLibrary:
             mover = ref.current_player()
             moves.append({"n": n + 1, "seat": mover, **describe_action(rules, action)})
             ref.apply(action)
-        out = {"file": file, "game": game, "step": step, "steps": total, "seed": record.seed,
-               "players": [{"seat": s, "name": record.players[s], "human": False} for s in range(2)],
-               **table_json(ref, None)}
+        out = {
+            "file": file,
+            "game": game,
+            "step": step,
+            "steps": total,
+            "seed": record.seed,
+            "players": [{"seat": s, "name": record.players[s], "human": False} for s in range(2)],
+            **table_json(ref, None),
+        }
         out["moves"] = moves
-        out["previous_move"] = ({"n": step, "seat": mover, **describe_action(rules, record.actions[step - 1])}
-                                if step > 0 else None)
-        out["next_move"] = ({"n": step + 1, "seat": ref.current_player(), **describe_action(rules, record.actions[step])}
-                            if step < total else None)
+        out["previous_move"] = (
+            {"n": step, "seat": mover, **describe_action(rules, record.actions[step - 1])} if step > 0 else None
+        )
+        out["next_move"] = (
+            {"n": step + 1, "seat": ref.current_player(), **describe_action(rules, record.actions[step])}
+            if step < total
+            else None
+        )
         return out
 
 
@@ -223,11 +240,19 @@ class RunLibrary:
             running = run_is_running(path, modified, now)
             last = last_iteration(metrics) if modified is not None else None
             target = target_iterations(config)
-            out.append({"run": path.relative_to(self.root).as_posix(), "game": game.get("name"),
-                        "variant": game.get("variant"), "modified": modified, "running": running,
-                        "status": run_status(running, last, target, closed=not (path / RUNNING_FILE).exists()),
-                        "last_iteration": last,
-                        "target_iterations": target, "checkpoints": self._checkpoints(path)})
+            out.append(
+                {
+                    "run": path.relative_to(self.root).as_posix(),
+                    "game": game.get("name"),
+                    "variant": game.get("variant"),
+                    "modified": modified,
+                    "running": running,
+                    "status": run_status(running, last, target, closed=not (path / RUNNING_FILE).exists()),
+                    "last_iteration": last,
+                    "target_iterations": target,
+                    "checkpoints": self._checkpoints(path),
+                }
+            )
         return out
 
     def _checkpoints(self, run_dir: Path) -> list[str]:
@@ -253,9 +278,17 @@ class RunLibrary:
         log = read_metrics(metrics)
         plots = [name for name in PLOTS if (out_dir / name).is_file()]
         summary = (out_dir / "summary.md").read_text(encoding="utf-8")
-        return {"run": run, "iterations": len(log.rows), "last_iteration": log.iterations[-1] if log.rows else None,
-                "still_writing": log.partial_last_line, "plots": plots, "evaluation": evaluation_table(log),
-                "summary_markdown": summary, "checkpoints": self._checkpoints(run_dir), "drawn_from": stamp}
+        return {
+            "run": run,
+            "iterations": len(log.rows),
+            "last_iteration": log.iterations[-1] if log.rows else None,
+            "still_writing": log.partial_last_line,
+            "plots": plots,
+            "evaluation": evaluation_table(log),
+            "summary_markdown": summary,
+            "checkpoints": self._checkpoints(run_dir),
+            "drawn_from": stamp,
+        }
 
     def plot(self, run: str, name: str) -> Path:
         if name not in PLOTS:
@@ -263,6 +296,8 @@ class RunLibrary:
         run_dir = resolve_under(self.root, run, "run")
         path = self._report_dir(run_dir) / name
         if not path.is_file():
-            raise FileNotFoundError(f"plot {name} of run {run!r} is not drawn (open the run's report first, or the "
-                                    "run has no such figures yet)")
+            raise FileNotFoundError(
+                f"plot {name} of run {run!r} is not drawn (open the run's report first, or the "
+                "run has no such figures yet)"
+            )
         return path

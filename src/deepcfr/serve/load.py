@@ -15,9 +15,9 @@ import threading
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from ipaddress import ip_address
-from typing import Sequence
 from urllib.parse import urlsplit
 
 from .timing import PHASES
@@ -67,8 +67,17 @@ class LoadResult:
             tail = [(t, ph) for t, ph in zip(values, self.phases.get(key, [{}] * len(values))) if t >= p95]
             means = {name: sum(ph.get(name, 0.0) for _, ph in tail) / len(tail) for name in (*PHASES, "app")}
             means["http"] = sum(t - ph.get("app", 0.0) for t, ph in tail) / len(tail)
-            rows.append({"kind": key[0], "opponent": key[1], "requests": len(v), "p50": _quantile(v, 0.5),
-                         "p95": p95, "max": v[-1], "tail": means})
+            rows.append(
+                {
+                    "kind": key[0],
+                    "opponent": key[1],
+                    "requests": len(v),
+                    "p50": _quantile(v, 0.5),
+                    "p95": p95,
+                    "max": v[-1],
+                    "tail": means,
+                }
+            )
         return rows
 
 
@@ -81,8 +90,18 @@ def _quantile(sorted_values: list[float], q: float) -> float:
 class _Game:
     """One table of the load: its own thread, random generator and HTTP requests."""
 
-    def __init__(self, url: str, opponent: str, seat: int, seed: int, variant: str | None, result: LoadResult,
-                 lock: threading.Lock, deadline: float, request_timeout_s: float):
+    def __init__(
+        self,
+        url: str,
+        opponent: str,
+        seat: int,
+        seed: int,
+        variant: str | None,
+        result: LoadResult,
+        lock: threading.Lock,
+        deadline: float,
+        request_timeout_s: float,
+    ):
         self.url, self.opponent, self.seat, self.seed, self.variant = url, opponent, seat, seed, variant
         self.result, self.lock, self.deadline, self.request_timeout_s = result, lock, deadline, request_timeout_s
         self.rng = random.Random(seed)
@@ -90,8 +109,9 @@ class _Game:
     def _post(self, kind: str, path: str, body: dict) -> dict:
         if time.monotonic() > self.deadline:
             raise TimeoutError("the load's deadline passed before the game ended")
-        request = urllib.request.Request(self.url + path, data=json.dumps(body).encode(), method="POST",
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            self.url + path, data=json.dumps(body).encode(), method="POST", headers={"Content-Type": "application/json"}
+        )
         start = time.perf_counter()
         try:
             with urllib.request.urlopen(request, timeout=self.request_timeout_s) as answer:
@@ -111,12 +131,16 @@ class _Game:
 
     def play(self) -> None:
         try:
-            view = self._post("start", "api/games", {"opponent": self.opponent, "seat": self.seat, "seed": self.seed,
-                                                     "variant": self.variant})
+            view = self._post(
+                "start",
+                "api/games",
+                {"opponent": self.opponent, "seat": self.seat, "seed": self.seed, "variant": self.variant},
+            )
             while not view["finished"]:
                 action = self.rng.choice(view["legal"])["action"]
-                view = self._post("move", f"api/games/{view['id']}/move",
-                                  {"action": action, "decision": view["decisions"]})
+                view = self._post(
+                    "move", f"api/games/{view['id']}/move", {"action": action, "decision": view["decisions"]}
+                )
             with self.lock:
                 self.result.finished += 1
         except Exception as e:  # every failure is a finding of the load, kept with its game
@@ -124,15 +148,24 @@ class _Game:
                 self.result.errors.append(f"game {self.seed} vs {self.opponent}: {type(e).__name__}: {e}")
 
 
-def play_load(url: str, opponents: Sequence[str], *, seed: int = 0, variant: str | None = None,
-              deadline_s: float = 600.0, request_timeout_s: float = 120.0) -> LoadResult:
+def play_load(
+    url: str,
+    opponents: Sequence[str],
+    *,
+    seed: int = 0,
+    variant: str | None = None,
+    deadline_s: float = 600.0,
+    request_timeout_s: float = 120.0,
+) -> LoadResult:
     """One game per entry of ``opponents`` (a player spec), all at once against the loopback server
     at ``url``; game ``k`` has seed ``seed + k`` and the person takes seat ``k % 2``."""
     url = check_loopback(url)
     result, lock = LoadResult(games=len(opponents)), threading.Lock()
     start = time.monotonic()
-    games = [_Game(url, spec, k % 2, seed + k, variant, result, lock, start + deadline_s, request_timeout_s)
-             for k, spec in enumerate(opponents)]
+    games = [
+        _Game(url, spec, k % 2, seed + k, variant, result, lock, start + deadline_s, request_timeout_s)
+        for k, spec in enumerate(opponents)
+    ]
     threads = [threading.Thread(target=g.play, name=f"load-game-{k}", daemon=True) for k, g in enumerate(games)]
     for t in threads:
         t.start()

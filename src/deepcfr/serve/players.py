@@ -13,8 +13,8 @@ answers name files only by their served names, never by where they lie."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from pathlib import Path, PurePosixPath
-from typing import Sequence
 
 from ..player_specs import PlayerSpec, named_settings, parse_player, quote
 from ..search.config import SearchConfig
@@ -71,8 +71,10 @@ class ServedFiles:
                 raise PathError("not a file")
             return file
         except (PathError, OSError, ValueError):  # one answer, whatever is or is not there
-            raise PathError(f"{what} {quote(name)} is not one this server serves: name a .pt file under the runs "
-                            "directory by its path there, or a checkpoint /api/info lists") from None
+            raise PathError(
+                f"{what} {quote(name)} is not one this server serves: name a .pt file under the runs "
+                "directory by its path there, or a checkpoint /api/info lists"
+            ) from None
 
     def confine(self, spec: PlayerSpec) -> PlayerSpec:
         """``spec`` with every file it names (its checkpoint, its search settings' players and

@@ -6,7 +6,7 @@ comes from the reference engine here; the page only draws it.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..games.lost_cities import LostCitiesGame
 from ..games.lost_cities.reference import PHASE_CARD, LostCitiesReference
@@ -31,7 +31,12 @@ def check_web_table_game(game, what: str = "the game") -> None:
 def card(rules: LostCitiesRules, card_id: int) -> dict:
     kind = rules.card_kind(card_id)
     value = rules.kind_value(kind)
-    return {"id": card_id, "color": rules.card_color(card_id), "value": value, "label": "W" if kind == 0 else str(value)}
+    return {
+        "id": card_id,
+        "color": rules.card_color(card_id),
+        "value": value,
+        "label": "W" if kind == 0 else str(value),
+    }
 
 
 def _sorted(rules: LostCitiesRules, cards: Sequence[int]) -> list[dict]:
@@ -39,10 +44,18 @@ def _sorted(rules: LostCitiesRules, cards: Sequence[int]) -> list[dict]:
 
 
 def rules_json(rules: LostCitiesRules) -> dict:
-    return {"n_colors": rules.n_colors, "colors": COLOR_NAMES[: rules.n_colors], "n_ranks": rules.n_ranks,
-            "min_rank": rules.min_rank, "n_wagers": rules.n_wagers, "hand_size": rules.hand_size,
-            "deck_size": rules.deck_size, "expedition_cost": rules.expedition_cost,
-            "bonus_threshold": rules.bonus_threshold, "bonus": rules.bonus}
+    return {
+        "n_colors": rules.n_colors,
+        "colors": COLOR_NAMES[: rules.n_colors],
+        "n_ranks": rules.n_ranks,
+        "min_rank": rules.min_rank,
+        "n_wagers": rules.n_wagers,
+        "hand_size": rules.hand_size,
+        "deck_size": rules.deck_size,
+        "expedition_cost": rules.expedition_cost,
+        "bonus_threshold": rules.bonus_threshold,
+        "bonus": rules.bonus,
+    }
 
 
 def describe_action(rules: LostCitiesRules, action: int) -> dict:
@@ -62,17 +75,28 @@ def expeditions_json(ref: LostCitiesReference, seat: int) -> list[dict]:
     out = []
     for color, cards in enumerate(ref.expeditions[seat]):
         wagers = sum(1 for c in cards if rules.card_kind(c) == 0)
-        out.append({"color": color, "cards": [card(rules, c) for c in cards], "score": scores[color],
-                    "wagers": wagers, "bonus": len(cards) >= rules.bonus_threshold})
+        out.append(
+            {
+                "color": color,
+                "cards": [card(rules, c) for c in cards],
+                "score": scores[color],
+                "wagers": wagers,
+                "bonus": len(cards) >= rules.bonus_threshold,
+            }
+        )
     return out
 
 
 def final_json(ref: LostCitiesReference) -> dict:
     s0, s1 = ref.scores()
     margin = s0 - s1
-    return {"scores": [s0, s1], "expedition_scores": [ref.expedition_scores(0), ref.expedition_scores(1)],
-            "winner": None if margin == 0 else (0 if margin > 0 else 1), "margin": abs(margin),
-            "cut_off": bool(ref.cut_off)}
+    return {
+        "scores": [s0, s1],
+        "expedition_scores": [ref.expedition_scores(0), ref.expedition_scores(1)],
+        "winner": None if margin == 0 else (0 if margin > 0 else 1),
+        "margin": abs(margin),
+        "cut_off": bool(ref.cut_off),
+    }
 
 
 def table_json(ref: LostCitiesReference, viewer: int | None) -> dict:
@@ -83,9 +107,15 @@ def table_json(ref: LostCitiesReference, viewer: int | None) -> dict:
     for seat in range(2):
         known = [card(rules, c) for c in sorted(ref.known[seat])]
         visible = viewer is None or viewer == seat or finished
-        hands.append({"seat": seat, "count": len(ref.hands[seat]), "known": known,
-                      "cards": _sorted(rules, ref.hands[seat]) if visible else None,
-                      "known_ids": sorted(ref.known[seat])})
+        hands.append(
+            {
+                "seat": seat,
+                "count": len(ref.hands[seat]),
+                "known": known,
+                "cards": _sorted(rules, ref.hands[seat]) if visible else None,
+                "known_ids": sorted(ref.known[seat]),
+            }
+        )
     piles = [{"color": c, "cards": [card(rules, x) for x in pile]} for c, pile in enumerate(ref.piles)]
     return {
         "rules": rules_json(rules),

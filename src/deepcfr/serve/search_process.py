@@ -19,7 +19,7 @@ from __future__ import annotations
 import multiprocessing
 import threading
 from collections import OrderedDict
-from typing import Callable
+from collections.abc import Callable
 
 import torch
 
@@ -97,8 +97,10 @@ class SearchProcess:
                 ok, value = self._conn.recv()
             except (EOFError, OSError, BrokenPipeError):
                 self._proc = None
-                raise SearchProcessError("the search process ended during a call (the server log has its error); "
-                                         "the next call starts a new one") from None
+                raise SearchProcessError(
+                    "the search process ended during a call (the server log has its error); "
+                    "the next call starts a new one"
+                ) from None
         if not ok:
             raise value
         return value
@@ -106,8 +108,9 @@ class SearchProcess:
     def _start(self) -> None:
         context = multiprocessing.get_context("spawn")  # a fork would copy the server's threads' locks
         self._conn, child = context.Pipe()
-        self._proc = context.Process(target=_child, args=(child, self.device, self.limit_time),
-                                     name="deepcfr-search", daemon=True)
+        self._proc = context.Process(
+            target=_child, args=(child, self.device, self.limit_time), name="deepcfr-search", daemon=True
+        )
         self._proc.start()
         child.close()
         self.starts += 1
@@ -116,7 +119,7 @@ class SearchProcess:
 class _SearchView:
     """What the server reads of a search player in the child: its settings (a copy) and its stats."""
 
-    def __init__(self, seated: "ProcessSeated", config):
+    def __init__(self, seated: ProcessSeated, config):
         self._seated, self.config = seated, config
 
     @property
@@ -150,14 +153,16 @@ class ProcessSeated:
         self.name, self.game, config = process.call("build", *self.identity)
         self.player = _PlayerView(_SearchView(self, SearchConfig(**config)), self.name, self.game)
 
-    def decide_batch(self, obs: torch.Tensor, mask: torch.Tensor, generator=None,
-                     action_name: Callable[[int], str] = str) -> list[Decision]:
+    def decide_batch(
+        self, obs: torch.Tensor, mask: torch.Tensor, generator=None, action_name: Callable[[int], str] = str
+    ) -> list[Decision]:
         """The decisions of ``n`` tables in one call of the child's player (the search draws its own
         random numbers; the names of the candidates' moves are the game's own)."""
         return self.process.call("decide", *self.identity, obs, mask)
 
-    def decide(self, obs: torch.Tensor, mask: torch.Tensor, generator=None,
-               action_name: Callable[[int], str] = str) -> Decision:
+    def decide(
+        self, obs: torch.Tensor, mask: torch.Tensor, generator=None, action_name: Callable[[int], str] = str
+    ) -> Decision:
         return self.decide_batch(obs, mask, generator, action_name)[0]
 
 

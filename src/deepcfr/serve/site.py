@@ -50,9 +50,13 @@ def check_runtime(folder: Path) -> dict[str, str]:
     """The runtime files of ``folder`` with their sha256, each checked against its SHA256SUMS."""
     sums_file = folder / "SHA256SUMS"
     if not sums_file.is_file():
-        raise SiteError(f"{folder} holds no SHA256SUMS: not a copy of onnxruntime-web {ONNXRUNTIME_WEB_VERSION} "
-                        "as third_party/onnxruntime-web has it")
-    expected = {name: digest for digest, name in (line.split() for line in sums_file.read_text().splitlines() if line.strip())}
+        raise SiteError(
+            f"{folder} holds no SHA256SUMS: not a copy of onnxruntime-web {ONNXRUNTIME_WEB_VERSION} "
+            "as third_party/onnxruntime-web has it"
+        )
+    expected = {
+        name: digest for digest, name in (line.split() for line in sums_file.read_text().splitlines() if line.strip())
+    }
     out = {}
     for name in RUNTIME_FILES + ("LICENSE",):
         path = folder / name
@@ -70,16 +74,22 @@ def _index_html(static: Path) -> str:
     # relative paths (the site may live in any folder of a host); the engine and the offline API
     # before the page's script, which finds them at its start
     html = html.replace('href="/static/style.css"', 'href="style.css"')
-    scripts = '<script src="lost_cities.js"></script>\n<script src="offline.js"></script>\n<script src="app.js"></script>'
+    scripts = (
+        '<script src="lost_cities.js"></script>\n<script src="offline.js"></script>\n<script src="app.js"></script>'
+    )
     if '<script src="/static/app.js"></script>' not in html or "<body>" not in html:
         raise SiteError("static/index.html has changed: build-web cannot find its script tag and body")
     html = html.replace('<script src="/static/app.js"></script>', scripts)
     html = html.replace("<body>", '<body class="offline">', 1)
-    html = html.replace("<title>deepcfr: Lost Cities</title>", "<title>deepcfr: Lost Cities against the champion network</title>")
+    html = html.replace(
+        "<title>deepcfr: Lost Cities</title>", "<title>deepcfr: Lost Cities against the champion network</title>"
+    )
     return html
 
 
-def build_site(out: str | Path, player: str = "champion", runtime: str | Path | None = None, force: bool = False) -> dict:
+def build_site(
+    out: str | Path, player: str = "champion", runtime: str | Path | None = None, force: bool = False
+) -> dict:
     """Build the static site into ``out`` (a new or empty folder, or one built before); returns what
     was written: files with their sizes, the total, the player and the runtime version."""
     from ..evaluate.replay import FORMAT_VERSION
@@ -95,15 +105,19 @@ def build_site(out: str | Path, player: str = "champion", runtime: str | Path | 
         raise SiteError(f"{out} is not empty and holds no site built here: choose a new folder (or --force)")
     folder = Path(runtime) if runtime is not None else vendored_runtime()
     if folder is None:
-        raise SiteError("no copy of onnxruntime-web: this install has no third_party/onnxruntime-web (a pip install "
-                        f"from PyPI does not carry it); unpack `npm pack onnxruntime-web@{ONNXRUNTIME_WEB_VERSION}` "
-                        "and pass --onnxruntime-web FOLDER (the third_party/onnxruntime-web of a checkout, "
-                        "with its SHA256SUMS and LICENSE)")
+        raise SiteError(
+            "no copy of onnxruntime-web: this install has no third_party/onnxruntime-web (a pip install "
+            f"from PyPI does not carry it); unpack `npm pack onnxruntime-web@{ONNXRUNTIME_WEB_VERSION}` "
+            "and pass --onnxruntime-web FOLDER (the third_party/onnxruntime-web of a checkout, "
+            "with its SHA256SUMS and LICENSE)"
+        )
     runtime_sums = check_runtime(folder)
     spec = parse_player(player)
     if spec.kind != "checkpoint":
-        raise SiteError(f"the site plays one network in the browser: {player!r} is a {spec.kind}, not a checkpoint "
-                        "or the champion (a search or a bot needs `deepcfr serve`)")
+        raise SiteError(
+            f"the site plays one network in the browser: {player!r} is a {spec.kind}, not a checkpoint "
+            "or the champion (a search or a bot needs `deepcfr serve`)"
+        )
     built = load_player(spec)
     check_web_table_game(built.game, f"player {player}'s game")
 
@@ -115,11 +129,21 @@ def build_site(out: str | Path, player: str = "champion", runtime: str | Path | 
     meta = export_onnx(spec, out / "model" / model_name)
     game = built.game
     label = "champion network" if spec.is_champion else f"network of {Path(spec.path).name}"
-    site = {"model": model_name, "player": str(spec), "player_label": label, "game": game.name,
-            "game_version": game.version, "record_format": FORMAT_VERSION, "rules": game.config_dict(),
-            "variant": meta["deepcfr.variant"] or "custom", "encoding_version": int(meta["deepcfr.encoding_version"]),
-            "feature_size": game.feature_size, "num_actions": game.num_actions,
-            "source_sha256": meta.get("deepcfr.source_sha256"), "onnxruntime_web": ONNXRUNTIME_WEB_VERSION}
+    site = {
+        "model": model_name,
+        "player": str(spec),
+        "player_label": label,
+        "game": game.name,
+        "game_version": game.version,
+        "record_format": FORMAT_VERSION,
+        "rules": game.config_dict(),
+        "variant": meta["deepcfr.variant"] or "custom",
+        "encoding_version": int(meta["deepcfr.encoding_version"]),
+        "feature_size": game.feature_size,
+        "num_actions": game.num_actions,
+        "source_sha256": meta.get("deepcfr.source_sha256"),
+        "onnxruntime_web": ONNXRUNTIME_WEB_VERSION,
+    }
     (out / "model" / "site.json").write_text(json.dumps(site, indent=1) + "\n")
     static = resources.files("deepcfr.serve") / "static"
     scripts = resources.files("deepcfr.serve") / "web"
@@ -134,11 +158,17 @@ def build_site(out: str | Path, player: str = "champion", runtime: str | Path | 
         "This site: the deepcfr page (index.html, app.js, style.css, lost_cities.js, offline.js) and the network in "
         f"model/ ({site['player']}), as the deepcfr package ships them.\n"
         f"vendor/: onnxruntime-web {ONNXRUNTIME_WEB_VERSION} (Copyright (c) Microsoft Corporation), MIT licence: "
-        "vendor/LICENSE.\n")
+        "vendor/LICENSE.\n"
+    )
     (out / SITE_MARKER).write_text(json.dumps({"player": str(spec), "runtime": runtime_sums}) + "\n")
     files = {p.relative_to(out).as_posix(): p.stat().st_size for p in sorted(out.rglob("*")) if p.is_file()}
-    return {"site": str(out), "player": str(spec), "files": files, "total_bytes": sum(files.values()),
-            "onnxruntime_web": ONNXRUNTIME_WEB_VERSION}
+    return {
+        "site": str(out),
+        "player": str(spec),
+        "files": files,
+        "total_bytes": sum(files.values()),
+        "onnxruntime_web": ONNXRUNTIME_WEB_VERSION,
+    }
 
 
 __all__ = ["build_site", "check_runtime", "vendored_runtime", "SiteError", "ONNXRUNTIME_WEB_VERSION", "RUNTIME_FILES"]

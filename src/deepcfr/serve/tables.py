@@ -12,7 +12,7 @@ from __future__ import annotations
 import secrets
 import threading
 from collections import OrderedDict
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 
@@ -104,11 +104,15 @@ class Table:
             if self.human_seat is None:
                 raise TableError(409, "this is a watched game: nobody moves by hand (step it instead)")
             if decision is not None and decision != self.ref.num_decisions:
-                raise TableError(409, f"out of turn: the move was meant for decision {decision + 1}, but the game "
-                                      f"is at decision {self.ref.num_decisions + 1} (reload the game)")
+                raise TableError(
+                    409,
+                    f"out of turn: the move was meant for decision {decision + 1}, but the game "
+                    f"is at decision {self.ref.num_decisions + 1} (reload the game)",
+                )
             if self.ref.current_player() != self.human_seat:
-                raise TableError(409, f"out of turn: seat {self.ref.current_player()} is to move, you play seat "
-                                      f"{self.human_seat}")
+                raise TableError(
+                    409, f"out of turn: seat {self.ref.current_player()} is to move, you play seat {self.human_seat}"
+                )
             try:
                 self._apply(action, self.human_seat)
             except IllegalActionError as e:
@@ -136,17 +140,23 @@ class Table:
         """Every move of the game with the players' probabilities and search values (after the end)."""
         with self.lock:
             if self.private:
-                raise TableError(409, "the game is still running: the players' probabilities and search values "
-                                      "are shown when it is over")
+                raise TableError(
+                    409,
+                    "the game is still running: the players' probabilities and search values are shown when it is over",
+                )
             return [self._move_json(i, True) for i in range(len(self.moves))]
 
     def view(self) -> dict:
         with self.lock:
             private = self.private
-            out = {"id": self.id, "mode": self.mode, "seed": None if private else self.seed,
-                   "human_seat": self.human_seat,
-                   "players": [{"seat": s, "name": self.names[s], "human": self.players[s] is None} for s in range(2)],
-                   **table_json(self.ref, self.human_seat)}
+            out = {
+                "id": self.id,
+                "mode": self.mode,
+                "seed": None if private else self.seed,
+                "human_seat": self.human_seat,
+                "players": [{"seat": s, "name": self.names[s], "human": self.players[s] is None} for s in range(2)],
+                **table_json(self.ref, self.human_seat),
+            }
             your_turn = not self.ref.is_terminal() and self.ref.current_player() == self.human_seat
             out["legal"] = legal_json(self.ref) if your_turn else []
             out["refusals"] = self._refusals() if your_turn else {}
@@ -182,12 +192,16 @@ class Table:
         """The game as a replay record: the whole deal, so only once a played game is over."""
         with self.lock:
             if self.private:
-                raise TableError(409, "the game is still running: its record holds the whole deal (the opponent's "
-                                      "hand and the deck order) and is available when the game is over")
+                raise TableError(
+                    409,
+                    "the game is still running: its record holds the whole deal (the opponent's "
+                    "hand and the deck order) and is available when the game is over",
+                )
             names = [HUMAN if p is None else n for p, n in zip(self.players, self.names)]
             actions = [action for _, action, _ in self.moves]
-            return make_record(self.game.name, self.game.config_dict(), self.deal, actions, names, self.seed,
-                               ref=self.ref)
+            return make_record(
+                self.game.name, self.game.config_dict(), self.deal, actions, names, self.seed, ref=self.ref
+            )
 
 
 class TableStore:

@@ -13,8 +13,9 @@ import time
 from contextlib import contextmanager
 
 PHASES = ("players", "queue", "decide")
-_current: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("deepcfr_request_timing",
-                                                                                   default=None)
+_current: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar(
+    "deepcfr_request_timing", default=None
+)
 
 
 def begin() -> dict[str, float]:

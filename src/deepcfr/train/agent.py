@@ -3,9 +3,10 @@ give. :func:`load_agent` builds one from a checkpoint; ``Trainer.agent()`` is th
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import torch
 
@@ -18,13 +19,15 @@ from deepcfr.cfr.policies import (
     SmoothedBotPolicy,
     StrategyNetPolicy,
     UniformPolicy,
+)
+from deepcfr.cfr.policies import (
     greedy as to_greedy,
 )
+from deepcfr.checkpoints import DEEPCFR_RUN, checkpoint_kind, load_checkpoint
 from deepcfr.games.base import Policy
 from deepcfr.games.bots import make_bot
 from deepcfr.games.registry import make_game_from_config
 
-from deepcfr.checkpoints import DEEPCFR_RUN, checkpoint_kind, load_checkpoint
 from .config import SharedConfig, TrainConfig, upgrade_saved_config
 
 POLICY_KINDS = ("average", "current", "mixture")
@@ -60,17 +63,29 @@ class Agent:
             start = SmoothedBotPolicy(make_bot(self.game, self.start_bot), self.config.init.smoothing)
             if not self.advantage_trained[player]:
                 return (lambda obs, mask: to_greedy(start(obs, mask), mask)) if greedy else start
-            return KLRegularizedPolicy(self.advantage_nets[player], None, self.game.encode,
-                                       self.kl_temperature_units(), greedy=greedy, start_policy=start)
+            return KLRegularizedPolicy(
+                self.advantage_nets[player],
+                None,
+                self.game.encode,
+                self.kl_temperature_units(),
+                greedy=greedy,
+                start_policy=start,
+            )
         if self.start_net is not None:
             if not self.advantage_trained[player]:
                 return StrategyNetPolicy(self.start_net, self.game.encode, greedy=greedy)
-            return KLRegularizedPolicy(self.advantage_nets[player], self.start_net, self.game.encode,
-                                       self.kl_temperature_units(), greedy=greedy)
+            return KLRegularizedPolicy(
+                self.advantage_nets[player],
+                self.start_net,
+                self.game.encode,
+                self.kl_temperature_units(),
+                greedy=greedy,
+            )
         if not self.advantage_trained[player]:
             return UniformPolicy()
-        return RegretMatchingPolicy(self.advantage_nets[player], self.game.encode,
-                                    self.config.regret_matching.fallback, greedy=greedy)
+        return RegretMatchingPolicy(
+            self.advantage_nets[player], self.game.encode, self.config.regret_matching.fallback, greedy=greedy
+        )
 
     def kl_temperature_units(self) -> float:
         """``init.kl_temperature`` in the advantage networks' output units (their targets are stored
@@ -85,8 +100,10 @@ class Agent:
             return StrategyNetPolicy(self.strategy_net, self.game.encode, greedy=greedy)
         if kind == "current":
             if not self.has_current_policy:
-                raise ValueError("this checkpoint holds a distilled network only (expert iteration): it has no "
-                                 "current policy; play its average policy (PATH, or PATH@greedy)")
+                raise ValueError(
+                    "this checkpoint holds a distilled network only (expert iteration): it has no "
+                    "current policy; play its average policy (PATH, or PATH@greedy)"
+                )
             return PerPlayerPolicy(self.game, [self.current_policy_of(p, greedy) for p in range(2)])
         if kind == "mixture":
             if self.exact_average is None:
@@ -98,8 +115,11 @@ class Agent:
         raise ValueError(f"unknown policy kind {kind!r}; valid: {', '.join(POLICY_KINDS)}")
 
 
-def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.device = "cpu",
-               config_class: type[SharedConfig] | None = None) -> Agent:
+def load_agent(
+    checkpoint: str | Path | Mapping[str, Any],
+    device: str | torch.device = "cpu",
+    config_class: type[SharedConfig] | None = None,
+) -> Agent:
     """An :class:`Agent` from a checkpoint file (or an already loaded payload / trainer state dict).
     Its config is a ``config_class`` (None: a TrainConfig for a Deep CFR run, else the shared
     sections, ``SharedConfig``): sections of the saved config that class does not own are
@@ -127,20 +147,30 @@ def load_agent(checkpoint: str | Path | Mapping[str, Any], device: str | torch.d
         net.load_state_dict(sd)
         return net.to(device).eval()
 
-    if (deep_cfr_run and config.init.kl_temperature > 0 and payload.get("warm_start") is not None
-            and payload.get("start_net") is None and payload.get("start_bot") is None):
-        raise ValueError("checkpoint: its config sets init.kl_temperature but it holds no start network or bot "
-                         "(its current policy is regularised toward that start)")
+    if (
+        deep_cfr_run
+        and config.init.kl_temperature > 0
+        and payload.get("warm_start") is not None
+        and payload.get("start_net") is None
+        and payload.get("start_bot") is None
+    ):
+        raise ValueError(
+            "checkpoint: its config sets init.kl_temperature but it holds no start network or bot "
+            "(its current policy is regularised toward that start)"
+        )
     exact = None
     if payload.get("exact_average") is not None:
         exact = ExactAveragePolicy(game)
         exact.load_state_dict(payload["exact_average"])
     return Agent(
-        game=game, config=config, iteration=int(payload.get("iteration", 0)),
+        game=game,
+        config=config,
+        iteration=int(payload.get("iteration", 0)),
         advantage_nets=[net_from(sd) for sd in payload.get("advantage_nets", [])],
         strategy_net=net_from(payload["strategy_net"]),
         advantage_trained=[bool(x) for x in payload.get("advantage_trained", [False, False])],
-        device=device, exact_average=exact,
+        device=device,
+        exact_average=exact,
         has_current_policy="advantage_nets" in payload and deep_cfr_run,
         start_net=net_from(payload["start_net"]) if deep_cfr_run and payload.get("start_net") is not None else None,
         target_scale=payload.get("target_scale"),

@@ -23,8 +23,9 @@ about 256).
 from __future__ import annotations
 
 import logging
-from contextlib import nullcontext
-from typing import Any, Callable, ContextManager, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from typing import Any
 
 import torch
 
@@ -81,7 +82,7 @@ class MixedPrecision:
     def enabled(self) -> bool:
         return self.dtype is not None
 
-    def autocast(self) -> ContextManager:
+    def autocast(self) -> AbstractContextManager:
         """Context for the forward pass (a null context in float32 mode)."""
         if self.dtype is None:
             return nullcontext()

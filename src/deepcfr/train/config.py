@@ -37,12 +37,16 @@ class GameConfig(Section):
 class RunConfig(Section):
     seed: int = Field(0, description="the run's seed: every random stream derives from it (deepcfr/seeding.py)")
     device: str = Field("cpu", description="the run's device: cpu, cuda, cuda:N or auto (cuda when present)")
-    time_budget_seconds: float | None = Field(None, gt=0, description="stop after this much wall time (then "
-                                              "checkpoint); null: no limit")
+    time_budget_seconds: float | None = Field(
+        None, gt=0, description="stop after this much wall time (then checkpoint); null: no limit"
+    )
     # auto: docs/scale_out.md, "Threads on a shared CPU"
-    threads: int | Literal["auto"] = Field(0, description="torch intra-op threads; 0 leaves torch's default; auto "
-                                           "(train only) uses the count that measured fastest on this machine, "
-                                           "re-measured as the load changes (train/threads.py)")
+    threads: int | Literal["auto"] = Field(
+        0,
+        description="torch intra-op threads; 0 leaves torch's default; auto "
+        "(train only) uses the count that measured fastest on this machine, "
+        "re-measured as the load changes (train/threads.py)",
+    )
     progress: bool = Field(True, description="live progress display for long phases")
 
     @field_validator("threads")
@@ -77,36 +81,56 @@ class TraversalConfig(Section):
     # sampling's sampled regrets carry the game's outcome noise times 1/q, which a learned critic
     # averages over similar states (docs/log/experiments.md, "Why the sampled regrets cannot carry it")
     algorithm: Literal["external", "outcome", "critic"] = Field(
-        "critic", description="external: every traverser action explored at every node (kuhn, leduc, liars_dice "
+        "critic",
+        description="external: every traverser action explored at every node (kuhn, leduc, liars_dice "
         "only); outcome: one sampled trajectory with importance weights; critic: outcome-sampling trajectories whose "
         "regret targets come from a learned Q network (section critic) for every legal action, with no importance "
-        "weights (ESCHER)")
+        "weights (ESCHER)",
+    )
     traversals_per_player: int = Field(2000, ge=1, description="traversals per player per iteration")
-    chunk_size: int = Field(2000, ge=1, description="traversals run in lockstep per chunk (inline, or one worker "
-                            "task); each chunk draws its own opponent and seed, so for one chunk size the samples do "
-                            "not depend on the executor")
-    epsilon: float | None = Field(None, ge=0.0, le=1.0, description="outcome and critic sampling: exploration at "
-                                  "traverser nodes (outcome: mixed into every node's sampling policy; critic: the "
-                                  "probability per node of the game's one exploration); null: the algorithm's default")
+    chunk_size: int = Field(
+        2000,
+        ge=1,
+        description="traversals run in lockstep per chunk (inline, or one worker "
+        "task); each chunk draws its own opponent and seed, so for one chunk size the samples do "
+        "not depend on the executor",
+    )
+    epsilon: float | None = Field(
+        None,
+        ge=0.0,
+        le=1.0,
+        description="outcome and critic sampling: exploration at "
+        "traverser nodes (outcome: mixed into every node's sampling policy; critic: the "
+        "probability per node of the game's one exploration); null: the algorithm's default",
+    )
     unsampled_target: Literal["zero", "mean"] | None = Field(
-        None, description="outcome sampling: value of the unsampled actions, zero (the estimator of docs/design.md) "
-        "or mean (a leave-one-out batch-mean baseline); null: the algorithm's default")
+        None,
+        description="outcome sampling: value of the unsampled actions, zero (the estimator of docs/design.md) "
+        "or mean (a leave-one-out batch-mean baseline); null: the algorithm's default",
+    )
     # false learned faster on Lost Cities (docs/log/experiments.md, "Outcome sampling"); critic
     # sampling replaced both there since
     tail_correction: bool | None = Field(
-        None, description="outcome sampling: importance-correct the value below an exploration (unbiased); false "
+        None,
+        description="outcome sampling: importance-correct the value below an exploration (unbiased); false "
         "uses the leaf utility there instead (biased by epsilon, but no importance weights compounding over long "
-        "games); null: the algorithm's default")
+        "games); null: the algorithm's default",
+    )
     opponent: Literal["current", "average", "league"] = Field(
-        "current", description="the opponent policy during traversal: current (sigma_t), average, or league "
-        "(section league)")
+        "current",
+        description="the opponent policy during traversal: current (sigma_t), average, or league (section league)",
+    )
     executor: Literal["inline", "processes", "ray"] = Field(
-        "inline", description="where the chunks run: inline (this process, on run.device), processes (worker "
-        "processes on the CPU) or ray (Ray actors, section ray)")
+        "inline",
+        description="where the chunks run: inline (this process, on run.device), processes (worker "
+        "processes on the CPU) or ray (Ray actors, section ray)",
+    )
     num_workers: int = Field(2, ge=1, description="worker processes or Ray actors (executor processes or ray)")
     inference_backend: Literal["local", "server"] = Field(
-        "local", description="local: each worker runs its own forwards; server: one process owns the networks on "
-        "inference_server.device and batches the workers' forwards (executor processes)")
+        "local",
+        description="local: each worker runs its own forwards; server: one process owns the networks on "
+        "inference_server.device and batches the workers' forwards (executor processes)",
+    )
 
     def options(self) -> TraversalOptions:
         """The algorithm's options object: the fields set here, the algorithm's defaults for the rest."""
@@ -120,8 +144,10 @@ ALGORITHM_OPTIONS = ("epsilon", "unsampled_target", "tail_correction")  # Traver
 class RegretMatchingConfig(Section):
     # the two rules the project's design names; never compared in a run here
     fallback: Literal["argmax", "uniform"] = Field(
-        "argmax", description="when no advantage is positive: argmax of the advantages (Deep CFR's rule) or uniform "
-        "over the legal actions (tabular CFR's)")
+        "argmax",
+        description="when no advantage is positive: argmax of the advantages (Deep CFR's rule) or uniform "
+        "over the legal actions (tabular CFR's)",
+    )
 
 
 class MemoryConfig(Section):
@@ -130,17 +156,23 @@ class MemoryConfig(Section):
     advantage_capacity: int = Field(4_000_000, ge=1, description="advantage memory samples per player (reservoir)")
     strategy_capacity: int = Field(4_000_000, ge=1, description="strategy memory samples (reservoir)")
     device: Literal["train", "cpu", "cpu_pinned"] = Field(
-        "train", description="where samples live: the training device, the CPU, or pinned CPU memory")
+        "train", description="where samples live: the training device, the CPU, or pinned CPU memory"
+    )
     # a storage choice: only the legal actions' values are stored, so a sample costs bytes
     # (docs/log/performance.md, "Summary")
     target_dtype: Literal["float16", "bfloat16", "float32"] = Field(
-        "float16", description="stored regret targets and recorded policies: float16 (values clamped to its range, "
-        "clamps counted in memory/target_overflow), bfloat16 (wider range, less precision) or float32")
+        "float16",
+        description="stored regret targets and recorded policies: float16 (values clamped to its range, "
+        "clamps counted in memory/target_overflow), bfloat16 (wider range, less precision) or float32",
+    )
     # each colour's samples teach all five (docs/log/experiments.md, "Colour relabelling and
     # hand-outlook features")
-    augment: bool = Field(True, description="relabel every drawn training sample (advantage, strategy, critic) by a "
-                          "random symmetry of the game (Lost Cities' colour permutations; games without one must set "
-                          "false)")
+    augment: bool = Field(
+        True,
+        description="relabel every drawn training sample (advantage, strategy, critic) by a "
+        "random symmetry of the game (Lost Cities' colour permutations; games without one must set "
+        "false)",
+    )
 
 
 class CriticConfig(Section):
@@ -156,9 +188,12 @@ class CriticConfig(Section):
     grad_clip: float | None = Field(1.0, gt=0, description="gradient norm clip; null: none")
     # its regression target is far less noisy than the information set's (docs/log/experiments.md,
     # "Critic sampling")
-    sees_opponent: bool = Field(True, description="the critic also reads the opponent's observation (its private "
-                                "cards), so it values the history rather than the information set, as ESCHER's "
-                                "history value function; the advantage networks still see only their own player's")
+    sees_opponent: bool = Field(
+        True,
+        description="the critic also reads the opponent's observation (its private "
+        "cards), so it values the history rather than the information set, as ESCHER's "
+        "history value function; the advantage networks still see only their own player's",
+    )
 
 
 class AdvantageTrainConfig(Section):
@@ -170,37 +205,53 @@ class AdvantageTrainConfig(Section):
     reinit: bool = Field(False, description="retrain from scratch each iteration (Deep CFR) instead of warm-starting")
     # decay removes the final-iterate jitter that limits precision in small games
     lr_schedule: Literal["constant", "cosine"] = Field(
-        "constant", description="learning rate over one iteration's train_steps: constant, or cosine-decayed to 0")
+        "constant", description="learning rate over one iteration's train_steps: constant, or cosine-decayed to 0"
+    )
     # pays off where observations repeat (Kuhn, Leduc: the whole memory is a few hundred rows, trained
     # full-batch when it fits in batch_size); useless in Lost Cities, where they almost never do
-    aggregate: bool = Field(False, description="train on the memory with identical observations merged (summed "
-                            "weight, weighted mean target): the same weighted-MSE objective with far less gradient "
-                            "noise")
+    aggregate: bool = Field(
+        False,
+        description="train on the memory with identical observations merged (summed "
+        "weight, weighted mean target): the same weighted-MSE objective with far less gradient "
+        "noise",
+    )
     weighting: Literal["linear", "uniform"] = Field(
-        "linear", description="a sample of iteration t weighs t (linear CFR) or 1 (uniform)")
+        "linear", description="a sample of iteration t weighs t (linear CFR) or 1 (uniform)"
+    )
 
 
 class StrategyTrainConfig(Section):
-    every: int = Field(1, ge=0, description="train the strategy net every k iterations (0 = only at the end); "
-                       "every iteration keeps a usable average policy during the run")
+    every: int = Field(
+        1,
+        ge=0,
+        description="train the strategy net every k iterations (0 = only at the end); "
+        "every iteration keeps a usable average policy during the run",
+    )
     train_steps: int = Field(200, ge=0, description="warm-started steps each time it trains during the run")
     # the per-iteration warm-started steps underfit (docs/log/results.md, "Average policy: recency
     # weighting and a final retraining")
-    final_train_steps: int = Field(3000, ge=0, description="when the run ends (last iteration or time budget), "
-                                   "retrain the strategy net from scratch on the whole strategy memory for this many "
-                                   "steps, its learning rate cosine-decayed to 5%, as Deep CFR does; the time budget "
-                                   "keeps room for it. 0 = off")
+    final_train_steps: int = Field(
+        3000,
+        ge=0,
+        description="when the run ends (last iteration or time budget), "
+        "retrain the strategy net from scratch on the whole strategy memory for this many "
+        "steps, its learning rate cosine-decayed to 5%, as Deep CFR does; the time budget "
+        "keeps room for it. 0 = off",
+    )
     batch_size: int = Field(1024, ge=1, description="samples per SGD step")
     lr: float = Field(1e-3, gt=0, description="learning rate (Adam)")
     grad_clip: float | None = Field(1.0, gt=0, description="gradient norm clip; null: none")
     lr_schedule: Literal["constant", "cosine"] = Field("constant", description="as advantage.lr_schedule")
-    aggregate: bool = Field(False, description="as advantage.aggregate (cross-entropy is linear in the target: "
-                            "exact too)")
+    aggregate: bool = Field(
+        False, description="as advantage.aggregate (cross-entropy is linear in the target: exact too)"
+    )
     # the early policies are weak (docs/log/results.md, "Average policy: recency weighting and a
     # final retraining")
     weighting: Literal["linear", "uniform", "discounted"] = Field(
-        "discounted", description="a sample of iteration t weighs t (linear), 1 (uniform) or t^discount_gamma "
-        "(discounted: DCFR's average-strategy weights)")
+        "discounted",
+        description="a sample of iteration t weighs t (linear), 1 (uniform) or t^discount_gamma "
+        "(discounted: DCFR's average-strategy weights)",
+    )
     discount_gamma: float = Field(4.0, description="the exponent of weighting: discounted")
 
 
@@ -217,9 +268,12 @@ class LeagueConfig(Section):
     weight_recent: float = Field(0.3, ge=0, description="share of games against a recent snapshot")
     weight_older: float = Field(0.2, ge=0, description="share of games against an older snapshot")
     weight_anchor: float = Field(0.0, ge=0, description="share of games against the anchor")
-    anchor: str | None = Field(None, description="a fixed opponent in the league, a player spec: a bot "
-                               "(heuristic_careful) or a checkpoint of this game and network (PATH, PATH@current, "
-                               "champion)")
+    anchor: str | None = Field(
+        None,
+        description="a fixed opponent in the league, a player spec: a bot "
+        "(heuristic_careful) or a checkpoint of this game and network (PATH, PATH@current, "
+        "champion)",
+    )
 
     @field_validator("anchor")
     @classmethod
@@ -235,29 +289,44 @@ class InitConfig(Section):
 
     # resolved by deepcfr train (--init SPEC) when the run starts, never on resume (the file may be
     # gone by then: the checkpoint holds the start's result)
-    spec: str | None = Field(None, description="the start policy, a player spec (champion, a checkpoint path, "
-                             "PATH@current, a bot; random = the uniform policy); null = a cold start")
+    spec: str | None = Field(
+        None,
+        description="the start policy, a player spec (champion, a checkpoint path, "
+        "PATH@current, a bot; random = the uniform policy); null = a cold start",
+    )
     weight: int = Field(10, ge=0, description="iterations the start policy counts for in the average strategy")
     games: int = Field(2000, ge=1, description="self-play games of the start policy whose decisions the fit uses")
     explore: float = Field(0.25, ge=0.0, le=1.0, description="uniform share of those games' moves (off-path states)")
-    train_steps: int = Field(1000, ge=1, description="steps fitting each advantage network (or the start network) "
-                             "to the start policy")
-    lr: float = Field(1e-3, gt=0, description="the fit's peak learning rate (a fit from scratch, so its own, not "
-                      "the run's)")
-    lr_schedule: Literal["constant", "cosine"] = Field("constant", description="within the fit, as "
-                                                       "advantage.lr_schedule")
+    train_steps: int = Field(
+        1000, ge=1, description="steps fitting each advantage network (or the start network) to the start policy"
+    )
+    lr: float = Field(
+        1e-3, gt=0, description="the fit's peak learning rate (a fit from scratch, so its own, not the run's)"
+    )
+    lr_schedule: Literal["constant", "cosine"] = Field(
+        "constant", description="within the fit, as advantage.lr_schedule"
+    )
     margin: float = Field(0.1, ge=0.0, description="target of the legal actions the start policy never plays: -margin")
     # piKL: Jacob et al., ICML 2022; from a bot at 1 point make train beats the bot (docs/log/results.md,
     # "`make train` from `heuristic_balanced`")
-    kl_temperature: float = Field(0.0, ge=0.0, description="> 0: sigma_t stays regularised toward the start policy "
-                                  "pi instead of regret matching, sigma_t(a) proportional to pi(a) exp(R(a) / "
-                                  "kl_temperature), R the average regrets in the game's units (points, chips); pi is "
-                                  "a bot itself (by name), else a network that travels with the checkpoint. 0 = regret "
-                                  "matching (Deep CFR)")
+    kl_temperature: float = Field(
+        0.0,
+        ge=0.0,
+        description="> 0: sigma_t stays regularised toward the start policy "
+        "pi instead of regret matching, sigma_t(a) proportional to pi(a) exp(R(a) / "
+        "kl_temperature), R the average regrets in the game's units (points, chips); pi is "
+        "a bot itself (by name), else a network that travels with the checkpoint. 0 = regret "
+        "matching (Deep CFR)",
+    )
     # a one-hot policy's logits would be out of the regrets' reach
-    smoothing: float = Field(0.1, ge=0.0, lt=1.0, description="with kl_temperature, the share of the uniform policy "
-                             "mixed into a bot's moves (or into the targets of a network fitted to a policy that is no "
-                             "network of the run's shape)")
+    smoothing: float = Field(
+        0.1,
+        ge=0.0,
+        lt=1.0,
+        description="with kl_temperature, the share of the uniform policy "
+        "mixed into a bot's moves (or into the targets of a network fitted to a policy that is no "
+        "network of the run's shape)",
+    )
 
     @field_validator("spec")
     @classmethod
@@ -270,43 +339,62 @@ class InitConfig(Section):
 class EvalConfig(Section):
     every: int = Field(5, ge=0, description="iterations between evaluations (0 = never during training)")
     games: int = Field(500, ge=2, description="games per opponent (paired deals) in games that are not solved exactly")
-    opponents: list[str] = Field(default_factory=lambda: ["random", "discard_only", "heuristic_careful"],
-                                 description="player specs the evaluation plays against")
-    policies: list[Literal["average", "current"]] = Field(default_factory=lambda: ["average", "current"],
-                                                          description="the run's policies evaluated: average "
-                                                          "(the strategy network), current (sigma_t)")
+    opponents: list[str] = Field(
+        default_factory=lambda: ["random", "discard_only", "heuristic_careful"],
+        description="player specs the evaluation plays against",
+    )
+    policies: list[Literal["average", "current"]] = Field(
+        default_factory=lambda: ["average", "current"],
+        description="the run's policies evaluated: average (the strategy network), current (sigma_t)",
+    )
+
     @field_validator("opponents")
     @classmethod
     def _specs(cls, value: list[str]) -> list[str]:
         return [checked_spec(v) for v in value]
 
-    exact_average: bool = Field(True, description="games solved exactly (Kuhn, Leduc, Liar's Dice): also track "
-                                "the exact reach-weighted average of the sigma_t played (as in Single Deep CFR; no "
-                                "strategy-network error) and report its exploitability (exploitability/mixture)")
+    exact_average: bool = Field(
+        True,
+        description="games solved exactly (Kuhn, Leduc, Liar's Dice): also track "
+        "the exact reach-weighted average of the sigma_t played (as in Single Deep CFR; no "
+        "strategy-network error) and report its exploitability (exploitability/mixture)",
+    )
 
 
 class CheckpointConfig(Section):
-    every: int = Field(10, ge=0, description="keep a numbered checkpoint every k iterations or rounds (0 = only "
-                       "latest.pt)")
+    every: int = Field(
+        10, ge=0, description="keep a numbered checkpoint every k iterations or rounds (0 = only latest.pt)"
+    )
 
 
 class TrainCheckpointConfig(CheckpointConfig):
     # with memories of millions of samples a write takes seconds, and a kill redoes at most k - 1 iterations
-    latest_every: int = Field(1, ge=1, description="write latest.pt (what --resume continues from) every k "
-                              "iterations, and always at the end of the run")
+    latest_every: int = Field(
+        1,
+        ge=1,
+        description="write latest.pt (what --resume continues from) every k "
+        "iterations, and always at the end of the run",
+    )
     # a storage choice: numbered checkpoints (iter_*.pt) never hold the memories, which dominate the size
-    save_memories: bool = Field(True, description="include the replay memories in latest.pt (needed for an exact "
-                                "resume); false keeps latest.pt small, and a resume then restarts the memories empty "
-                                "(it says so)")
+    save_memories: bool = Field(
+        True,
+        description="include the replay memories in latest.pt (needed for an exact "
+        "resume); false keeps latest.pt small, and a resume then restarts the memories empty "
+        "(it says so)",
+    )
 
 
 class InferenceServerConfig(Section):
-    device: str = Field("auto", description="the server's device: auto is cuda when present (cpu works, but "
-                        "competes with the workers for cores)")
+    device: str = Field(
+        "auto",
+        description="the server's device: auto is cuda when present (cpu works, but "
+        "competes with the workers for cores)",
+    )
     max_batch: int = Field(65536, ge=1, description="rows in one batched forward at most")
     batch_window_us: int = Field(200, ge=0, description="microseconds the server waits for more requests to batch")
-    weight_sync_every: int = Field(1, ge=1, description="iterations between weight syncs (1: traversals always use "
-                                   "the latest networks)")
+    weight_sync_every: int = Field(
+        1, ge=1, description="iterations between weight syncs (1: traversals always use the latest networks)"
+    )
 
 
 class RayConfig(Section):
@@ -387,36 +475,48 @@ class TrainConfig(SharedConfig):
             return None
 
     @model_validator(mode="after")
-    def _check(self) -> "TrainConfig":
+    def _check(self) -> TrainConfig:
         game = self._game()
         if self.traversal.algorithm == "external" and game is not None and not has_capability(game, "chance_deals"):
-            raise ValueError(f"traversal.algorithm: external sampling explores every traverser action, so it is only "
-                             f"for games whose tree can be enumerated (chance_deals; not {self.game.name}); use "
-                             "'critic' or 'outcome'")
+            raise ValueError(
+                f"traversal.algorithm: external sampling explores every traverser action, so it is only "
+                f"for games whose tree can be enumerated (chance_deals; not {self.game.name}); use "
+                "'critic' or 'outcome'"
+            )
         try:
             self.traversal.options()
         except ValueError as e:
             raise ValueError(f"traversal: {e}") from None
         if self.memory.augment and game is not None and not has_capability(game, "symmetry"):
-            raise ValueError(f"memory.augment: {self.game.name} has no symmetry to relabel samples with "
-                             "(a game's symmetry capability, such as Lost Cities' colours)")
+            raise ValueError(
+                f"memory.augment: {self.game.name} has no symmetry to relabel samples with "
+                "(a game's symmetry capability, such as Lost Cities' colours)"
+            )
         if self.memory.augment and (self.advantage.aggregate or self.strategy.aggregate):
-            raise ValueError("memory.augment does not combine with advantage.aggregate or strategy.aggregate "
-                             "(aggregated tables are encoded once, not drawn per batch)")
+            raise ValueError(
+                "memory.augment does not combine with advantage.aggregate or strategy.aggregate "
+                "(aggregated tables are encoded once, not drawn per batch)"
+            )
         if self.init.kl_temperature > 0 and self.init.spec is None:
-            raise ValueError("init.kl_temperature regularises sigma_t toward the start policy: it needs init.spec "
-                             "(deepcfr train --init SPEC)")
+            raise ValueError(
+                "init.kl_temperature regularises sigma_t toward the start policy: it needs init.spec "
+                "(deepcfr train --init SPEC)"
+            )
         if self.init.kl_temperature > 0 and self.traversal.opponent == "league":
-            raise ValueError("init.kl_temperature does not combine with traversal.opponent=league (the league's "
-                             "snapshots are played by regret matching)")
+            raise ValueError(
+                "init.kl_temperature does not combine with traversal.opponent=league (the league's "
+                "snapshots are played by regret matching)"
+            )
         if self.traversal.opponent == "league" and self.league.anchor is None and self.league.weight_anchor > 0:
             raise ValueError("league.weight_anchor > 0 needs league.anchor")
         league = self.league
         if self.traversal.opponent == "league" and league.weight_current == 0 and league.weight_anchor > 0:
             # the strategy memory holds only sigma_t opponents' decisions; with an anchor there is
             # always an opponent other than sigma_t, from the first iteration on
-            raise ValueError("league.weight_current must be > 0 beside an anchor: the average strategy learns only "
-                             "from the games against the current policy, and its memory would stay empty")
+            raise ValueError(
+                "league.weight_current must be > 0 beside an anchor: the average strategy learns only "
+                "from the games against the current policy, and its memory would stay empty"
+            )
         return self
 
 
@@ -425,7 +525,7 @@ def config_options(config_class: type[SharedConfig] | None = None) -> list[tuple
     in declaration order: what ``deepcfr train --options`` prints."""
     config = (TrainConfig if config_class is None else config_class)()
     options = []
-    for section_name, section_field in type(config).model_fields.items():
+    for section_name in type(config).model_fields:
         section = getattr(config, section_name)
         if not isinstance(section, BaseModel):
             continue
@@ -485,8 +585,9 @@ def upgrade_saved_config(data: dict, config_class: type[SharedConfig] | None = N
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in config_class.model_fields}
     for section, values in data.items():
         if isinstance(values, dict) and section in TrainConfig.model_fields:
-            training_only = (set(TrainConfig.model_fields[section].annotation.model_fields)
-                             - set(config_class.model_fields[section].annotation.model_fields))
+            training_only = set(TrainConfig.model_fields[section].annotation.model_fields) - set(
+                config_class.model_fields[section].annotation.model_fields
+            )
             for key in training_only & set(values):
                 del values[key]
     for dotted, inert in config_class.retired_options.items():
@@ -507,8 +608,8 @@ def upgrade_saved_config(data: dict, config_class: type[SharedConfig] | None = N
     if algorithm != "probe":
         traversal.pop("probe_rate", None)
     league = data.get("league", {})
-    if "anchor_" "bot" in league:  # renamed to league.anchor when the anchor became a player spec
-        league["anchor"] = league.pop("anchor_" "bot")
+    if "anchor_bot" in league:  # renamed to league.anchor when the anchor became a player spec
+        league["anchor"] = league.pop("anchor_bot")
     if data.get("advantage", {}).get("weighting") != "discounted":
         data.get("advantage", {}).pop("discount_alpha", None)
     return data
@@ -540,8 +641,12 @@ def config_path(path: str | Path) -> Path:
     raise ConfigError(f"config file not found: {p} (nor a shipped config: {', '.join(shipped_config_names())})")
 
 
-def load_config(path: str | Path | None = None, overrides: list[str] | None = None, saved: bool = False,
-                config_class: type[SharedConfig] | None = None) -> SharedConfig:
+def load_config(
+    path: str | Path | None = None,
+    overrides: list[str] | None = None,
+    saved: bool = False,
+    config_class: type[SharedConfig] | None = None,
+) -> SharedConfig:
     """A validated config (a ``config_class``, default TrainConfig) from a YAML file or shipped
     config name (None: the defaults) with ``overrides`` applied. ``saved``: the file was written
     by a run (``upgrade_saved_config`` applies first)."""
@@ -567,8 +672,12 @@ def read_config_file(path: str | Path) -> dict:
     return loaded or {}
 
 
-def config_from_dict(data: dict, overrides: list[str] | None = None, source: str = "defaults",
-                     config_class: type[SharedConfig] | None = None) -> SharedConfig:
+def config_from_dict(
+    data: dict,
+    overrides: list[str] | None = None,
+    source: str = "defaults",
+    config_class: type[SharedConfig] | None = None,
+) -> SharedConfig:
     """A validated config (a ``config_class``, default TrainConfig) from raw sections plus
     ``section.key=value`` overrides."""
     data = apply_overrides(copy.deepcopy(data), overrides or [])

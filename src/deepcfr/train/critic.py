@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import torch
 
 from deepcfr.cfr.memory import WindowMemory
-
 from deepcfr.checkpoints import cpu_state, optimizer_state
+
 from .fit import DRAW_ROWS, Fitter, TailMean
 
 CRITIC_ROWS = 65536  # rows per critic forward when filling in regret targets
@@ -30,8 +31,17 @@ class Critic:
     the trainer (so that parameter init draws from its seeded stream); ``fitter`` supplies batch
     relabelling, mixed precision and the optimiser step."""
 
-    def __init__(self, config, game, fitter: Fitter, new_network: Callable, new_optimizer: Callable,
-                 memory_device: torch.device, pin_memory: bool, log: Callable[[str], None]):
+    def __init__(
+        self,
+        config,
+        game,
+        fitter: Fitter,
+        new_network: Callable,
+        new_optimizer: Callable,
+        memory_device: torch.device,
+        pin_memory: bool,
+        log: Callable[[str], None],
+    ):
         self.config = config  # the `critic` section
         self.game = game
         self.fitter = fitter
@@ -44,8 +54,9 @@ class Critic:
         fields = {"obs": obs_spec, "action": ((), torch.int16), "utility": ((), torch.float32)}
         if config.sees_opponent:
             fields["opponent_obs"] = obs_spec
-        self.memories = [WindowMemory(config.capacity, fields, device=memory_device, pin_memory=pin_memory)
-                         for _ in range(2)]
+        self.memories = [
+            WindowMemory(config.capacity, fields, device=memory_device, pin_memory=pin_memory) for _ in range(2)
+        ]
         self.scale: float | None = None  # utilities are divided by it: the RMS of the first utilities
 
     def phase(self, player: int, advantage: list, label: str) -> tuple[list, float]:
@@ -67,8 +78,9 @@ class Critic:
             self.scale = max(math.sqrt(rms), 1e-6) if math.isfinite(rms) else 1.0
             self.log(f"critic value scale set to {self.scale:.4g} (RMS of the first utilities)")
         extra = {"opponent_obs": samples["opponent_obs"][keep]} if self.config.sees_opponent else {}
-        self.memories[player].add(obs=samples["obs"][keep], action=samples["action"][keep].to(torch.int16),
-                                  utility=utility, **extra)
+        self.memories[player].add(
+            obs=samples["obs"][keep], action=samples["action"][keep].to(torch.int16), utility=utility, **extra
+        )
 
     def features(self, obs: torch.Tensor, opponent_obs: torch.Tensor | None) -> torch.Tensor:
         features = self.game.encode(obs)

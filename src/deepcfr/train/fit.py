@@ -14,16 +14,17 @@ from __future__ import annotations
 import dataclasses
 import math
 import time
+from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
 from deepcfr.cfr.memory import ReservoirMemory
 from deepcfr.cfr.networks import masked_log_softmax
-from deepcfr.host_syncs import to_device, to_host
 from deepcfr.cfr.samples import SampleCodec, row_keys
+from deepcfr.host_syncs import to_device, to_host
 
 from .amp import MixedPrecision
 
@@ -58,7 +59,9 @@ def lr_factor(schedule: str, step: int, steps: int, final_fraction: float = 0.0)
     return final_fraction + (1.0 - final_fraction) * shape
 
 
-def advantage_loss(outputs: torch.Tensor, mask: torch.Tensor, target: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
+def advantage_loss(
+    outputs: torch.Tensor, mask: torch.Tensor, target: torch.Tensor, weight: torch.Tensor
+) -> torch.Tensor:
     """Weighted MSE over legal actions: ``sum_i w_i sum_a (out - target)^2 / sum_i w_i``.
     The difference is squared in float32: regret targets are large, fp16 squares overflow past 256."""
     diff = outputs.float() - target.float()
@@ -110,11 +113,18 @@ class FitSchedule:
     aggregate: bool = False
 
     @classmethod
-    def of(cls, section: Any) -> "FitSchedule":
-        return cls(section.train_steps, section.batch_size, section.lr, section.lr_schedule, 0.0,
-                   section.grad_clip, section.aggregate)
+    def of(cls, section: Any) -> FitSchedule:
+        return cls(
+            section.train_steps,
+            section.batch_size,
+            section.lr,
+            section.lr_schedule,
+            0.0,
+            section.grad_clip,
+            section.aggregate,
+        )
 
-    def replace(self, **changes: Any) -> "FitSchedule":
+    def replace(self, **changes: Any) -> FitSchedule:
         return dataclasses.replace(self, **changes)
 
 
@@ -123,8 +133,16 @@ class Fitter:
     comes from ``generator`` (the trainer's checkpointed sample stream). Counts the time spent
     drawing and encoding batches (``batch_seconds``) and the skipped non-finite losses."""
 
-    def __init__(self, game, codec: SampleCodec, device: torch.device, generator: torch.Generator,
-                 amp: MixedPrecision, augment: bool, progress: Callable[[str, int], Any] | None = None):
+    def __init__(
+        self,
+        game,
+        codec: SampleCodec,
+        device: torch.device,
+        generator: torch.Generator,
+        amp: MixedPrecision,
+        augment: bool,
+        progress: Callable[[str, int], Any] | None = None,
+    ):
         self.game = game
         self.codec = codec
         self.device = device
@@ -199,9 +217,15 @@ class Fitter:
         if rows <= batch_size:
             return table["features"], table["mask"], table["values"], table["weight"]
         g = self.generator
-        idx = to_device(torch.multinomial(table["probs"].to(g.device), batch_size, replacement=True, generator=g),
-                        self.device)
-        return table["features"][idx], table["mask"][idx], table["values"][idx], torch.ones(batch_size, device=self.device)
+        idx = to_device(
+            torch.multinomial(table["probs"].to(g.device), batch_size, replacement=True, generator=g), self.device
+        )
+        return (
+            table["features"][idx],
+            table["mask"][idx],
+            table["values"][idx],
+            torch.ones(batch_size, device=self.device),
+        )
 
     def _batches(self, memory, value_name: str, schedule: FitSchedule, weights_of):
         """(features, mask, values, weight) for each step. Batches are drawn several steps at a
@@ -224,7 +248,8 @@ class Fitter:
             if j == 0:
                 t0 = time.perf_counter()
                 features, mask, values, iteration = self.draw_batch(
-                    memory, min(steps_per_draw, steps - step) * batch_size, value_name)
+                    memory, min(steps_per_draw, steps - step) * batch_size, value_name
+                )
                 weight = weights_of(iteration).to(self.device)
                 self.batch_seconds += time.perf_counter() - t0
             part = slice(j * batch_size, (j + 1) * batch_size)
@@ -243,8 +268,9 @@ class Fitter:
     def bar(self, label: str, total: int):
         return self.progress(label, total) if self.progress is not None else nullcontext()
 
-    def fit(self, net, forward, optimizer, memory, value_name: str, schedule: FitSchedule, weights_of, loss_fn,
-            label: str) -> float:
+    def fit(
+        self, net, forward, optimizer, memory, value_name: str, schedule: FitSchedule, weights_of, loss_fn, label: str
+    ) -> float:
         """``schedule.steps`` steps of ``loss_fn(forward(features), mask, values, weight)``;
         returns the mean loss of the last quarter of the steps (nan when none was finite)."""
         steps = schedule.steps
@@ -258,8 +284,9 @@ class Fitter:
             for step in range(steps):
                 if schedule.lr_schedule != "constant":
                     for group in optimizer.param_groups:
-                        group["lr"] = schedule.lr * lr_factor(schedule.lr_schedule, step, steps,
-                                                              schedule.lr_final_fraction)
+                        group["lr"] = schedule.lr * lr_factor(
+                            schedule.lr_schedule, step, steps, schedule.lr_final_fraction
+                        )
                 features, mask, values, weight = next(batches)
                 with self.amp.autocast():
                     outputs = forward(features)

@@ -22,8 +22,8 @@ the opponent's hand").
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -40,8 +40,10 @@ class HandBelief:
     def __init__(self, game, net: DeepCFRMLP, trained_on: dict | None = None):
         capability(game, "hidden_hand")  # MissingCapability (a ValueError) names the game
         if net.output_size != game.hand_kind_count or net.input_size != game.feature_size:
-            raise ValueError(f"a hand belief of {game.name} maps {game.feature_size} features to "
-                             f"{game.hand_kind_count} kinds; this network maps {net.input_size} to {net.output_size}")
+            raise ValueError(
+                f"a hand belief of {game.name} maps {game.feature_size} features to "
+                f"{game.hand_kind_count} kinds; this network maps {net.input_size} to {net.output_size}"
+            )
         self.game, self.net, self.trained_on = game, net.eval(), trained_on or {}
         self.device = next(net.parameters()).device
 
@@ -68,10 +70,19 @@ def _log_loss(kind_logits: torch.Tensor, unknown: torch.Tensor, held: torch.Tens
     return total / unknown.sum().clamp(min=1)
 
 
-def fit_hand_belief(game, positions: Positions, hidden_size: int = 256, num_layers: int = 2, steps: int = 12000,
-                    batch_size: int = 1024, lr: float = 1e-3, held_out: float = 0.05, seed: int = 0,
-                    device: str | torch.device = "cpu",
-                    on_progress: Callable[[int, int, float], None] | None = None) -> tuple[DeepCFRMLP, dict]:
+def fit_hand_belief(
+    game,
+    positions: Positions,
+    hidden_size: int = 256,
+    num_layers: int = 2,
+    steps: int = 12000,
+    batch_size: int = 1024,
+    lr: float = 1e-3,
+    held_out: float = 0.05,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    on_progress: Callable[[int, int, float], None] | None = None,
+) -> tuple[DeepCFRMLP, dict]:
     """A hand-belief network fitted to ``positions`` (Adam, cosine decay; each batch relabelled by
     a random symmetry where the game has one, both views alike), and its figures: the held-out
     log loss per unknown card beside the uniform belief's (``uniform_log_loss``; ``explained``:
@@ -114,10 +125,18 @@ def fit_hand_belief(game, positions: Positions, hidden_size: int = 256, num_laye
             fitted += float(_log_loss(out, unknown.float(), held.float())) * weight
             uniform += float(_log_loss(prior[:, None].expand_as(out), unknown.float(), held.float())) * weight
             cards += weight
-    info = {"positions": int(views.shape[0]), "held_out": int(n_held), "steps": steps, "batch_size": batch_size,
-            "lr": lr, "hidden_size": hidden_size, "num_layers": num_layers,
-            "held_out_log_loss": fitted / cards, "uniform_log_loss": uniform / cards,
-            "explained": 1.0 - fitted / uniform if uniform > 0 else float("nan")}
+    info = {
+        "positions": int(views.shape[0]),
+        "held_out": int(n_held),
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "hidden_size": hidden_size,
+        "num_layers": num_layers,
+        "held_out_log_loss": fitted / cards,
+        "uniform_log_loss": uniform / cards,
+        "explained": 1.0 - fitted / uniform if uniform > 0 else float("nan"),
+    }
     return net.cpu(), info
 
 
@@ -127,11 +146,11 @@ def save_hand_belief(path: str | Path, belief: HandBelief) -> Path:
     return save_game_network(path, HAND_BELIEF, "hand_net", belief.game, belief.net, belief.trained_on)
 
 
-def load_hand_belief(path: str | Path, game, device: str | torch.device = "cpu",
-                     required: bool = True) -> HandBelief | None:
+def load_hand_belief(
+    path: str | Path, game, device: str | torch.device = "cpu", required: bool = True
+) -> HandBelief | None:
     """A saved hand belief, refused (CheckpointError) unless it was made for ``game`` (its name,
     version and rules); with ``required=False`` None for another game's (a file that is not a hand
     belief, or is corrupt, raises CheckpointError either way)."""
-    found = game_network_for(path, HAND_BELIEF, "hand_net", "hand belief", "deepcfr fit-belief", game, device,
-                             required)
+    found = game_network_for(path, HAND_BELIEF, "hand_net", "hand belief", "deepcfr fit-belief", game, device, required)
     return HandBelief(game, found[0], found[1].get("trained_on")) if found is not None else None

@@ -5,8 +5,9 @@ line the run's log shows."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, Iterator, Mapping
+from typing import Any
 
 from deepcfr.cfr.traversal import TraversalStats
 
@@ -48,8 +49,9 @@ def iteration_metrics(trainer, stats: TraversalStats, timer: PhaseTimer) -> dict
     return metrics
 
 
-def time_metrics(timer: PhaseTimer, batch_seconds: float, iteration_seconds: float,
-                 elapsed_seconds: float) -> dict[str, float]:
+def time_metrics(
+    timer: PhaseTimer, batch_seconds: float, iteration_seconds: float, elapsed_seconds: float
+) -> dict[str, float]:
     """Seconds per phase, building batches, the iteration and the run so far."""
     metrics = {f"time/{name}_seconds": seconds for name, seconds in timer.seconds.items()}
     metrics["time/batch_seconds"] = batch_seconds
@@ -61,8 +63,14 @@ def time_metrics(timer: PhaseTimer, batch_seconds: float, iteration_seconds: flo
 def summary_line(t: int, m: Mapping[str, Any]) -> str:
     """Iteration ``t`` in one log line: losses, exploitability, decisions a second, batch, seconds."""
     parts = [f"iter {t}"]
-    for key in ("loss/advantage_p0", "loss/advantage_p1", "loss/strategy", "exploitability/average",
-                "exploitability/current", "exploitability/mixture"):
+    for key in (
+        "loss/advantage_p0",
+        "loss/advantage_p1",
+        "loss/strategy",
+        "exploitability/average",
+        "exploitability/current",
+        "exploitability/mixture",
+    ):
         if key in m and m[key] == m[key]:
             parts.append(f"{key.split('/', 1)[1] if key.startswith('loss') else key}={m[key]:.4g}")
     parts.append(f"decisions/s={m['traversal/decisions_per_second']:.0f}")

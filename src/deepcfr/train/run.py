@@ -23,11 +23,11 @@ import logging
 import math
 import os
 import sys
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any
 
 from deepcfr.atomic import atomic_path
-
 from deepcfr.checkpoints import (
     CheckpointError,
     expected_meta,
@@ -36,6 +36,7 @@ from deepcfr.checkpoints import (
     make_meta,
     save_checkpoint,
 )
+
 from .config import ConfigError, TrainConfig, dump_config, load_config
 
 CONFIG_FILE = "config.yaml"
@@ -125,8 +126,13 @@ class Run:
 
     # ------------------------------------------------------------------ construction
     @classmethod
-    def open(cls, run_dir: str | Path, overrides: list[str] | None = None, console: bool = True,
-             config_class: type[TrainConfig] = TrainConfig) -> "Run":
+    def open(
+        cls,
+        run_dir: str | Path,
+        overrides: list[str] | None = None,
+        console: bool = True,
+        config_class: type[TrainConfig] = TrainConfig,
+    ) -> Run:
         """Reopen an existing run for resuming. ``overrides`` (``section.key=value``) may change
         anything but the game and the network, which the checkpoint depends on. ``config_class``:
         the run's schema (an improvement run's is ``deepcfr.improve.ImproveRunConfig``); sections
@@ -262,9 +268,8 @@ class Run:
         if not (self.config.run.progress and sys.stderr.isatty()):
             yield _NullProgress()
             return
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
-
         from rich.console import Console
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
         with Progress(
             TextColumn("{task.description}"),
@@ -378,7 +383,7 @@ class Run:
             self.logger.removeHandler(h)
             h.close()
 
-    def __enter__(self) -> "Run":
+    def __enter__(self) -> Run:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:

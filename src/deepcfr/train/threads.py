@@ -31,7 +31,7 @@ class ThreadTuner:
         self.probing = False  # the current iteration retries a stale count: its timing replaces the old ones
 
     @classmethod
-    def for_this_machine(cls) -> "ThreadTuner":
+    def for_this_machine(cls) -> ThreadTuner:
         import os
 
         cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)

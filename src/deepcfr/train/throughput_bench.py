@@ -113,8 +113,9 @@ def bench_traversal(
             # (shared machines: other processes take the core for seconds at a time).
             batch = max(1, round(round_stats.avg_batch)) if round_stats.forward_calls else chunk
             w0, c0 = time.perf_counter(), time.process_time()
-            bounds.append(forward_bound_states_per_second(trainer.advantage_nets[0], batch, trainer.device,
-                                                          repeats=bound_repeats))
+            bounds.append(
+                forward_bound_states_per_second(trainer.advantage_nets[0], batch, trainer.device, repeats=bound_repeats)
+            )
             w, c = time.perf_counter() - w0, time.process_time() - c0
             bound_cpu_shares.append(c / w if w > 0 else 1.0)
 
@@ -167,8 +168,10 @@ def bench_traversal(
         if train:
             if trainer.critic is not None:  # traversal.algorithm=critic: the critic fills in the targets
                 t0 = time.perf_counter()
-                produced = [(player, trainer.critic.phase(player, chunks, f"critic p{player}")[0])
-                            for player, chunks in produced]
+                produced = [
+                    (player, trainer.critic.phase(player, chunks, f"critic p{player}")[0])
+                    for player, chunks in produced
+                ]
                 out["critic_seconds"] = time.perf_counter() - t0
             t0 = time.perf_counter()
             for player, chunks in produced:
@@ -185,15 +188,17 @@ def bench_traversal(
             train_seconds = time.perf_counter() - t0
             batch_seconds = trainer.fitter.batch_seconds - batch_before
             samples = 2 * cfg.train_steps * cfg.batch_size
-            out.update({
-                "advantage_train_steps": cfg.train_steps,
-                "advantage_batch_size": cfg.batch_size,
-                "advantage_aggregate": bool(getattr(cfg, "aggregate", False)),
-                "advantage_train_seconds": train_seconds,
-                "advantage_train_samples_per_second": samples / train_seconds if train_seconds > 0 else math.nan,
-                "batch_build_seconds": batch_seconds,
-                "batch_build_share": batch_seconds / train_seconds if train_seconds > 0 else math.nan,
-            })
+            out.update(
+                {
+                    "advantage_train_steps": cfg.train_steps,
+                    "advantage_batch_size": cfg.batch_size,
+                    "advantage_aggregate": bool(getattr(cfg, "aggregate", False)),
+                    "advantage_train_seconds": train_seconds,
+                    "advantage_train_samples_per_second": samples / train_seconds if train_seconds > 0 else math.nan,
+                    "batch_build_seconds": batch_seconds,
+                    "batch_build_share": batch_seconds / train_seconds if train_seconds > 0 else math.nan,
+                }
+            )
 
         memory = memory_metrics(trainer)
         out["advantage_memory_size"] = int(memory["memory/advantage_p0_size"] + memory["memory/advantage_p1_size"])

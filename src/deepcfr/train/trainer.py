@@ -33,8 +33,9 @@ import math
 import statistics
 import time
 from collections import deque
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any
 
 import torch
 
@@ -44,14 +45,14 @@ from deepcfr.cfr.networks import DeepCFRMLP, build_network
 from deepcfr.cfr.policies import ExactAveragePolicy
 from deepcfr.cfr.samples import SampleCodec, max_legal_actions, memory_fields
 from deepcfr.cfr.traversal import TraversalStats
+from deepcfr.checkpoints import make_meta, save_checkpoint
+from deepcfr.devices import resolve_device
 from deepcfr.evaluate.exploitability import supports_exploitability
 from deepcfr.games.base import Policy
 from deepcfr.games.registry import game_params, make_game_from_config
-from deepcfr.checkpoints import make_meta, save_checkpoint
-from deepcfr.devices import resolve_device
 from deepcfr.host_memory import keep_freed_memory
-from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_sizes
 from deepcfr.parallel.base import TraversalExecutor
+from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_sizes
 from deepcfr.parallel.executors import make_executor
 from deepcfr.seeding import chunk_seed, derive_seed
 
@@ -59,8 +60,8 @@ from .agent import Agent
 from .amp import MixedPrecision
 from .config import TrainConfig
 from .critic import Critic
-from .iteration_metrics import PhaseTimer, iteration_metrics, summary_line, time_metrics
 from .fit import FINAL_LR_FRACTION, FitSchedule, Fitter, advantage_loss, sample_weights, strategy_loss
+from .iteration_metrics import PhaseTimer, iteration_metrics, summary_line, time_metrics
 from .trainer_state import load_trainer_state, trainer_state
 from .warm_start import StartPolicy, maybe_warm_start
 
@@ -78,8 +79,13 @@ class Trainer:
     ``init.spec`` names (deepcfr.train.warm_start), built above this layer; the run starts from it
     before iteration 1."""
 
-    def __init__(self, config: TrainConfig, run: Any | None = None, load_player: Callable | None = None,
-                 start: StartPolicy | None = None):
+    def __init__(
+        self,
+        config: TrainConfig,
+        run: Any | None = None,
+        load_player: Callable | None = None,
+        start: StartPolicy | None = None,
+    ):
         self.config = config
         self.run = run
         self._load_player = load_player
@@ -129,23 +135,47 @@ class Trainer:
 
         # Autocast + GradScaler (fp16) on CUDA; elsewhere one logged notice and plain float32.
         self.amp = MixedPrecision(config.run.amp, self.device, log=self._log)
-        self.codec = SampleCodec(self.num_actions, max_legal_actions(self.game), getattr(torch, config.memory.target_dtype))
-        self.fitter = Fitter(self.game, self.codec, self.device, self.generators["sample"], self.amp,
-                             config.memory.augment, progress=self.run.progress if self._show_progress() else None)
+        self.codec = SampleCodec(
+            self.num_actions, max_legal_actions(self.game), getattr(torch, config.memory.target_dtype)
+        )
+        self.fitter = Fitter(
+            self.game,
+            self.codec,
+            self.device,
+            self.generators["sample"],
+            self.amp,
+            config.memory.augment,
+            progress=self.run.progress if self._show_progress() else None,
+        )
         memory_device = self.device if config.memory.device == "train" else torch.device("cpu")
         pin = config.memory.device == "cpu_pinned"
         self.advantage_memories = [
-            ReservoirMemory(config.memory.advantage_capacity, memory_fields(self.game, self.codec, "target"),
-                            device=memory_device, pin_memory=pin)
+            ReservoirMemory(
+                config.memory.advantage_capacity,
+                memory_fields(self.game, self.codec, "target"),
+                device=memory_device,
+                pin_memory=pin,
+            )
             for _ in range(2)
         ]
-        self.strategy_memory = ReservoirMemory(config.memory.strategy_capacity,
-                                               memory_fields(self.game, self.codec, "policy"),
-                                               device=memory_device, pin_memory=pin)
+        self.strategy_memory = ReservoirMemory(
+            config.memory.strategy_capacity,
+            memory_fields(self.game, self.codec, "policy"),
+            device=memory_device,
+            pin_memory=pin,
+        )
         self.critic: Critic | None = None
         if config.traversal.algorithm == "critic":
-            self.critic = Critic(config.critic, self.game, self.fitter, self._new_network, self._new_optimizer,
-                                 memory_device, pin, self._log)
+            self.critic = Critic(
+                config.critic,
+                self.game,
+                self.fitter,
+                self._new_network,
+                self._new_optimizer,
+                memory_device,
+                pin,
+                self._log,
+            )
 
         self.league = League(config.league, seed=derive_seed(seed, "league-pool"))
         self._snapshot_nets: dict[str, DeepCFRMLP] = {}  # league snapshots in use, by network name
@@ -162,8 +192,11 @@ class Trainer:
         self._resumed = False
         self._opponent_counts: dict[str, int] = {}
         if config.traversal.opponent == "average":
-            self._log("traversal.opponent=average: no traversal plays sigma_t, so the strategy memory "
-                      "gets no samples and the average-strategy network stays untrained", logging.WARNING)
+            self._log(
+                "traversal.opponent=average: no traversal plays sigma_t, so the strategy memory "
+                "gets no samples and the average-strategy network stays untrained",
+                logging.WARNING,
+            )
 
     # ------------------------------------------------------------------ construction helpers
     def _log(self, message: str, level: int = logging.INFO) -> None:
@@ -208,7 +241,11 @@ class Trainer:
         return torch.optim.Adam(net.parameters(), lr=lr, fused=fused)
 
     def _compiled_forwards(self) -> dict[str, Any]:
-        nets = {"advantage_0": self.advantage_nets[0], "advantage_1": self.advantage_nets[1], "strategy": self.strategy_net}
+        nets = {
+            "advantage_0": self.advantage_nets[0],
+            "advantage_1": self.advantage_nets[1],
+            "strategy": self.strategy_net,
+        }
         if not self.config.run.compile:
             return nets
         return {k: torch.compile(v) for k, v in nets.items()}
@@ -224,9 +261,19 @@ class Trainer:
     # ------------------------------------------------------------------ policies
     def agent(self) -> Agent:
         """The agent as it stands: its policies are what evaluation and play use."""
-        return Agent(self.game, self.config, self.iteration, self.advantage_nets, self.strategy_net,
-                     self.advantage_trained, self.device, self.exact_average, start_net=self.start_net,
-                     start_bot=self.start_bot, target_scale=self.target_scale)
+        return Agent(
+            self.game,
+            self.config,
+            self.iteration,
+            self.advantage_nets,
+            self.strategy_net,
+            self.advantage_trained,
+            self.device,
+            self.exact_average,
+            start_net=self.start_net,
+            start_bot=self.start_bot,
+            target_scale=self.target_scale,
+        )
 
     def current_policy_of(self, player: int) -> Policy:
         """sigma_t of ``player`` (``Agent.current_policy_of``)."""
@@ -235,8 +282,10 @@ class Trainer:
     def _player(self, setting: str, spec: str):
         """The player ``spec`` of the config list ``setting`` names, built by ``load_player``."""
         if self._load_player is None:
-            raise ValueError(f"{setting} names players ({spec!r}): give the Trainer load_player="
-                             "deepcfr.players.load_player (deepcfr train does)")
+            raise ValueError(
+                f"{setting} names players ({spec!r}): give the Trainer load_player="
+                "deepcfr.players.load_player (deepcfr train does)"
+            )
         try:
             return self._load_player(spec, self.game, self.device)
         except ValueError as e:
@@ -250,11 +299,15 @@ class Trainer:
             return PolicySpec("bot", bot=anchor.bot.name), None
         agent = getattr(anchor, "agent", None)
         if agent is None or anchor.greedy:
-            raise ValueError(f"league.anchor {text!r}: the anchor is a bot or a checkpoint's sampled policy "
-                             "(PATH, PATH@current, champion); traversal samples from it")
+            raise ValueError(
+                f"league.anchor {text!r}: the anchor is a bot or a checkpoint's sampled policy "
+                "(PATH, PATH@current, champion); traversal samples from it"
+            )
         if agent.config.network != self.config.network:
-            raise ValueError(f"league.anchor {text!r}: the checkpoint's network differs from this run's "
-                             "(the anchor's network travels to the workers with this run's shapes)")
+            raise ValueError(
+                f"league.anchor {text!r}: the checkpoint's network differs from this run's "
+                "(the anchor's network travels to the workers with this run's shapes)"
+            )
         if anchor.kind == "current":
             return PolicySpec("regret", "anchor"), [net.eval() for net in agent.advantage_nets]
         return PolicySpec("strategy", "anchor"), {"anchor": agent.strategy_net.eval()}
@@ -276,8 +329,13 @@ class Trainer:
         name = f"advantage_{player}"
         networks[name] = self.advantage_nets[player]
         if self.start_bot is not None:
-            return PolicySpec("regularized", name, bot=self.start_bot, smoothing=smoothing,
-                              temperature=self.agent().kl_temperature_units())
+            return PolicySpec(
+                "regularized",
+                name,
+                bot=self.start_bot,
+                smoothing=smoothing,
+                temperature=self.agent().kl_temperature_units(),
+            )
         if self.start_net is not None:
             return PolicySpec("regularized", name, start="start", temperature=self.agent().kl_temperature_units())
         return PolicySpec("regret", name)
@@ -321,7 +379,7 @@ class Trainer:
             executor, self._executor = self._executor, None
             executor.close()
 
-    def __enter__(self) -> "Trainer":
+    def __enter__(self) -> Trainer:
         return self
 
     def __exit__(self, *exc) -> None:
@@ -345,8 +403,21 @@ class Trainer:
         for index, n in enumerate(chunk_sizes(cfg.traversals_per_player, cfg.chunk_size)):
             opponent_policy, on_policy, label = self._opponent_spec(1 - player, networks)
             seed = chunk_seed(phase_seed, self.iteration, player, index)
-            chunks.append(ChunkSpec(index, n, seed, player, self.iteration, traverser_policy, opponent_policy,
-                                    on_policy, options, fallback, label))
+            chunks.append(
+                ChunkSpec(
+                    index,
+                    n,
+                    seed,
+                    player,
+                    self.iteration,
+                    traverser_policy,
+                    opponent_policy,
+                    on_policy,
+                    options,
+                    fallback,
+                    label,
+                )
+            )
             self._opponent_counts[label] = self._opponent_counts.get(label, 0) + n
         live = {f"snapshot_{it}_p{p}" for it, _ in self.league.snapshots for p in range(2)}
         self._snapshot_nets = {k: v for k, v in self._snapshot_nets.items() if k in live}
@@ -377,16 +448,22 @@ class Trainer:
         target, overflow = self.codec.pack_values(samples["target"] / self.target_scale, samples["mask"])
         self.target_overflow_count += overflow
         self.advantage_memories[player].add(
-            generator=self.generators["memory"], obs=samples["obs"], mask=self.codec.pack_mask(samples["mask"]),
-            target=target, iteration=samples["iteration"].to(torch.int32),
+            generator=self.generators["memory"],
+            obs=samples["obs"],
+            mask=self.codec.pack_mask(samples["mask"]),
+            target=target,
+            iteration=samples["iteration"].to(torch.int32),
         )
 
     def add_strategy_samples(self, samples: Mapping[str, torch.Tensor]) -> None:
         policy, overflow = self.codec.pack_values(samples["policy"], samples["mask"])
         self.target_overflow_count += overflow
         self.strategy_memory.add(
-            generator=self.generators["memory"], obs=samples["obs"], mask=self.codec.pack_mask(samples["mask"]),
-            policy=policy, iteration=samples["iteration"].to(torch.int32),
+            generator=self.generators["memory"],
+            obs=samples["obs"],
+            mask=self.codec.pack_mask(samples["mask"]),
+            policy=policy,
+            iteration=samples["iteration"].to(torch.int32),
         )
 
     # ------------------------------------------------------------------ network training
@@ -408,9 +485,17 @@ class Trainer:
         if cfg.reinit:
             self._reinit_network(net)
             self.advantage_optimizers[player] = self._new_optimizer(net, cfg.lr)
-        loss = self.fitter.fit(net, self._train_forward[f"advantage_{player}"], self.advantage_optimizers[player],
-                               memory, "target", FitSchedule.of(cfg), self.advantage_weights, advantage_loss,
-                               f"iter {self.iteration} advantage p{player}")
+        loss = self.fitter.fit(
+            net,
+            self._train_forward[f"advantage_{player}"],
+            self.advantage_optimizers[player],
+            memory,
+            "target",
+            FitSchedule.of(cfg),
+            self.advantage_weights,
+            advantage_loss,
+            f"iter {self.iteration} advantage p{player}",
+        )
         self.advantage_trained[player] = True
         return loss
 
@@ -419,9 +504,17 @@ class Trainer:
         cfg = self.config.strategy
         if len(self.strategy_memory) == 0 or cfg.train_steps == 0:
             return math.nan
-        loss = self.fitter.fit(self.strategy_net, self._train_forward["strategy"], self.strategy_optimizer,
-                               self.strategy_memory, "policy", FitSchedule.of(cfg), self.strategy_weights,
-                               strategy_loss, f"iter {self.iteration} strategy")
+        loss = self.fitter.fit(
+            self.strategy_net,
+            self._train_forward["strategy"],
+            self.strategy_optimizer,
+            self.strategy_memory,
+            "policy",
+            FitSchedule.of(cfg),
+            self.strategy_weights,
+            strategy_loss,
+            f"iter {self.iteration} strategy",
+        )
         self.strategy_trained = True
         return loss
 
@@ -433,13 +526,22 @@ class Trainer:
         if cfg.final_train_steps == 0:
             loss = self.train_strategy()
         else:
-            schedule = FitSchedule.of(cfg).replace(steps=cfg.final_train_steps, lr_schedule="cosine",
-                                                   lr_final_fraction=FINAL_LR_FRACTION)
+            schedule = FitSchedule.of(cfg).replace(
+                steps=cfg.final_train_steps, lr_schedule="cosine", lr_final_fraction=FINAL_LR_FRACTION
+            )
             self._reinit_network(self.strategy_net)
             self.strategy_optimizer = self._new_optimizer(self.strategy_net, cfg.lr)
-            loss = self.fitter.fit(self.strategy_net, self._train_forward["strategy"], self.strategy_optimizer,
-                                   self.strategy_memory, "policy", schedule, self.strategy_weights, strategy_loss,
-                                   f"final strategy ({cfg.final_train_steps} steps)")
+            loss = self.fitter.fit(
+                self.strategy_net,
+                self._train_forward["strategy"],
+                self.strategy_optimizer,
+                self.strategy_memory,
+                "policy",
+                schedule,
+                self.strategy_weights,
+                strategy_loss,
+                f"final strategy ({cfg.final_train_steps} steps)",
+            )
             self.strategy_trained = True
         self.strategy_final_iteration = self.iteration
         return loss
@@ -462,7 +564,9 @@ class Trainer:
             from deepcfr.evaluate.exploitability import exploitability
 
             for kind in kinds:
-                metrics[f"exploitability/{kind}"] = exploitability(self.game, agent.policy(kind), self.device).exploitability
+                metrics[f"exploitability/{kind}"] = exploitability(
+                    self.game, agent.policy(kind), self.device
+                ).exploitability
             if self.exact_average is not None:
                 metrics["exploitability/mixture"] = exploitability(self.game, self.exact_average).exploitability
             return metrics
@@ -472,8 +576,9 @@ class Trainer:
         for opponent in self.config.eval.opponents:
             side = self._eval_opponent(opponent)
             for kind in kinds:
-                result = play_match(self.game, agent.policy(kind), side, games=self.config.eval.games, seed=seed,
-                                    device=self.device)
+                result = play_match(
+                    self.game, agent.policy(kind), side, games=self.config.eval.games, seed=seed, device=self.device
+                )
                 for key, value in result.figures().items():
                     metrics[f"eval/{opponent}/{kind}/{key}"] = value
         return metrics
@@ -489,9 +594,11 @@ class Trainer:
         """One CFR iteration (both players); returns and logs its metrics."""
         if self.config.init.kl_temperature > 0 and self.start_net is None and self.start_bot is None:
             # sigma_t would silently be regret matching: the start network (or bot) comes from the warm start
-            raise ValueError("init.kl_temperature regularises sigma_t toward the start network, which this "
-                             "Trainer does not have: train() starts from init.spec's policy first (pass "
-                             "start=StartPolicy(...)), or set init.kl_temperature=0")
+            raise ValueError(
+                "init.kl_temperature regularises sigma_t toward the start network, which this "
+                "Trainer does not have: train() starts from init.spec's policy first (pass "
+                "start=StartPolicy(...)), or set init.kl_temperature=0"
+            )
         self.iteration += 1
         t = self.iteration
         if self.thread_tuner is not None:
@@ -512,7 +619,8 @@ class Trainer:
             if self.critic is not None:
                 with timer("critic_train"):
                     advantage, metrics[f"loss/critic_p{player}"] = self.critic.phase(
-                        player, advantage, f"iter {t} critic p{player}")
+                        player, advantage, f"iter {t} critic p{player}"
+                    )
             with timer("memory_add"):
                 for samples in advantage:
                     self.add_advantage_samples(player, samples)
@@ -522,7 +630,9 @@ class Trainer:
                 metrics[f"loss/advantage_p{player}"] = self.train_advantage(player)
 
         if self.config.advantage.train_steps:  # both players' steps, as the strategy's below
-            self._advantage_step_seconds.append(timer.seconds["advantage_train"] / (2 * self.config.advantage.train_steps))
+            self._advantage_step_seconds.append(
+                timer.seconds["advantage_train"] / (2 * self.config.advantage.train_steps)
+            )
         every = self.config.strategy.every
         if every > 0 and t % every == 0:
             with timer("strategy_train"):
@@ -546,7 +656,11 @@ class Trainer:
         metrics.update(time_metrics(timer, self.fitter.batch_seconds, iteration_seconds, self.elapsed_seconds))
         self._iteration_seconds.append(metrics["time/iteration_seconds"])
         if self.thread_tuner is not None:
-            work = metrics["time/iteration_seconds"] - timer.seconds.get("eval", 0.0) - timer.seconds.get("checkpoint", 0.0)
+            work = (
+                metrics["time/iteration_seconds"]
+                - timer.seconds.get("eval", 0.0)
+                - timer.seconds.get("checkpoint", 0.0)
+            )
             self.thread_tuner.record(t, work)
             metrics["run/threads"] = self.thread_tuner.current
         self.history.append({"iteration": t, **metrics})
@@ -590,7 +704,9 @@ class Trainer:
             seconds = time.perf_counter() - t0
             self._log(f"final strategy training: loss={loss:.4g}, {seconds:.1f}s")
             if self.run is not None:
-                self.run.log_metrics(self.iteration, {"loss/strategy_final": loss, "time/strategy_final_seconds": seconds})
+                self.run.log_metrics(
+                    self.iteration, {"loss/strategy_final": loss, "time/strategy_final_seconds": seconds}
+                )
                 self.save_checkpoint()
         elif self.run is not None and self.iteration > 0:
             self.save_checkpoint()

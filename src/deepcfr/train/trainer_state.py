@@ -5,7 +5,8 @@ critic. ``trainer_state`` and ``load_trainer_state`` are ``Trainer.state_dict`` 
 from __future__ import annotations
 
 import logging
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import torch
 
@@ -35,7 +36,9 @@ def trainer_state(self) -> dict[str, Any]:
             # no copy: the state is written at once (a copy would double gigabytes of host memory)
             "advantage": [m.state_dict(copy=False) for m in self.advantage_memories],
             "strategy": self.strategy_memory.state_dict(copy=False),
-        } if with_memories else None,
+        }
+        if with_memories
+        else None,
         "league": self.league.state_dict(),
         "exact_average": self.exact_average.state_dict() if self.exact_average is not None else None,
         "rng": {name: g.get_state() for name, g in self.generators.items()},
@@ -50,6 +53,7 @@ def trainer_state(self) -> dict[str, Any]:
         "critic": self.critic.state_dict(with_memories) if self.critic is not None else None,
         "warm_start": self.warm_start_record,
     }
+
 
 def load_trainer_state(self, state: Mapping[str, Any]) -> None:
     """Restore a Trainer from :func:`trainer_state`, after checking the game matches."""
@@ -73,8 +77,10 @@ def load_trainer_state(self, state: Mapping[str, Any]) -> None:
         self.start_net.load_state_dict(state["start_net"])
         self.start_net.eval().requires_grad_(False)
     elif self.config.init.kl_temperature > 0 and state.get("warm_start") is not None and self.start_bot is None:
-        raise ValueError("checkpoint: init.kl_temperature is set but the checkpoint holds no start network or "
-                         "bot (it was saved by a run without it)")
+        raise ValueError(
+            "checkpoint: init.kl_temperature is set but the checkpoint holds no start network or "
+            "bot (it was saved by a run without it)"
+        )
     self.advantage_optimizers = [self._new_optimizer(net, self.config.advantage.lr) for net in self.advantage_nets]
     for opt, sd in zip(self.advantage_optimizers, state["advantage_optimizers"]):
         opt.load_state_dict(sd)
@@ -89,8 +95,9 @@ def load_trainer_state(self, state: Mapping[str, Any]) -> None:
             memory.load_state_dict(sd)
         self.strategy_memory.load_state_dict(memories["strategy"])
     else:
-        self._log("checkpoint has no replay memories (checkpoint.save_memories=false): they restart empty",
-                  logging.WARNING)
+        self._log(
+            "checkpoint has no replay memories (checkpoint.save_memories=false): they restart empty", logging.WARNING
+        )
     self.league.load_state_dict(state["league"])
     if self.exact_average is not None and state.get("exact_average") is not None:
         self.exact_average.load_state_dict(state["exact_average"])
@@ -119,13 +126,16 @@ def _restore_generators(self, states: Mapping[str, Any], devices: Mapping[str, s
             continue
         generator = self.generators[name]
         saved_on = (devices or {}).get(name)
-        fits = g_state.numel() == generator.get_state().numel() and (saved_on is None or
-                                                                     torch.device(saved_on).type == generator.device.type)
+        fits = g_state.numel() == generator.get_state().numel() and (
+            saved_on is None or torch.device(saved_on).type == generator.device.type
+        )
         if fits:
             generator.set_state(g_state)
             continue
         self._reseed(name)
-        self._log(f"checkpoint: generator {name!r} was saved for device {saved_on or 'unknown'} "
-                  f"({g_state.numel()}-byte state), this trainer keeps it on {generator.device}: reseeded from "
-                  f"run.seed and iteration {self.iteration}; later draws differ from an uninterrupted run",
-                  logging.WARNING)
+        self._log(
+            f"checkpoint: generator {name!r} was saved for device {saved_on or 'unknown'} "
+            f"({g_state.numel()}-byte state), this trainer keeps it on {generator.device}: reseeded from "
+            f"run.seed and iteration {self.iteration}; later draws differ from an uninterrupted run",
+            logging.WARNING,
+        )

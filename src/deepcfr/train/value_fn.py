@@ -25,20 +25,29 @@ from __future__ import annotations
 import datetime as _dt
 import math
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any
 
 import torch
 from torch import nn
 
 from ..cfr.networks import DeepCFRMLP
+from ..checkpoints import (
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    VALUE_FUNCTION,
+    CheckpointError,
+    cpu_state,
+    game_meta,
+    load_checkpoint,
+    save_checkpoint,
+)
 from ..devices import fast_bfloat16
 from ..evaluate.arena import play_match
 from ..evaluate.variance import score_difference
 from ..games.base import capability, has_capability, index_state
-from ..checkpoints import (FORMAT_NAME, FORMAT_VERSION, VALUE_FUNCTION, CheckpointError, cpu_state, game_meta,
-                           load_checkpoint, save_checkpoint)
 
 
 def _views(game, state) -> tuple[torch.Tensor, torch.Tensor]:
@@ -63,12 +72,15 @@ class FullStateValue:
 
     def __init__(self, game, net: nn.Module, trained_on: dict | None = None, bfloat16: bool | None = None):
         if getattr(net, "input_size", 2 * game.feature_size) != 2 * game.feature_size:
-            raise ValueError(f"value network input {net.input_size} does not match {game.name}'s "
-                             f"2 x {game.feature_size} features")
+            raise ValueError(
+                f"value network input {net.input_size} does not match {game.name}'s 2 x {game.feature_size} features"
+            )
         outputs = getattr(net, "output_size", 1)
         if outputs not in (1, 1 + chance_kind_count(game)):
-            raise ValueError(f"value network output {outputs} is neither 1 (a state value) nor 1 + "
-                             f"{chance_kind_count(game)} (and {game.name}'s chance kinds)")
+            raise ValueError(
+                f"value network output {outputs} is neither 1 (a state value) nor 1 + "
+                f"{chance_kind_count(game)} (and {game.name}'s chance kinds)"
+            )
         # evaluate/variance.py asks for this where it exists: None without a chance head
         self.chance_values = self._chance_values if outputs > 1 else None
         self.game = game
@@ -104,7 +116,7 @@ class FullStateValue:
             hidden = first.bias
             for side in (0, 1):
                 distinct, where = _distinct_rows(views[:, side])
-                part = self.game.encode(distinct).to(device) @ first.weight[:, side * F:(side + 1) * F].T
+                part = self.game.encode(distinct).to(device) @ first.weight[:, side * F : (side + 1) * F].T
                 hidden = hidden + part[where.to(device)]
             return self.net.head(rest(hidden))
 
@@ -135,8 +147,9 @@ def value_network(game, hidden_size: int = 256, num_layers: int = 2, chance_head
     """The state value (output 0) and, with ``chance_head``, the value after each chance kind."""
     if chance_head and not chance_kind_count(game):
         raise ValueError(f"{game.name} names no chance kinds (capability chance_kinds): no chance head")
-    return DeepCFRMLP(2 * game.feature_size, 1 + (chance_kind_count(game) if chance_head else 0), hidden_size,
-                      num_layers)
+    return DeepCFRMLP(
+        2 * game.feature_size, 1 + (chance_kind_count(game) if chance_head else 0), hidden_size, num_layers
+    )
 
 
 # ------------------------------------------------------------------------------ positions
@@ -199,9 +212,16 @@ class _PositionRecorder:
         return Positions(torch.cat(self.views), targets, teacher)
 
 
-def collect_positions(game, matchups: Sequence[tuple[Any, Any]], games: int, seed: int = 0,
-                      keep: float = 0.5, batch_games: int = 2000, teacher: Callable | None = None,
-                      on_batch: Callable[[int, int, float], None] | None = None) -> Positions:
+def collect_positions(
+    game,
+    matchups: Sequence[tuple[Any, Any]],
+    games: int,
+    seed: int = 0,
+    keep: float = 0.5,
+    batch_games: int = 2000,
+    teacher: Callable | None = None,
+    on_batch: Callable[[int, int, float], None] | None = None,
+) -> Positions:
     """Positions of ``games`` games (paired deals, in batches) of each matchup ``(side_a,
     side_b)``, each live position kept with probability ``keep``. With ``teacher`` (a value
     function of states) the positions before chance carry its value after every outcome, the
@@ -218,15 +238,28 @@ def collect_positions(game, matchups: Sequence[tuple[Any, Any]], games: int, see
             done += n
             if on_batch is not None:
                 on_batch(done, total, time.perf_counter() - start)
-    return Positions(torch.cat([p.views for p in parts]), torch.cat([p.targets for p in parts]),
-                     torch.cat([p.chance_targets for p in parts]) if teacher is not None else None)
+    return Positions(
+        torch.cat([p.views for p in parts]),
+        torch.cat([p.targets for p in parts]),
+        torch.cat([p.chance_targets for p in parts]) if teacher is not None else None,
+    )
 
 
 # ------------------------------------------------------------------------------ fitting
-def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: int = 2, steps: int = 20000,
-              batch_size: int = 1024, lr: float = 1e-3, held_out: float = 0.05, seed: int = 0,
-              device: str | torch.device = "cpu", start: nn.Module | None = None,
-              on_progress: Callable[[int, int, float], None] | None = None) -> tuple[DeepCFRMLP, dict]:
+def fit_value(
+    game,
+    positions: Positions,
+    hidden_size: int = 256,
+    num_layers: int = 2,
+    steps: int = 20000,
+    batch_size: int = 1024,
+    lr: float = 1e-3,
+    held_out: float = 0.05,
+    seed: int = 0,
+    device: str | torch.device = "cpu",
+    start: nn.Module | None = None,
+    on_progress: Callable[[int, int, float], None] | None = None,
+) -> tuple[DeepCFRMLP, dict]:
     """A value network fitted to ``positions`` by mean squared error (Adam, cosine decay; each batch
     relabelled by a random symmetry where the game has one), and its figures: the held-out mean
     squared error beside the targets' variance (the part of the outcome's variance it explains:
@@ -265,8 +298,10 @@ def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: in
 
         def kind_columns(relabel):  # [n, kinds] the source column of each relabelled kind
             inverse = symmetry.inverse(relabel)
-            return symmetry.kinds(every_kind.expand(relabel.shape[0], -1).reshape(-1),
-                                  inverse.repeat_interleave(every_kind.numel(), 0)).reshape(relabel.shape[0], -1)
+            return symmetry.kinds(
+                every_kind.expand(relabel.shape[0], -1).reshape(-1), inverse.repeat_interleave(every_kind.numel(), 0)
+            ).reshape(relabel.shape[0], -1)
+
     running = None
     for step in range(1, steps + 1):
         idx = train[torch.randint(train.numel(), (batch_size,), generator=gen)]
@@ -294,7 +329,7 @@ def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: in
         # kept on the device: the host reads it only to report (no sync a step)
         running = loss.detach() if running is None else running.mul_(0.98).add_(loss.detach(), alpha=0.02)
         if on_progress is not None and (step % 500 == 0 or step == steps):
-            on_progress(step, steps, float(running) * scale ** 2)
+            on_progress(step, steps, float(running) * scale**2)
     # The output layer was fitted to targets / scale: fold the scale into it.
     with torch.no_grad():
         net.head.weight.mul_(scale)
@@ -302,9 +337,17 @@ def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: in
     net.eval()
     with torch.no_grad():
         preds = torch.cat([net(encode_views(game, views[chunk]).to(device)).cpu() for chunk in held.split(8192)])
-    info = {"positions": len(positions), "held_out": int(n_held), "steps": steps, "batch_size": batch_size,
-            "lr": lr, "hidden_size": hidden_size, "num_layers": num_layers, "continued": start is not None,
-            **_explained("", preds[:, 0], targets[held])}
+    info = {
+        "positions": len(positions),
+        "held_out": int(n_held),
+        "steps": steps,
+        "batch_size": batch_size,
+        "lr": lr,
+        "hidden_size": hidden_size,
+        "num_layers": num_layers,
+        "continued": start is not None,
+        **_explained("", preds[:, 0], targets[held]),
+    }
     if head:  # what the corrections use: each kind's value minus the draw's mean, the head's beside the teacher's
         taught = teacher[held]
         known = ~taught.isnan()
@@ -316,30 +359,42 @@ def fit_value(game, positions: Positions, hidden_size: int = 256, num_layers: in
 
         spread = float((centred(taught) ** 2).sum() / known.sum())
         error = float(((centred(head_values) - centred(taught)) ** 2).sum() / known.sum())
-        info.update({"chance_teacher_spread": spread, "chance_held_out_mse": error,
-                     "chance_explained": 1.0 - error / spread if spread > 0 else float("nan")})
+        info.update(
+            {
+                "chance_teacher_spread": spread,
+                "chance_held_out_mse": error,
+                "chance_explained": 1.0 - error / spread if spread > 0 else float("nan"),
+            }
+        )
     return net.cpu(), info
 
 
 def _explained(prefix: str, preds: torch.Tensor, targets: torch.Tensor) -> dict:
     mse = float(((preds - targets) ** 2).mean()) if targets.numel() else float("nan")
     var = float(targets.var()) if targets.numel() > 1 else float("nan")
-    return {f"{prefix}held_out_mse": mse, f"{prefix}target_variance": var,
-            f"{prefix}explained": 1.0 - mse / var if var > 0 else float("nan")}
+    return {
+        f"{prefix}held_out_mse": mse,
+        f"{prefix}target_variance": var,
+        f"{prefix}explained": 1.0 - mse / var if var > 0 else float("nan"),
+    }
 
 
 def _start_from(net: DeepCFRMLP, start: nn.Module) -> None:
     """Copy ``start``'s weights into ``net`` (the same body); a state-value head grows the chance
     head with each kind's row a copy of the state value's."""
     if start.body.state_dict().keys() != net.body.state_dict().keys() or any(
-            a.shape != b.shape for a, b in zip(start.body.state_dict().values(), net.body.state_dict().values())):
+        a.shape != b.shape for a, b in zip(start.body.state_dict().values(), net.body.state_dict().values())
+    ):
         raise ValueError(f"the start network's shape {start.shape_dict()} does not match {net.shape_dict()}")
     with torch.no_grad():
         net.body.load_state_dict(start.body.state_dict())
         if start.output_size not in (1, net.output_size):
             raise ValueError(f"the start network has {start.output_size} outputs, not 1 or {net.output_size}")
-        rows = torch.arange(net.output_size) if start.output_size == net.output_size else \
-            torch.zeros(net.output_size, dtype=torch.long)
+        rows = (
+            torch.arange(net.output_size)
+            if start.output_size == net.output_size
+            else torch.zeros(net.output_size, dtype=torch.long)
+        )
         net.head.weight.copy_(start.head.weight[rows])
         net.head.bias.copy_(start.head.bias[rows])
 
@@ -348,14 +403,28 @@ def _start_from(net: DeepCFRMLP, start: nn.Module) -> None:
 def save_game_network(path: str | Path, kind: str, key: str, game, net: DeepCFRMLP, trained_on: dict) -> Path:
     """Write ``net`` atomically as a checkpoint of ``kind`` (under ``key``) made for ``game``, its meta
     saying what it was trained on: the value function's and the hand belief's files."""
-    meta = {"format": FORMAT_NAME, "format_version": FORMAT_VERSION, "kind": kind, **game_meta(game),
-            "network": net.shape_dict(), "trained_on": trained_on,
-            "created": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+    meta = {
+        "format": FORMAT_NAME,
+        "format_version": FORMAT_VERSION,
+        "kind": kind,
+        **game_meta(game),
+        "network": net.shape_dict(),
+        "trained_on": trained_on,
+        "created": _dt.datetime.now(_dt.UTC).isoformat(timespec="seconds"),
+    }
     return save_checkpoint(path, {"meta": meta, key: cpu_state(net)})
 
 
-def game_network_for(path: str | Path, kind: str, key: str, what: str, command: str, game,
-                     device: str | torch.device = "cpu", required: bool = False) -> tuple[DeepCFRMLP, dict] | None:
+def game_network_for(
+    path: str | Path,
+    kind: str,
+    key: str,
+    what: str,
+    command: str,
+    game,
+    device: str | torch.device = "cpu",
+    required: bool = False,
+) -> tuple[DeepCFRMLP, dict] | None:
     """(the network, the meta) of the checkpoint of ``kind`` at ``path`` if it was made for ``game``,
     else None, or with ``required`` a CheckpointError naming both games; a file of another kind (or
     a corrupt one) raises CheckpointError naming ``what`` it is not and the ``command`` that makes one."""
@@ -379,11 +448,13 @@ def save_value_function(path: str | Path, value: FullStateValue) -> Path:
     return save_game_network(path, VALUE_FUNCTION, "value_net", value.game, value.net, value.trained_on)
 
 
-def load_value_function(path: str | Path, game, device: str | torch.device = "cpu",
-                        required: bool = True) -> FullStateValue | None:
+def load_value_function(
+    path: str | Path, game, device: str | torch.device = "cpu", required: bool = True
+) -> FullStateValue | None:
     """A saved value function, refused (CheckpointError) unless it was made for ``game`` (its name,
     version and rules); with ``required=False`` None for another game's (a file that is not a value
     function, or is corrupt, raises CheckpointError either way)."""
-    found = game_network_for(path, VALUE_FUNCTION, "value_net", "value function", "deepcfr fit-value", game, device,
-                             required)
+    found = game_network_for(
+        path, VALUE_FUNCTION, "value_net", "value function", "deepcfr fit-value", game, device, required
+    )
     return FullStateValue(game, found[0], found[1].get("trained_on")) if found is not None else None

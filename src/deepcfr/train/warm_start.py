@@ -107,13 +107,14 @@ class StartPolicy:
     bot: str | None = None
 
     @classmethod
-    def uniform(cls, spec: str = "random") -> "StartPolicy":
+    def uniform(cls, spec: str = "random") -> StartPolicy:
         """Uniform over the legal actions (``random``: a cold start, with pi counted in the average)."""
         return cls(UniformPolicy(), spec)
 
 
-def sample_positions(game, policy: Policy, games: int, explore: float, generator: torch.Generator,
-                     device: torch.device) -> list[tuple[torch.Tensor, torch.Tensor]]:
+def sample_positions(
+    game, policy: Policy, games: int, explore: float, generator: torch.Generator, device: torch.device
+) -> list[tuple[torch.Tensor, torch.Tensor]]:
     """(obs, mask) of every decision of ``games`` games of ``policy`` against itself (moves drawn
     from ``(1 - explore) policy + explore uniform``), one pair per player. ``generator`` may be a
     CPU generator for games on another device (a device generator is seeded from it)."""
@@ -132,8 +133,9 @@ def sample_positions(game, policy: Policy, games: int, explore: float, generator
         probs = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
         probs[rows] = policy(obs[rows], mask[rows]).float().to(mask.device) * mask[rows]
         probs = probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
-        actions = sample_from_probs(torch.where(live[:, None], mix_uniform(probs, mask, explore), uniform_probs(mask)),
-                                    generator)
+        actions = sample_from_probs(
+            torch.where(live[:, None], mix_uniform(probs, mask, explore), uniform_probs(mask)), generator
+        )
         for p in range(2):
             mine = (live & (player == p)).nonzero().squeeze(1)
             if mine.numel():
@@ -168,7 +170,9 @@ def _same_shape(network: torch.nn.Module | None, strategy_net: torch.nn.Module) 
     return shape is not None and shape() == strategy_net.shape_dict()
 
 
-def start_policy_samples(samples: dict[str, torch.Tensor], policy: Policy, chunk: int = 65536) -> dict[str, torch.Tensor]:
+def start_policy_samples(
+    samples: dict[str, torch.Tensor], policy: Policy, chunk: int = 65536
+) -> dict[str, torch.Tensor]:
     """Strategy samples of a traversal with their recorded ``policy`` replaced by the start
     policy's probabilities at the same positions. The traversal plays sigma_1, regret matching on
     the fitted advantage networks, which is the start policy only as far as the fit is exact (on
@@ -177,7 +181,7 @@ def start_policy_samples(samples: dict[str, torch.Tensor], policy: Policy, chunk
     probs = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
     with torch.no_grad():
         for i in range(0, obs.shape[0], chunk):
-            probs[i:i + chunk] = policy(obs[i:i + chunk], mask[i:i + chunk]).float().to(mask.device)
+            probs[i : i + chunk] = policy(obs[i : i + chunk], mask[i : i + chunk]).float().to(mask.device)
     probs = probs * mask
     probs = probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
     return {**samples, "policy": probs.to(samples["policy"].dtype)}
@@ -203,15 +207,27 @@ def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
         targets = advantage_targets(probs, mask, cfg.margin)
         memory = ReservoirMemory(obs.shape[0], memory_fields(game, codec, "target"), device=device)
         packed, _ = codec.pack_values(targets, mask)
-        memory.add(generator=trainer.generators["memory"], obs=obs, mask=codec.pack_mask(mask), target=packed,
-                   iteration=torch.ones(obs.shape[0], dtype=torch.int32))
+        memory.add(
+            generator=trainer.generators["memory"],
+            obs=obs,
+            mask=codec.pack_mask(mask),
+            target=packed,
+            iteration=torch.ones(obs.shape[0], dtype=torch.int32),
+        )
         net = trainer.advantage_nets[p]
         # the fit has an optimizer of its own and the run's stays fresh: Adam's second moments from
         # the fit's last, tiny gradients would make iteration 1's first steps several times too large
         figures[f"init/advantage_loss_p{p}"] = trainer.fitter.fit(
-            net, trainer._train_forward[f"advantage_{p}"], trainer._new_optimizer(net, cfg.lr), memory, "target",
-            _fit_schedule(trainer.config.advantage, cfg), lambda it: torch.ones_like(it, dtype=torch.float32),
-            advantage_loss, f"init advantage p{p}")
+            net,
+            trainer._train_forward[f"advantage_{p}"],
+            trainer._new_optimizer(net, cfg.lr),
+            memory,
+            "target",
+            _fit_schedule(trainer.config.advantage, cfg),
+            lambda it: torch.ones_like(it, dtype=torch.float32),
+            advantage_loss,
+            f"init advantage p{p}",
+        )
         trainer.advantage_trained[p] = True
         with torch.no_grad():
             played = regret_matching(net(game.encode(obs.to(device))), mask.to(device), fallback)
@@ -262,18 +278,37 @@ def fit_start_network(trainer, start: StartPolicy, net: torch.nn.Module) -> dict
     targets = mix_uniform(probs, mask, cfg.smoothing)
     memory = ReservoirMemory(obs.shape[0], memory_fields(game, codec, "policy"), device=device)
     packed, _ = codec.pack_values(targets, mask)
-    memory.add(generator=trainer.generators["memory"], obs=obs, mask=codec.pack_mask(mask), policy=packed,
-               iteration=torch.ones(obs.shape[0], dtype=torch.int32))
-    loss = trainer.fitter.fit(net, net, trainer._new_optimizer(net, cfg.lr), memory, "policy",
-                              _fit_schedule(trainer.config.strategy, cfg),
-                              lambda it: torch.ones_like(it, dtype=torch.float32), strategy_loss,
-                              "init start network")
+    memory.add(
+        generator=trainer.generators["memory"],
+        obs=obs,
+        mask=codec.pack_mask(mask),
+        policy=packed,
+        iteration=torch.ones(obs.shape[0], dtype=torch.int32),
+    )
+    loss = trainer.fitter.fit(
+        net,
+        net,
+        trainer._new_optimizer(net, cfg.lr),
+        memory,
+        "policy",
+        _fit_schedule(trainer.config.strategy, cfg),
+        lambda it: torch.ones_like(it, dtype=torch.float32),
+        strategy_loss,
+        "init start network",
+    )
     with torch.no_grad():  # in chunks: a Lost Cities start has hundreds of thousands of positions
-        played = torch.cat([masked_softmax(net(game.encode(obs[i:i + 65536].to(device))), mask[i:i + 65536].to(device))
-                            .cpu() for i in range(0, obs.shape[0], 65536)])
+        played = torch.cat(
+            [
+                masked_softmax(net(game.encode(obs[i : i + 65536].to(device))), mask[i : i + 65536].to(device)).cpu()
+                for i in range(0, obs.shape[0], 65536)
+            ]
+        )
     distance = policy_distance(played, probs.cpu())
-    return {"init/start_positions": int(obs.shape[0]), "init/start_loss": loss,
-            "init/start_distance": float(distance.mean())}
+    return {
+        "init/start_positions": int(obs.shape[0]),
+        "init/start_loss": loss,
+        "init/start_distance": float(distance.mean()),
+    }
 
 
 def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
@@ -282,8 +317,10 @@ def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
     total-variation distance between regret matching on the fitted networks and pi on the positions."""
     cfg = trainer.config.init
     if trainer.iteration != 0:
-        raise ValueError(f"warm start from {start.spec!r}: the trainer is at iteration {trainer.iteration}; "
-                         "a run starts from a policy once, before iteration 1")
+        raise ValueError(
+            f"warm start from {start.spec!r}: the trainer is at iteration {trainer.iteration}; "
+            "a run starts from a policy once, before iteration 1"
+        )
     t0 = time.perf_counter()
     figures: dict[str, Any] = {}
     if cfg.kl_temperature > 0:
@@ -313,22 +350,35 @@ def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
     trainer.warm_start_record = {"spec": start.spec, "weight": int(cfg.weight)}
     copied = ", its network a copy of the start's" if figures.get("init/strategy_copied") else ""
     if cfg.kl_temperature > 0:
-        fitted = (f" (a network fitted to it on {figures['init/start_positions']} positions, smoothing "
-                  f"{cfg.smoothing:g}: total variation {figures['init/start_distance']:.3g})"
-                  if "init/start_distance" in figures else "")
+        fitted = (
+            f" (a network fitted to it on {figures['init/start_positions']} positions, smoothing "
+            f"{cfg.smoothing:g}: total variation {figures['init/start_distance']:.3g})"
+            if "init/start_distance" in figures
+            else ""
+        )
         if trainer.start_bot is not None:
-            current = (f"sigma_t regularised toward the bot itself (its moves, smoothing {cfg.smoothing:g}) at "
-                       f"temperature {cfg.kl_temperature:g} (sigma_1 is that policy)")
+            current = (
+                f"sigma_t regularised toward the bot itself (its moves, smoothing {cfg.smoothing:g}) at "
+                f"temperature {cfg.kl_temperature:g} (sigma_1 is that policy)"
+            )
         else:
-            current = (f"sigma_t regularised toward its network{fitted} at temperature {cfg.kl_temperature:g} "
-                       "(sigma_1 is that network's policy)")
+            current = (
+                f"sigma_t regularised toward its network{fitted} at temperature {cfg.kl_temperature:g} "
+                "(sigma_1 is that network's policy)"
+            )
     else:
-        distances = ", ".join(f"p{p} mean {figures[f'init/policy_distance_p{p}']:.3g} "
-                              f"max {figures[f'init/policy_distance_max_p{p}']:.3g}" for p in range(2))
-        current = (f"advantage networks fitted on {figures['init/positions_p0']} + {figures['init/positions_p1']} "
-                   f"positions (regret matching vs the start policy, total variation: {distances})")
-    trainer._log(f"started from {start.spec!r}: {current}; the average counts it as {cfg.weight} "
-                 f"iteration(s) (weight {total:g}){copied}; {figures['init/seconds']:.1f}s")
+        distances = ", ".join(
+            f"p{p} mean {figures[f'init/policy_distance_p{p}']:.3g} max {figures[f'init/policy_distance_max_p{p}']:.3g}"
+            for p in range(2)
+        )
+        current = (
+            f"advantage networks fitted on {figures['init/positions_p0']} + {figures['init/positions_p1']} "
+            f"positions (regret matching vs the start policy, total variation: {distances})"
+        )
+    trainer._log(
+        f"started from {start.spec!r}: {current}; the average counts it as {cfg.weight} "
+        f"iteration(s) (weight {total:g}){copied}; {figures['init/seconds']:.1f}s"
+    )
     return figures
 
 
@@ -339,18 +389,30 @@ def maybe_warm_start(trainer, start: StartPolicy | None) -> dict[str, Any] | Non
     spec = trainer.config.init.spec
     if spec is None:
         if start is not None:
-            raise ValueError(f"a start policy ({start.spec!r}) was given but the config's init.spec is not set "
-                             "(the config records what a run started from)")
+            raise ValueError(
+                f"a start policy ({start.spec!r}) was given but the config's init.spec is not set "
+                "(the config records what a run started from)"
+            )
         return None
     if trainer.iteration != 0 or trainer.warm_start_record is not None:
         return None
     if start is None:
-        raise ValueError(f"init.spec {spec!r} names a start policy, but the Trainer was given none: pass "
-                         "start=StartPolicy(...) (deepcfr train builds it with deepcfr.players.load_player)")
+        raise ValueError(
+            f"init.spec {spec!r} names a start policy, but the Trainer was given none: pass "
+            "start=StartPolicy(...) (deepcfr train builds it with deepcfr.players.load_player)"
+        )
     if start.spec != spec:
         raise ValueError(f"the start policy given is {start.spec!r}, but init.spec is {spec!r}")
     return warm_start(trainer, start)
 
 
-__all__ = ["StartPolicy", "advantage_targets", "maybe_warm_start", "policy_distance", "sample_positions",
-           "start_policy_samples", "strategy_weight", "warm_start"]
+__all__ = [
+    "StartPolicy",
+    "advantage_targets",
+    "maybe_warm_start",
+    "policy_distance",
+    "sample_positions",
+    "start_policy_samples",
+    "strategy_weight",
+    "warm_start",
+]

@@ -95,22 +95,58 @@ STYLES: dict[str, HeuristicStyle] = {
     # Opens only on solid holdings, wagers only on strong colours, waits longer before skipping
     # cards, guards its discards, never stalls.
     "heuristic_careful": HeuristicStyle(
-        open_margin=8.0, min_open_cards=3, future_factor=0.6, wager_margin=12.0, wager_step=6.0,
-        wager_min_cards=4, wager_min_deck=0.5, wait_tolerance=4.0, skip_weight=2.0, danger_open=0.9,
-        danger_closed=0.5, pile_threshold=4.0, deny_weight=0.5, stall_when_behind=False, end_turns=3,
+        open_margin=8.0,
+        min_open_cards=3,
+        future_factor=0.6,
+        wager_margin=12.0,
+        wager_step=6.0,
+        wager_min_cards=4,
+        wager_min_deck=0.5,
+        wait_tolerance=4.0,
+        skip_weight=2.0,
+        danger_open=0.9,
+        danger_closed=0.5,
+        pile_threshold=4.0,
+        deny_weight=0.5,
+        stall_when_behind=False,
+        end_turns=3,
     ),
     # The strongest: coordinate-searched against the other styles (classic rules).
     "heuristic_balanced": HeuristicStyle(
-        open_margin=5.0, min_open_cards=3, future_factor=0.75, wager_margin=3.0, wager_step=2.0,
-        wager_min_cards=3, wager_min_deck=0.25, wait_tolerance=6.0, skip_weight=1.6, danger_open=0.7,
-        danger_closed=0.5, pile_threshold=3.0, deny_weight=0.4, stall_when_behind=True, end_turns=3,
+        open_margin=5.0,
+        min_open_cards=3,
+        future_factor=0.75,
+        wager_margin=3.0,
+        wager_step=2.0,
+        wager_min_cards=3,
+        wager_min_deck=0.25,
+        wait_tolerance=6.0,
+        skip_weight=1.6,
+        danger_open=0.7,
+        danger_closed=0.5,
+        pile_threshold=3.0,
+        deny_weight=0.4,
+        stall_when_behind=True,
+        end_turns=3,
     ),
     # Opens below the break-even projection, wagers on almost any committed colour, plays
     # through gaps, grabs pile cards, stalls when behind.
     "heuristic_aggressive": HeuristicStyle(
-        open_margin=-3.0, min_open_cards=3, future_factor=0.85, wager_margin=0.0, wager_step=0.0,
-        wager_min_cards=2, wager_min_deck=0.25, wait_tolerance=10.0, skip_weight=1.0, danger_open=0.5,
-        danger_closed=0.3, pile_threshold=2.0, deny_weight=0.3, stall_when_behind=True, end_turns=4,
+        open_margin=-3.0,
+        min_open_cards=3,
+        future_factor=0.85,
+        wager_margin=0.0,
+        wager_step=0.0,
+        wager_min_cards=2,
+        wager_min_deck=0.25,
+        wait_tolerance=10.0,
+        skip_weight=1.0,
+        danger_open=0.5,
+        danger_closed=0.3,
+        pile_threshold=2.0,
+        deny_weight=0.3,
+        stall_when_behind=True,
+        end_turns=4,
     ),
 }
 
@@ -189,8 +225,14 @@ class HeuristicBot:
         copy_value = torch.cat([torch.zeros(W, device=dev), value])
         # Per card copy: 1, is a wager, bit 2^(kind - 1) of the numbered kinds' bitmask. (Only 0/1
         # and powers of two: the matmul is exact even where float32 matmuls run in TF32.)
-        card_weights = torch.stack([torch.ones(P, device=dev), (copy_kind == 0).to(f32),
-                                    torch.where(copy_kind > 0, 2.0 ** (copy_kind - 1).to(f32), 0.0)], dim=1)
+        card_weights = torch.stack(
+            [
+                torch.ones(P, device=dev),
+                (copy_kind == 0).to(f32),
+                torch.where(copy_kind > 0, 2.0 ** (copy_kind - 1).to(f32), 0.0),
+            ],
+            dim=1,
+        )
         # Value and count of the numbered kinds in a bitmask: one table over all ranks, or one
         # per half (low bits, high bits) so that the tables stay small.
         low_bits = R if R <= self.single_table_max_ranks else (R + 1) // 2
@@ -212,8 +254,9 @@ class HeuristicBot:
         danger_open = torch.cat([open_wager[:, :, None], open_numbered], dim=2).reshape((W + 1) * (R + 1), R + 1)
         top_slots = torch.cat([torch.full((1,), -1, device=dev), copy_kind])  # by top copy + 1, 0 = empty pile
         tables = {
-            "codes": torch.tensor([LOC_UNKNOWN, LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP], dtype=OBS_DTYPE,
-                                  device=dev)[:, None, None],
+            "codes": torch.tensor([LOC_UNKNOWN, LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP], dtype=OBS_DTYPE, device=dev)[
+                :, None, None
+            ],
             "card_weights": card_weights,
             "low_bits": low_bits,
             "fit_low": bitmask_table(1, low_bits),
@@ -222,8 +265,9 @@ class HeuristicBot:
             "value": value,
             "danger_open": danger_open,
             # Danger to a closed expedition per unit of deck share: wager, numbered kinds.
-            "danger_closed": torch.cat([torch.tensor([5.0 * s * st.danger_closed], device=dev),
-                                        value * st.danger_closed]),
+            "danger_closed": torch.cat(
+                [torch.tensor([5.0 * s * st.danger_closed], device=dev), value * st.danger_closed]
+            ),
             "top_kind": top_slots,
             "top_value": torch.cat([torch.zeros(1, device=dev), copy_value]),
             "zero": torch.zeros((), device=dev),
@@ -239,7 +283,7 @@ class HeuristicBot:
         r, st = self.rules, self.style
         s = self._scale
         n, dev = obs.shape[0], obs.device
-        C, W, P, R = r.n_colors, r.n_wagers, r.cards_per_color, r.n_ranks
+        C, P, R = r.n_colors, r.cards_per_color, r.n_ranks
         D, K = r.deck_size, r.num_kinds
         f32 = torch.float32
         t = self._tables(dev)
@@ -252,7 +296,9 @@ class HeuristicBot:
         # --- what the observer knows, per colour (sums of small integers: exact) ------------
         loc = obs[:m, :D].reshape(m, 1, C, P)  # location codes (layout.py)
         where_is = loc == t["codes"]  # [m, 4, C, P]: unknown, in my hand, on my / their expedition
-        with torch.autocast(device_type=dev.type, enabled=False):  # exact in float32 only, whatever the caller autocasts
+        with torch.autocast(
+            device_type=dev.type, enabled=False
+        ):  # exact in float32 only, whatever the caller autocasts
             stats = where_is.to(f32) @ t["card_weights"]  # [m, 4, C, (cards, wagers, bitmask)]
         exp_cards, exp_wagers = stats[:, 2:, :, 0], stats[:, 2:, :, 1]  # [m, 2, C]
         tops = torch.frexp(stats[:, 2:, :, 2]).exponent  # [m, 2, C] highest number (int32), 0 if none
@@ -292,9 +338,22 @@ class HeuristicBot:
 
         if card_end > 0:
             rows = slice(0, card_end)
-            self._card_scores_torch(scores[rows], t, where_is[rows], tops[rows], committed[rows], w_hand[rows],
-                              p_get[rows], promise[rows], base[rows], exp_wagers[rows, 0], hand_count[rows],
-                              deck_share[rows], opp_open[rows], danger_row[rows])
+            self._card_scores_torch(
+                scores[rows],
+                t,
+                where_is[rows],
+                tops[rows],
+                committed[rows],
+                w_hand[rows],
+                p_get[rows],
+                promise[rows],
+                base[rows],
+                exp_wagers[rows, 0],
+                hand_count[rows],
+                deck_share[rows],
+                opp_open[rows],
+                danger_row[rows],
+            )
         if draw_end > draw_start:
             rows = slice(draw_start, draw_end)
             top_code, top_copy = loc[rows, 0].max(dim=2)  # a pile's top card has its highest code
@@ -302,8 +361,9 @@ class HeuristicBot:
             top = t["top_kind"][top_slot]  # [d, C] kind, -1 when empty
             top_value = t["top_value"][top_slot]
             my_top, committed, base, w_hand = my_top[rows], committed[rows], base[rows], w_hand[rows]
-            opens_with_it = ((base + top_value * (1 - future[rows]) >= st.open_margin * s)
-                             & (hand_count[rows] >= st.min_open_cards - 1))
+            opens_with_it = (base + top_value * (1 - future[rows]) >= st.open_margin * s) & (
+                hand_count[rows] >= st.min_open_cards - 1
+            )
             # (top > my_top >= 0: a numbered card that fits.)
             gain = torch.where((top > my_top) & (committed | opens_with_it), top_value * w_hand[:, None], zero)
             wager_gain = torch.where((my_top == 0) & committed & (base >= st.wager_margin * s), 5.0 * s, 0.0)
@@ -327,8 +387,23 @@ class HeuristicBot:
             scores[rows, 2 * K + 1 :] = pile_scores
         return scores
 
-    def _card_scores_torch(self, scores, t, where_is, tops, committed, w_hand, p_get, promise, base, my_wagers,
-                           hand_count, deck_share, opp_open, danger_row) -> None:
+    def _card_scores_torch(
+        self,
+        scores,
+        t,
+        where_is,
+        tops,
+        committed,
+        w_hand,
+        p_get,
+        promise,
+        base,
+        my_wagers,
+        hand_count,
+        deck_share,
+        opp_open,
+        danger_row,
+    ) -> None:
         """Write the play and discard scores of these rows into ``scores[:, :2K]``."""
         r, st = self.rules, self.style
         s = self._scale
@@ -366,8 +441,9 @@ class HeuristicBot:
         # exactly the original's float ops (only the sign of a zero may differ).
         keep_weight = torch.where(committed, w_hand[:, None], promise)
         minus_keep = torch.where(above_mine, value * keep_weight.neg_()[:, :, None], zero)
-        danger = torch.where(opp_open[:, :, None], t["danger_open"][danger_row],
-                             (t["danger_closed"] * deck_share[:, None])[:, None])  # [n, C, R + 1]
+        danger = torch.where(
+            opp_open[:, :, None], t["danger_open"][danger_row], (t["danger_closed"] * deck_share[:, None])[:, None]
+        )  # [n, C, R + 1]
         torch.sub(minus_keep, danger[:, :, 1:], out=discard[:, :, 1:])
         keep_wager = base.clamp(min=0) * torch.where(committed, 1.0, promise) * 0.5
         minus_keep_wager = torch.where(my_has_num, zero, keep_wager.neg_())

@@ -43,8 +43,9 @@ _LATER = 1 << 40  # exit time of a card still in a hand
 _NEVER = 1 << 50  # exit time of an empty card column / entry time of an empty slot
 
 
-def history_deals(game, obs: torch.Tensor, history: torch.Tensor, d: int,
-                  generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def history_deals(
+    game, obs: torch.Tensor, history: torch.Tensor, d: int, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(``[n * d, D]`` int64 deals, ``[n * d]`` float64 log importance weights; module docstring)
     for the observations ``obs [n, obs_size]`` (any observer) and public histories
     ``history [n, L]`` (actions in order, -1 after the last)."""
@@ -67,11 +68,14 @@ def history_deals(game, obs: torch.Tensor, history: torch.Tensor, d: int,
     # The history and the observation must agree on what the opponent holds from the piles.
     rows = torch.arange(n, device=device)
     known = torch.zeros(n, K, dtype=torch.long, device=device).scatter_add_(
-        1, kind_of.expand(n, D), (loc == LOC_OPP_KNOWN).long())
+        1, kind_of.expand(n, D), (loc == LOC_OPP_KNOWN).long()
+    )
     if not torch.equal(known, held_from_piles[rows, 1 - observer]):
         bad = int((known != held_from_piles[rows, 1 - observer]).any(dim=1).nonzero()[0])
-        raise ValueError(f"row {bad}: the action history does not give the cards the observation knows in the "
-                         "opponent's hand (the history is not this observation's)")
+        raise ValueError(
+            f"row {bad}: the action history does not give the cards the observation knows in the "
+            "opponent's hand (the history is not this observation's)"
+        )
 
     N = n * d
     rep = lambda x: x.repeat_interleave(d, dim=0)  # noqa: E731 - per-sample copies of per-game rows
@@ -87,13 +91,18 @@ def history_deals(game, obs: torch.Tensor, history: torch.Tensor, d: int,
     to_opp = unknown & (rank < opp_free[:, None])
 
     # Each player's cards still held that came from its first hand or a deck draw, by kind.
-    own_hand = torch.zeros(N, K, dtype=torch.long, device=device).scatter_add_(
-        1, kind_of.expand(N, D), (loc_n == LOC_HAND).long()) - rep(held_from_piles)[torch.arange(N), observer_n]
-    opp_hand = torch.zeros(N, K, dtype=torch.long, device=device).scatter_add_(1, kind_of.expand(N, D),
-                                                                               to_opp.long())
+    own_hand = (
+        torch.zeros(N, K, dtype=torch.long, device=device).scatter_add_(
+            1, kind_of.expand(N, D), (loc_n == LOC_HAND).long()
+        )
+        - rep(held_from_piles)[torch.arange(N), observer_n]
+    )
+    opp_hand = torch.zeros(N, K, dtype=torch.long, device=device).scatter_add_(1, kind_of.expand(N, D), to_opp.long())
     if bool((own_hand < 0).any()):
-        raise ValueError("the action history gives the observer more cards from the piles than its hand holds "
-                         "(the history is not this observation's)")
+        raise ValueError(
+            "the action history gives the observer more cards from the piles than its hand holds "
+            "(the history is not this observation's)"
+        )
 
     deal_kind = torch.full((N, D), -1, dtype=torch.long, device=device)
     L = history.shape[1]
@@ -103,9 +112,16 @@ def history_deals(game, obs: torch.Tensor, history: torch.Tensor, d: int,
     for seat in (0, 1):
         held = torch.where((observer_n == seat)[:, None], own_hand, opp_hand)  # [N, K]
         slot_kind, slot_pos, log_matchings = _assign_slots(
-            rep(torch.where((mover == seat) & (exit_kind >= 0), t, _NEVER)), rep(exit_kind.clamp(min=0)),
-            held, rep(torch.where((mover == seat) & (draw_rank >= 0), t, _NEVER)), rep(draw_rank), H, seat,
-            wager_kinds, generator)
+            rep(torch.where((mover == seat) & (exit_kind >= 0), t, _NEVER)),
+            rep(exit_kind.clamp(min=0)),
+            held,
+            rep(torch.where((mover == seat) & (draw_rank >= 0), t, _NEVER)),
+            rep(draw_rank),
+            H,
+            seat,
+            wager_kinds,
+            generator,
+        )
         deal_kind.scatter_(1, slot_pos, slot_kind)
         if wager_kinds is not None:  # the opponent's copies: 1 / (matchings / orders of its unknown copies)
             theirs = observer_n != seat
@@ -121,8 +137,10 @@ def history_deals(game, obs: torch.Tensor, history: torch.Tensor, d: int,
     deal_kind.scatter_(1, target_col, kind_of.expand(N, D))
     deal_kind = deal_kind[:, :D]
     if bool((deal_kind < 0).any()):
-        raise ValueError("the action history and the observation do not account for every card of the deck "
-                         "(the history is not this observation's)")
+        raise ValueError(
+            "the action history and the observation do not account for every card of the deck "
+            "(the history is not this observation's)"
+        )
     return _ids_from_kinds(game, deal_kind), log_weights
 
 
@@ -156,7 +174,9 @@ def _public_pass(game, history: torch.Tensor) -> dict[str, torch.Tensor]:
         exit_kind[:, t] = torch.where(card & ~taken, kind, -1)
         discard = card & (a >= K)
         colour = kind // R1
-        piles[rows, colour, heights[rows, colour]] = torch.where(discard, kind, piles[rows, colour, heights[rows, colour]])
+        piles[rows, colour, heights[rows, colour]] = torch.where(
+            discard, kind, piles[rows, colour, heights[rows, colour]]
+        )
         heights[rows, colour] += discard.long()
         deck = live & (a == deck_action)
         draw_rank[:, t] = torch.where(deck, draws, -1)
@@ -169,8 +189,13 @@ def _public_pass(game, history: torch.Tensor) -> dict[str, torch.Tensor]:
         seat = torch.where(live & (a >= deck_action), 1 - seat, seat)
     if bool((heights < 0).any()):
         raise ValueError("the action history draws from an empty pile")
-    return {"mover": mover, "exit_kind": exit_kind, "draw_rank": draw_rank, "held_from_piles": from_piles,
-            "draws": draws}
+    return {
+        "mover": mover,
+        "exit_kind": exit_kind,
+        "draw_rank": draw_rank,
+        "held_from_piles": from_piles,
+        "draws": draws,
+    }
 
 
 def _assign_slots(exit_time, exit_kind, held, entry_time, draw_rank, H: int, seat: int, copied_kinds, generator):
@@ -187,9 +212,9 @@ def _assign_slots(exit_time, exit_kind, held, entry_time, draw_rank, H: int, sea
     # Slots in time order: the first hand (opened at -1), then the deck draws.
     entry_sorted, by_entry = entry_time.sort(dim=1)
     S = H + int((entry_sorted < _NEVER).sum(dim=1).max())
-    entries = torch.cat([torch.full((N, H), -1, dtype=torch.long, device=device), entry_sorted[:, :S - H]], dim=1)
+    entries = torch.cat([torch.full((N, H), -1, dtype=torch.long, device=device), entry_sorted[:, : S - H]], dim=1)
     hand_pos = seat * H + torch.arange(H, device=device).expand(N, H)
-    draw_pos = 2 * H + draw_rank.gather(1, by_entry[:, :S - H])
+    draw_pos = 2 * H + draw_rank.gather(1, by_entry[:, : S - H])
     positions = torch.cat([hand_pos, draw_pos], dim=1)
     opened = entries < _NEVER
     # Cards in order of leaving: those that left, then those still held.
@@ -202,22 +227,26 @@ def _assign_slots(exit_time, exit_kind, held, entry_time, draw_rank, H: int, sea
     kinds = kinds.gather(1, order)
     cards = int((times < _NEVER).sum(dim=1).max())
     if bool(((times < _NEVER).sum(dim=1) != opened.sum(dim=1)).any()):
-        raise ValueError(f"seat {seat}: the history and the observation give a different number of cards than "
-                         "its first hand and deck draws (the history is not this observation's)")
+        raise ValueError(
+            f"seat {seat}: the history and the observation give a different number of cards than "
+            "its first hand and deck draws (the history is not this observation's)"
+        )
     free = opened.clone()
     slot_kind = torch.full((N, S), -1, dtype=torch.long, device=device)
     rows = torch.arange(N, device=device)
     for i in range(cards):
         real = times[:, i] < _NEVER
-        choices = free & (entries < times[:, i:i + 1])
+        choices = free & (entries < times[:, i : i + 1])
         if bool((real & ~choices.any(dim=1)).any()):
-            raise ValueError(f"seat {seat}: a card left the hand before any slot could have brought it "
-                             "(the history is not this observation's)")
+            raise ValueError(
+                f"seat {seat}: a card left the hand before any slot could have brought it "
+                "(the history is not this observation's)"
+            )
         pick = torch.where(choices, torch.rand(N, S, generator=generator, device=device), -1.0).argmax(dim=1)
         slot_kind[rows, pick] = torch.where(real, kinds[:, i], slot_kind[rows, pick])
         free[rows, pick] &= ~real
     log_matchings = torch.zeros(N, dtype=torch.float64, device=device)
-    for kind in ([] if copied_kinds is None else copied_kinds.tolist()):
+    for kind in [] if copied_kinds is None else copied_kinds.tolist():
         card = (kinds[:, :cards] == kind) & (times[:, :cards] < _NEVER)  # [N, M], in order of leaving
         slot = slot_kind == kind  # [N, S]
         before = ((entries[:, None, :] < times[:, :cards, None]) & slot[:, None, :]).sum(dim=2)
@@ -242,9 +271,6 @@ def _ids_from_kinds(game, deal_kind: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(deal_kind).scatter_(1, order, ids)
 
 
-
-
-
 # Particle moves of the belief (search/belief.py) against a deterministic target: a deal that
 # was consistent with an earlier decision is carried to the current one, and a deal is moved by
 # swapping two of the target's possible cards. Both work on kinds, and every sequence of kinds
@@ -255,9 +281,15 @@ def _ids_from_kinds(game, deal_kind: torch.Tensor) -> torch.Tensor:
 _OWN, _OLD, _FREE = 0, 1, 2  # a deal position's role in carry_deals
 
 
-def carry_deals(game, obs: torch.Tensor, history: torch.Tensor, fresh: torch.Tensor, previous: torch.Tensor,
-                previous_length: torch.Tensor, generator: torch.Generator | None = None
-                ) -> tuple[torch.Tensor, torch.Tensor]:
+def carry_deals(
+    game,
+    obs: torch.Tensor,
+    history: torch.Tensor,
+    fresh: torch.Tensor,
+    previous: torch.Tensor,
+    previous_length: torch.Tensor,
+    generator: torch.Generator | None = None,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Deals for ``obs [n, obs_size]`` and ``history [n, L]`` that keep what ``previous [n * d, D]``
     (deals consistent with the first ``previous_length [n]`` actions of each history) gave the
     observer's opponent, the target, from its first hand and its deck draws up to then. The
@@ -289,14 +321,18 @@ def carry_deals(game, obs: torch.Tensor, history: torch.Tensor, fresh: torch.Ten
     seat_hand = torch.arange(H, device=device)
     role[rows[:, None], observer[:, None] * H + seat_hand] = _OWN
     role[rows[:, None], (1 - observer)[:, None] * H + seat_hand] = _OLD
-    drawn_role = torch.where(mover == observer[:, None], _OWN,
-                             torch.where(torch.arange(L, device=device) < previous_length.to(device)[:, None], _OLD, _FREE))
+    drawn_role = torch.where(
+        mover == observer[:, None],
+        _OWN,
+        torch.where(torch.arange(L, device=device) < previous_length.to(device)[:, None], _OLD, _FREE),
+    )
     role.scatter_(1, torch.where(draw_rank >= 0, 2 * H + draw_rank, D), drawn_role)
     role = role[:, :D].repeat_interleave(d, dim=0)
     kinds = torch.where(role == _OLD, kind_of[previous.long()], torch.where(role == _OWN, kind_of[fresh.long()], -1))
     deck_counts = torch.zeros(K, dtype=torch.long, device=device).scatter_add_(0, kind_of, torch.ones_like(kind_of))
     placed = torch.zeros(N, K + 1, dtype=torch.long, device=device).scatter_add_(
-        1, torch.where(kinds >= 0, kinds, K), torch.ones_like(kinds))[:, :K]
+        1, torch.where(kinds >= 0, kinds, K), torch.ones_like(kinds)
+    )[:, :K]
     leftover = deck_counts - placed
     carried = (leftover >= 0).all(dim=1)
     # The previous deal's free cards by kind: those after the deck draws made by then.
@@ -304,7 +340,8 @@ def carry_deals(game, obs: torch.Tensor, history: torch.Tensor, fresh: torch.Ten
     draws_then = ((draw_rank >= 0) & then).sum(dim=1)
     was_free = (torch.arange(D, device=device) >= 2 * H + draws_then[:, None]).repeat_interleave(d, dim=0)
     free_then = torch.zeros(N, K, dtype=torch.long, device=device).scatter_add_(
-        1, kind_of[previous.long()], was_free.long())
+        1, kind_of[previous.long()], was_free.long()
+    )
     log_weight = (torch.lgamma(free_then.double() + 1) - torch.lgamma(leftover.clamp(min=0).double() + 1)).sum(dim=1)
     log_weight = log_weight.masked_fill(~carried, -torch.inf)
     # The leftover cards (the first ``leftover[k]`` ids of each kind k) in random order, into the
@@ -340,7 +377,7 @@ def deal_log_weights(game, obs: torch.Tensor, history: torch.Tensor, deals: torc
         return torch.zeros(N, dtype=torch.float64, device=device)
     d = N // n
     history = history.to(device=device, dtype=torch.long)
-    history = history[:, :int((history >= 0).sum(dim=1).max())]
+    history = history[:, : int((history >= 0).sum(dim=1).max())]
     public = _public_pass(game, history)
     target = 1 - game.obs_player(obs).long()
     rep = lambda x: x.repeat_interleave(d, dim=0)  # noqa: E731 - per-sample copies of per-game rows
@@ -363,8 +400,9 @@ def deal_log_weights(game, obs: torch.Tensor, history: torch.Tensor, deals: torc
     return log_w
 
 
-def swap_deals(game, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor,
-               generator: torch.Generator | None = None) -> torch.Tensor:
+def swap_deals(
+    game, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """``deals [n * d, D]`` (consistent with ``obs [n, obs_size]`` and ``history [n, L]``) each with
     the cards of two positions swapped, both holding a kind the target (the observer's opponent)
     never played or discarded from its hand: one of the target's positions (its first hand or a
@@ -392,11 +430,12 @@ def swap_deals(game, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tens
     K = r.num_kinds
     left = (public["mover"] == target[:, None]) & (public["exit_kind"] >= 0)
     played = torch.zeros(n, K + 1, dtype=torch.long, device=device).scatter_add_(
-        1, torch.where(left, public["exit_kind"], K), torch.ones_like(public["exit_kind"]))[:, :K]
+        1, torch.where(left, public["exit_kind"], K), torch.ones_like(public["exit_kind"])
+    )[:, :K]
     kinds = kind_of[deals.long()]
-    never_played = (played.repeat_interleave(d, dim=0).gather(1, kinds) == 0)  # [N, D]
+    never_played = played.repeat_interleave(d, dim=0).gather(1, kinds) == 0  # [N, D]
     theirs = theirs.repeat_interleave(d, dim=0) & never_played
-    either = (theirs | (undrawn.repeat_interleave(d, dim=0) & never_played))
+    either = theirs | (undrawn.repeat_interleave(d, dim=0) & never_played)
     first = torch.where(theirs, torch.rand(N, D, generator=generator, device=device), -1.0).argmax(dim=1)
     either[torch.arange(N, device=device), first] = False
     second = torch.where(either, torch.rand(N, D, generator=generator, device=device), -1.0).argmax(dim=1)

@@ -24,8 +24,9 @@ R1 = n_ranks + 1 kinds per colour, W wagers per colour):
   extending it looks: the sums an MLP would otherwise have to learn from the per-card groups).
 
 Written for speed on a CPU (the forward pass, not the encoding, should bound traversal, so
-encoding must stay near a microsecond per state; docs/design.md): the per-card block is computed in uint8 with same-shape ops and lookup tables and converted once,
-since comparisons with broadcasting or bool outputs are many times slower there.
+encoding must stay near a microsecond per state; docs/design.md): the per-card block is computed
+in uint8 with same-shape ops and lookup tables and converted once, since comparisons with
+broadcasting or bool outputs are many times slower there.
 """
 
 from __future__ import annotations
@@ -64,8 +65,9 @@ class LostCitiesEncoder:
             playable = [[float(k > top or (k == 0 and top == 0)) for k in kinds] for top in range(R1)]
             # Per colour sums of a card group by one small matmul: cards, wagers, sum of values,
             # sum of 2^kind over numbered cards (its exponent is the top kind), sum of kind + 1.
-            colour_sums = [[1.0, float(k == 0), float(r.kind_value(k)), 0.0 if k == 0 else 2.0 ** k, k + 1.0]
-                           for k in kinds]
+            colour_sums = [
+                [1.0, float(k == 0), float(r.kind_value(k)), 0.0 if k == 0 else 2.0**k, k + 1.0] for k in kinds
+            ]
             t = {
                 "playable": torch.tensor(playable, dtype=torch.float32, device=device),
                 "colour_sums": torch.tensor(colour_sums, dtype=torch.float32, device=device).t().contiguous(),
@@ -105,7 +107,7 @@ class LostCitiesEncoder:
         top_code = (height + (LOC_PILE0 - 1)).repeat_interleave(P, dim=1)
         torch.bitwise_xor(codes, top_code, out=cards[5]).clamp_max_(1).bitwise_xor_(1)
         cards[5] &= cards[4]
-        card_out = out[:, :CARD_GROUPS * D].view(n, CARD_GROUPS, D)
+        card_out = out[:, : CARD_GROUPS * D].view(n, CARD_GROUPS, D)
         card_out[:, :7].copy_(cards.transpose(0, 1))
         card_out[:, 6] *= 1.0 / P
         at = CARD_GROUPS * D
@@ -127,33 +129,39 @@ class LostCitiesEncoder:
         card_out[:, 7:9] = t["playable"].index_select(0, top_kind.transpose(0, 1).reshape(-1)).view(n, 2, D)
         opened = n_cards.clamp(max=1)
         score = ((total + r.expedition_cost) * (1 + wagers) + r.bonus * (n_cards >= r.bonus_threshold)) * opened
-        side = out[:, at:at + 12 * C].view(n, 6, 2, C)
-        values = (opened, n_cards * (1.0 / P), wagers * (1.0 / max(W, 1)), total * (1.0 / t["color_total"]),
-                  top_kind * (1.0 / r.n_ranks), score * (1.0 / self.score_scale))
+        side = out[:, at : at + 12 * C].view(n, 6, 2, C)
+        values = (
+            opened,
+            n_cards * (1.0 / P),
+            wagers * (1.0 / max(W, 1)),
+            total * (1.0 / t["color_total"]),
+            top_kind * (1.0 / r.n_ranks),
+            score * (1.0 / self.score_scale),
+        )
         for f, value in enumerate(values):
             side[:, f] = value.transpose(0, 1)
         at += 12 * C
 
         # Per colour: pile height, its top card's kind, cards I cannot see.
-        out[:, at:at + C] = sums[0, 2] * (1.0 / P)
+        out[:, at : at + C] = sums[0, 2] * (1.0 / P)
         top_card = t["one_hot_kind"].index_select(0, sums[4, 3].reshape(-1).long())  # kind + 1 of each top card
-        out[:, at + C:at + C * (R1 + 1)] = top_card.view(n, C * R1)
-        out[:, at + C * (R1 + 1):at + C * (R1 + 2)] = (P - sums[0, 4]) * (1.0 / P)
+        out[:, at + C : at + C * (R1 + 1)] = top_card.view(n, C * R1)
+        out[:, at + C * (R1 + 1) : at + C * (R1 + 2)] = (P - sums[0, 4]) * (1.0 / P)
         at += C * (R1 + 2)
 
         # Totals, deck, turn.
         scores = score.sum(dim=2).t() * (1.0 / (C * self.score_scale))  # [n, 2]
-        out[:, at:at + 2] = scores
+        out[:, at : at + 2] = scores
         out[:, at + 2] = scores[:, 0] - scores[:, 1]
         at += 3
         deck = obs[:, D].to(f32)
         out[:, at] = deck * (1.0 / max(1, D - 2 * r.hand_size))
-        out[:, at + 1:at + 5] = (deck.unsqueeze(1) <= t["deck_flags"]).to(f32)
+        out[:, at + 1 : at + 5] = (deck.unsqueeze(1) <= t["deck_flags"]).to(f32)
         at += 5
-        scalars = obs[:, D + 1:].long()
+        scalars = obs[:, D + 1 :].long()
         out[:, at] = (scalars[:, 0] == 0).to(f32)
         out[:, at + 1] = (scalars[:, 0] == 1).to(f32)
-        out[:, at + 2:at + 3 + C] = t["one_hot_color"].index_select(0, scalars[:, 1].clamp(0, C))
+        out[:, at + 2 : at + 3 + C] = t["one_hot_color"].index_select(0, scalars[:, 1].clamp(0, C))
         out[:, at + 3 + C] = scalars[:, 2].to(f32)
         out[:, at + 4 + C] = (scalars[:, 3] == scalars[:, 2]).to(f32)
         at += C + 5
@@ -170,11 +178,21 @@ class LostCitiesEncoder:
         unseen_total = hand_sums[2, 2]
         mine = 0  # my side of the expedition sums
         cards_after = n_cards[mine] + play_cards
-        projected = ((total[mine] + play_total + r.expedition_cost) * (1 + wagers[mine] + play_wagers)
-                     + r.bonus * (cards_after >= r.bonus_threshold)) * cards_after.clamp(max=1)
+        projected = (
+            (total[mine] + play_total + r.expedition_cost) * (1 + wagers[mine] + play_wagers)
+            + r.bonus * (cards_after >= r.bonus_threshold)
+        ) * cards_after.clamp(max=1)
         inv_total = 1.0 / t["color_total"]
-        for f, value in enumerate((hand_cards * (1.0 / P), hand_wagers * (1.0 / max(W, 1)), hand_total * inv_total,
-                                   play_cards * (1.0 / P), play_total * inv_total, unseen_total * inv_total,
-                                   projected * (1.0 / self.score_scale))):
-            out[:, at + f * C:at + (f + 1) * C] = value
+        for f, value in enumerate(
+            (
+                hand_cards * (1.0 / P),
+                hand_wagers * (1.0 / max(W, 1)),
+                hand_total * inv_total,
+                play_cards * (1.0 / P),
+                play_total * inv_total,
+                unseen_total * inv_total,
+                projected * (1.0 / self.score_scale),
+            )
+        ):
+            out[:, at + f * C : at + (f + 1) * C] = value
         return out

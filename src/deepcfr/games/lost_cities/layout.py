@@ -81,9 +81,18 @@ def decode(rules: LostCitiesRules, obs: torch.Tensor) -> LostCitiesObsView:
     top = torch.where(height > 0, top, -1)
     s = obs[:, D:].long()
     return LostCitiesObsView(
-        hand=counts(LOC_HAND), my_expedition=counts(LOC_MY_EXP), opp_expedition=counts(LOC_OPP_EXP),
-        opp_known=counts(LOC_OPP_KNOWN), pile_height=height, pile_top=top, piles=piles,
-        deck_size=s[:, 0], phase=s[:, 1], discarded_color=s[:, 2], player=s[:, 3], to_move=s[:, 4],
+        hand=counts(LOC_HAND),
+        my_expedition=counts(LOC_MY_EXP),
+        opp_expedition=counts(LOC_OPP_EXP),
+        opp_known=counts(LOC_OPP_KNOWN),
+        pile_height=height,
+        pile_top=top,
+        piles=piles,
+        deck_size=s[:, 0],
+        phase=s[:, 1],
+        discarded_color=s[:, 2],
+        player=s[:, 3],
+        to_move=s[:, 4],
     )
 
 
@@ -104,9 +113,9 @@ def legal_mask_from_obs(rules: LostCitiesRules, obs: torch.Tensor) -> torch.Tens
     mask = torch.zeros(n, rules.num_actions, dtype=torch.bool, device=obs.device)
     K = rules.num_kinds
     mask[:, :K] = (playable.reshape(n, K)) & play_phase
-    mask[:, K:2 * K] = in_hand.reshape(n, K) & play_phase
+    mask[:, K : 2 * K] = in_hand.reshape(n, K) & play_phase
     draw_phase = view.phase == 1
     mask[:, 2 * K] = draw_phase
     colours = torch.arange(C, device=obs.device)
-    mask[:, 2 * K + 1:] = (view.pile_height > 0) & (colours != view.discarded_color[:, None]) & draw_phase[:, None]
+    mask[:, 2 * K + 1 :] = (view.pile_height > 0) & (colours != view.discarded_color[:, None]) & draw_phase[:, None]
     return mask

@@ -19,7 +19,7 @@ Conventions shared with the batched engine (tests check they agree):
 from __future__ import annotations
 
 import random
-from typing import Sequence
+from collections.abc import Sequence
 
 from ..base import IllegalActionError
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, obs_size
@@ -37,8 +37,8 @@ class LostCitiesReference:
         if sorted(deal) != list(range(rules.deck_size)):
             raise ValueError(f"deal must be a permutation of the card ids 0..{rules.deck_size - 1}, got {deal}")
         hand_size = rules.hand_size
-        self.hands: list[list[int]] = [deal[:hand_size], deal[hand_size:2 * hand_size]]
-        self.deck: list[int] = deal[2 * hand_size:]  # draw order, first = top
+        self.hands: list[list[int]] = [deal[:hand_size], deal[hand_size : 2 * hand_size]]
+        self.deck: list[int] = deal[2 * hand_size :]  # draw order, first = top
         # expeditions[p][c]: cards in the order played; piles[c]: bottom first.
         self.expeditions: list[list[list[int]]] = [[[] for _ in range(rules.n_colors)] for _ in range(2)]
         self.piles: list[list[int]] = [[] for _ in range(rules.n_colors)]
@@ -51,14 +51,14 @@ class LostCitiesReference:
         self.history: list[int] = []
 
     @classmethod
-    def new(cls, rules: LostCitiesRules | None = None, seed: int = 0) -> "LostCitiesReference":
+    def new(cls, rules: LostCitiesRules | None = None, seed: int = 0) -> LostCitiesReference:
         rules = rules if rules is not None else LostCitiesRules()
         deal = list(range(rules.deck_size))
         random.Random(seed).shuffle(deal)
         return cls(rules, deal)
 
     @classmethod
-    def from_deal(cls, rules: LostCitiesRules | None, deal: Sequence[int]) -> "LostCitiesReference":
+    def from_deal(cls, rules: LostCitiesRules | None, deal: Sequence[int]) -> LostCitiesReference:
         return cls(rules, deal)
 
     def deal(self) -> list[int]:
@@ -113,8 +113,9 @@ class LostCitiesReference:
 
     # Moves -----------------------------------------------------------------------------------
     def _illegal(self, action: int, why: str) -> IllegalActionError:
-        return IllegalActionError(f"illegal action {action} ({self.rules.action_name(action)}) for player "
-                                  f"{self.player}: {why}")
+        return IllegalActionError(
+            f"illegal action {action} ({self.rules.action_name(action)}) for player {self.player}: {why}"
+        )
 
     def apply(self, action: int) -> None:
         rules = self.rules
@@ -196,9 +197,11 @@ class LostCitiesReference:
     def score_detail(self) -> dict:
         """The points of a game record's result: scores, each expedition's score, and whether the
         ply cap cut the game off."""
-        return {"scores": [int(s) for s in self.scores()],
-                "expedition_scores": [self.expedition_scores(0), self.expedition_scores(1)],
-                "cut_off": bool(self.cut_off)}
+        return {
+            "scores": [int(s) for s in self.scores()],
+            "expedition_scores": [self.expedition_scores(0), self.expedition_scores(1)],
+            "cut_off": bool(self.cut_off),
+        }
 
     def returns(self) -> tuple[float, float]:
         """Utilities (per rules.utility) of the scores as they stand (final once terminal)."""
@@ -227,7 +230,7 @@ class LostCitiesReference:
             for height, card in enumerate(self.piles[color]):
                 row[card] = LOC_PILE0 + height
             first = color * rules.cards_per_color
-            row[first:first + rules.n_wagers] = sorted(row[first:first + rules.n_wagers])
+            row[first : first + rules.n_wagers] = sorted(row[first : first + rules.n_wagers])
         deck_size = rules.deck_size
         row[deck_size + 0] = len(self.deck)
         row[deck_size + 1] = self.phase
@@ -246,9 +249,14 @@ class LostCitiesReference:
         def cards(cs) -> str:
             return ", ".join(self.card_name(c) + ("*" if any(c in k for k in self.known) else "") for c in cs) or "-"
 
-        lines = [f"Lost Cities: deck {len(self.deck)}, decisions {self.num_decisions}, "
-                 + ("game over" + (" (cut off)" if self.cut_off else "") if self.is_terminal()
-                    else f"player {self.player} to {'play or discard' if self.phase == PHASE_CARD else 'draw'}")]
+        lines = [
+            f"Lost Cities: deck {len(self.deck)}, decisions {self.num_decisions}, "
+            + (
+                "game over" + (" (cut off)" if self.cut_off else "")
+                if self.is_terminal()
+                else f"player {self.player} to {'play or discard' if self.phase == PHASE_CARD else 'draw'}"
+            )
+        ]
         for p in range(2):
             lines.append(f"player {p}: score {self.scores()[p]}; hand: {cards(sorted(self.hands[p]))}")
             for color in range(rules.n_colors):

@@ -53,7 +53,7 @@ class LostCitiesRules(BaseModel):
     utility: str = "score_diff"  # or "win_loss"
 
     @model_validator(mode="after")
-    def _check(self) -> "LostCitiesRules":
+    def _check(self) -> LostCitiesRules:
         def bad(name: str, why: str):
             raise ValueError(f"invalid Lost Cities rule {name}={getattr(self, name)!r}: {why}")
 
@@ -198,8 +198,9 @@ class LostCitiesRules(BaseModel):
 
 VARIANTS: dict[str, dict] = {
     "classic": {},
-    "mini": dict(n_colors=3, n_ranks=5, min_rank=2, n_wagers=1, hand_size=5,
-                 expedition_cost=-10, bonus_threshold=5, bonus=10),
+    "mini": dict(
+        n_colors=3, n_ranks=5, min_rank=2, n_wagers=1, hand_size=5, expedition_cost=-10, bonus_threshold=5, bonus=10
+    ),
 }
 
 

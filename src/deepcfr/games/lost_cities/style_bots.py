@@ -147,7 +147,9 @@ class StyleBot:
         """[n, C] whether a colour is worth opening with ``extra_value`` / ``extra_cards`` more
         playable cards in hand (a pile card)."""
         t, s = self.temper, self.s
-        return (pos.projection + extra_value >= t.open_margin * s) & (pos.hand_fit_cnt + extra_cards >= t.min_open_cards)
+        return (pos.projection + extra_value >= t.open_margin * s) & (
+            pos.hand_fit_cnt + extra_cards >= t.min_open_cards
+        )
 
     def _adjust(self, pos: Position, play, discard, deck, piles):
         return play, discard, deck, piles
@@ -204,11 +206,28 @@ class StyleBot:
             return torch.where(cards > 0, score, 0.0).sum(dim=1)
 
         lead = board(my_sum, my_wagers, my_cards) - board(opp_sum, opp_wagers, opp_cards)
-        return Position(value=value, hand=hand, my_top=my_top, opp_top=opp_top, my_open=my_cards > 0,
-                        opp_open=opp_cards > 0, my_sum=my_sum, my_wagers=my_wagers, opp_wagers=opp_wagers,
-                        fits_me=fits_me, fits_opp=fits_opp, unseen=unseen, hand_fit_sum=hand_fit_sum,
-                        hand_fit_cnt=hand_fit_cnt, projection=projection, deck_share=deck_share, p_get=p_get,
-                        turns=turns, lead=lead, pile_top=pile_top)
+        return Position(
+            value=value,
+            hand=hand,
+            my_top=my_top,
+            opp_top=opp_top,
+            my_open=my_cards > 0,
+            opp_open=opp_cards > 0,
+            my_sum=my_sum,
+            my_wagers=my_wagers,
+            opp_wagers=opp_wagers,
+            fits_me=fits_me,
+            fits_opp=fits_opp,
+            unseen=unseen,
+            hand_fit_sum=hand_fit_sum,
+            hand_fit_cnt=hand_fit_cnt,
+            projection=projection,
+            deck_share=deck_share,
+            p_get=p_get,
+            turns=turns,
+            lead=lead,
+            pile_top=pile_top,
+        )
 
     def _danger(self, pos: Position) -> torch.Tensor:
         """[n, C, R1] what a card of each kind is worth to the opponent if it reaches a pile."""
@@ -226,14 +245,20 @@ class StyleBot:
         t, s, value = self.temper, self.s, pos.value
         committed, w_hand = pos.committed, pos.w_hand[:, None, None]
         # A number: tolerance minus the cards it skips (my lower playable ones, unseen lower ones).
-        each = pos.hand * pos.fits_me * value * w_hand + pos.unseen * pos.fits_me * value * (
-            t.skip_weight * pos.p_get)[:, None, None]
+        each = (
+            pos.hand * pos.fits_me * value * w_hand
+            + pos.unseen * pos.fits_me * value * (t.skip_weight * pos.p_get)[:, None, None]
+        )
         skipped = each.cumsum(dim=2) - each
         play = t.tolerance * s + (1.0 - w_hand) * value - skipped
         play = torch.where(committed[:, :, None] & pos.fits_me, play, NEVER)
-        wager_ok = ((pos.my_top <= 0) & committed
-                    & (pos.projection >= (t.wager_margin + t.wager_step * pos.my_wagers) * s)
-                    & (pos.hand_fit_cnt >= t.wager_min_cards) & (pos.deck_share >= t.wager_min_deck)[:, None])
+        wager_ok = (
+            (pos.my_top <= 0)
+            & committed
+            & (pos.projection >= (t.wager_margin + t.wager_step * pos.my_wagers) * s)
+            & (pos.hand_fit_cnt >= t.wager_min_cards)
+            & (pos.deck_share >= t.wager_min_deck)[:, None]
+        )
         play[:, :, 0] = torch.where(wager_ok, (t.tolerance + 5.0) * s, NEVER)
         # A discard: minus its value to me (a promising colour counts in part), minus its danger.
         promise = ((pos.projection - (t.open_margin - 20.0) * s) / (20.0 * s)).clamp(0.0, 1.0)
@@ -250,8 +275,14 @@ class StyleBot:
         fits_me = (top >= 1) & (top > pos.my_top)
         opens = self._would_open(pos, top_value, 1)
         gain = torch.where(fits_me & (pos.committed | opens), top_value * pos.w_hand[:, None], 0.0)
-        wager_gain = torch.where((pos.my_top <= 0) & pos.committed & (pos.projection >= t.wager_margin * s)
-                                 & (pos.deck_share >= t.wager_min_deck)[:, None], 5.0 * s, 0.0)
+        wager_gain = torch.where(
+            (pos.my_top <= 0)
+            & pos.committed
+            & (pos.projection >= t.wager_margin * s)
+            & (pos.deck_share >= t.wager_min_deck)[:, None],
+            5.0 * s,
+            0.0,
+        )
         gain = torch.where(top == 0, wager_gain, gain)
         piles = gain + t.deny_weight * self._pile_denial(pos) - t.pile_threshold * s
         near_end = pos.turns <= t.end_turns
@@ -324,8 +355,15 @@ class WagerGamblerBot(StyleBot):
     """Wagers down early on anything it can back, opens thin expeditions."""
 
     name = "wager_gambler"
-    temper = Temper(open_margin=-2.0, min_open_cards=2, wager_margin=-4.0, wager_step=0.0, wager_min_cards=2,
-                    wager_min_deck=0.5, pile_threshold=2.0)
+    temper = Temper(
+        open_margin=-2.0,
+        min_open_cards=2,
+        wager_margin=-4.0,
+        wager_step=0.0,
+        wager_min_cards=2,
+        wager_min_deck=0.5,
+        pile_threshold=2.0,
+    )
     early_share = 0.5  # "early": at least this share of the initial draw pile left
 
     def _gambles(self, pos: Position) -> torch.Tensor:
@@ -360,5 +398,17 @@ def style_bot_factories(rules: LostCitiesRules) -> dict:
     return {cls.name: (lambda cls=cls: cls(rules)) for cls in STYLE_BOTS}
 
 
-__all__ = ["StyleBot", "Temper", "Position", "NeverPileBot", "DenierBot", "RusherBot", "WagerGamblerBot",
-           "PatientOpenerBot", "STYLE_BOTS", "style_bot_factories", "NEVER", "FIRST"]
+__all__ = [
+    "StyleBot",
+    "Temper",
+    "Position",
+    "NeverPileBot",
+    "DenierBot",
+    "RusherBot",
+    "WagerGamblerBot",
+    "PatientOpenerBot",
+    "STYLE_BOTS",
+    "style_bot_factories",
+    "NEVER",
+    "FIRST",
+]

@@ -22,7 +22,9 @@ class ColourRelabelling:
     def __init__(self, rules: LostCitiesRules):
         self.rules = rules
 
-    def sample(self, n: int, generator: torch.Generator | None = None, device: torch.device | str = "cpu") -> torch.Tensor:
+    def sample(
+        self, n: int, generator: torch.Generator | None = None, device: torch.device | str = "cpu"
+    ) -> torch.Tensor:
         """``colour_of [n, C]``: an independent uniform permutation of the colours per row."""
         gen_device = generator.device if generator is not None else torch.device(device)
         keys = torch.rand(n, self.rules.n_colors, generator=generator, device=gen_device)
@@ -51,7 +53,7 @@ class ColourRelabelling:
     def _action_map(self, colour_map: torch.Tensor) -> torch.Tensor:
         """``[n, A]``: action a of colour c -> the same action of colour ``colour_map[:, c]``."""
         r = self.rules
-        C, R1, K = r.n_colors, r.n_ranks + 1, r.num_kinds
+        R1, K = r.n_ranks + 1, r.num_kinds
         n = colour_map.shape[0]
         kind = torch.arange(R1, device=colour_map.device)
         kinds = (colour_map[:, :, None] * R1 + kind).reshape(n, K)

@@ -45,7 +45,7 @@ class PokerGame:
         """``[n, max_game_length]`` long: the actions of each game so far in the order they were
         taken, -1 after the last (the observation holds them all; empty slots, such as the end of
         a betting round, are squeezed out, keeping the order)."""
-        slots = obs[:, self.history_start:].long()
+        slots = obs[:, self.history_start :].long()
         order = (slots < 0).to(torch.uint8).argsort(dim=1, stable=True)
         history = slots.gather(1, order)
         pad = self.max_game_length - history.shape[1]
@@ -79,8 +79,9 @@ class PokerGame:
         obs = obs.repeat_interleave(d, dim=0)
         return self.replay(self.init_from_deal(self.hidden_deals(obs, generator)), self.action_history(obs))
 
-    def history_deals(self, obs: torch.Tensor, history: torch.Tensor, d: int,
-                      generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def history_deals(
+        self, obs: torch.Tensor, history: torch.Tensor, d: int, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(``[n * d, deal_size]`` deals consistent with ``obs``, their log weights: 0; capability
         "history_deals"): the observation holds the whole history, and no public action rules out
         a hidden card, so they are ``hidden_deals``'s, drawn from the prior."""

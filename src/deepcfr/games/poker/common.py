@@ -23,7 +23,9 @@ def check_deals(deals: torch.Tensor, num_cards: int, deal_len: int) -> None:
     bad = (~(in_range & distinct)).nonzero()
     if bad.numel():
         i = int(bad[0, 0])
-        raise ValueError(f"invalid deal {deals[i].tolist()} in row {i}: need {deal_len} distinct cards in 0..{num_cards - 1}")
+        raise ValueError(
+            f"invalid deal {deals[i].tolist()} in row {i}: need {deal_len} distinct cards in 0..{num_cards - 1}"
+        )
 
 
 def random_deals(n: int, num_cards: int, deal_len: int, generator, device) -> torch.Tensor:

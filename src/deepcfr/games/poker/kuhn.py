@@ -21,8 +21,8 @@ from itertools import permutations
 import torch
 
 from ..base import IllegalActionError
-from .common import action_error, check_deal, check_deals, private_observation, record_action
 from .base import PokerGame, PokerReference
+from .common import action_error, check_deal, check_deals, private_observation, record_action
 
 PASS, BET = 0, 1
 ACTION_NAMES = ("pass", "bet")
@@ -136,7 +136,6 @@ class KuhnGame(PokerGame):
         return torch.cat([seat, card, hist], dim=1).to(torch.float32)
 
 
-
 class KuhnReference(PokerReference):
     """One game of Kuhn poker in plain Python (the test oracle; also for play and replays)."""
 
@@ -157,7 +156,6 @@ class KuhnReference(PokerReference):
 
     def legal_actions(self) -> list[int]:
         return [] if self.terminal else [PASS, BET]
-
 
     def apply(self, action: int) -> None:
         if action not in self.legal_actions():

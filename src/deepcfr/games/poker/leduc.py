@@ -27,8 +27,8 @@ from itertools import permutations
 import torch
 
 from ..base import IllegalActionError, clone_state, index_state
-from .common import action_error, check_deal, check_deals, private_observation, record_action
 from .base import PokerGame, PokerReference
+from .common import action_error, check_deal, check_deals, private_observation, record_action
 
 FOLD, CALL, RAISE = 0, 1, 2
 ACTION_NAMES = ("fold", "call", "raise")
@@ -92,7 +92,9 @@ class LeducGame(PokerGame):
         return LeducState(
             cards=deals.clone(),
             history=torch.full((n, 2 * ROUND_SLOTS), -1, dtype=torch.long, device=dev),
-            round=zeros(), round_moves=zeros(), raises=zeros(),
+            round=zeros(),
+            round_moves=zeros(),
+            raises=zeros(),
             contrib=torch.ones((n, 2), dtype=torch.long, device=dev),
             player=zeros(),
             folded=torch.full((n,), -1, dtype=torch.long, device=dev),
@@ -135,8 +137,9 @@ class LeducGame(PokerGame):
         player = state.player
         if check:
             action_error(self, actions, self.legal_mask(state), active, player)
-        record_action(state.history, state.round * ROUND_SLOTS + state.round_moves.clamp(max=ROUND_SLOTS - 1),
-                      actions, active)
+        record_action(
+            state.history, state.round * ROUND_SLOTS + state.round_moves.clamp(max=ROUND_SLOTS - 1), actions, active
+        )
         rows = torch.arange(actions.shape[0], device=actions.device)
 
         fold = active & (actions == FOLD)
@@ -180,8 +183,14 @@ class LeducGame(PokerGame):
         return torch.cat([seat, private, public, hist], dim=1).to(torch.float32)
 
     # Chance ------------------------------------------------------------------------------
-    def chance_outcomes(self, state: LeducState, actions: torch.Tensor, samples: int | None = None,
-                        generator: torch.Generator | None = None, with_kinds: bool = False):
+    def chance_outcomes(
+        self,
+        state: LeducState,
+        actions: torch.Tensor,
+        samples: int | None = None,
+        generator: torch.Generator | None = None,
+        with_kinds: bool = False,
+    ):
         """The public card's reveal (games/base.py CAPABILITIES): for each row whose action ends
         the first betting round, the states after it with each card the players do not hold as
         the public card (weight 1/4 each; with ``samples``, that many of them drawn without
@@ -191,8 +200,11 @@ class LeducGame(PokerGame):
         rows = (after.round > state.round).nonzero().squeeze(1)
         cards = torch.arange(NUM_CARDS, device=state.cards.device)
         free = (cards != state.cards[rows, 0:1]) & (cards != state.cards[rows, 1:2])  # [m, 6], 4 per row
-        keys = torch.rand(rows.numel(), NUM_CARDS, generator=generator, device=cards.device) if samples else \
-            cards.double().expand(rows.numel(), NUM_CARDS)
+        keys = (
+            torch.rand(rows.numel(), NUM_CARDS, generator=generator, device=cards.device)
+            if samples
+            else cards.double().expand(rows.numel(), NUM_CARDS)
+        )
         take = NUM_CARDS - 2 if samples is None else min(int(samples), NUM_CARDS - 2)
         if take < 1:
             raise ValueError(f"samples must be at least 1, got {samples}")
@@ -248,7 +260,6 @@ class LeducReference(PokerReference):
         if self.raises < MAX_RAISES:
             actions.append(RAISE)
         return actions
-
 
     def apply(self, action: int) -> None:
         legal = self.legal_actions()

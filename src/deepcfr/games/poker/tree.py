@@ -118,10 +118,19 @@ def build_game_tree(game) -> GameTree:
             raise RuntimeError(f"{game.name}: observation does not determine the {name}")
 
     return GameTree(
-        deals=deals, deal_probs=deal_probs.to(torch.float64), deal=torch.cat(deal_ids),
-        parent=torch.cat(parents), depth=depth_all, level_start=tuple(level_start),
-        history=torch.cat(histories), player=player, children=children, returns=torch.cat(returns),
-        infostate=infostate, infostate_obs=infostate_obs, infostate_mask=infostate_mask,
+        deals=deals,
+        deal_probs=deal_probs.to(torch.float64),
+        deal=torch.cat(deal_ids),
+        parent=torch.cat(parents),
+        depth=depth_all,
+        level_start=tuple(level_start),
+        history=torch.cat(histories),
+        player=player,
+        children=children,
+        returns=torch.cat(returns),
+        infostate=infostate,
+        infostate_obs=infostate_obs,
+        infostate_mask=infostate_mask,
         infostate_player=infostate_player,
     )
 

@@ -7,7 +7,7 @@ Each of ``--hands`` starting hands is played with ``--orders`` shuffles of the r
 each in both seat orders; one-way random effects split the variance of a deal pair's outcome
 into the hands' share and the share within a hand, for the plain and the corrected estimate.
 
-    PYTHONPATH=src python scripts/luck_floor.py --matchup champion@greedy heuristic_balanced \
+    .venv/bin/python scripts/experiments/luck_floor.py --matchup champion@greedy heuristic_balanced \
         --hands 1000 --orders 8 [--value-fn auto] [--json]
 """
 
@@ -43,8 +43,11 @@ def variance_shares(pair_values: torch.Tensor, hands: int, orders: int) -> dict[
     hand's mean of ``orders``)."""
     grouped = pair_values.double().view(hands, orders)
     within = grouped.var(dim=1, unbiased=True).mean()
-    return {"total": grouped.var().item(), "within_hand": within.item(),
-            "hands": (grouped.mean(dim=1).var(unbiased=True) - within / orders).item()}
+    return {
+        "total": grouped.var().item(),
+        "within_hand": within.item(),
+        "hands": (grouped.mean(dim=1).var(unbiased=True) - within / orders).item(),
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -69,25 +72,39 @@ def main(argv: list[str] | None = None) -> int:
         if value is None:
             p.error(f"no value function for {game.name} ({args.value_fn})")
         deals = hand_deals(game, args.hands, args.orders, args.seed)
-        pairs = play_pairs(game, player_a, player_b, 2 * deals.shape[0], 0, torch.device("cpu"), None, value, None,
-                           deals=deals)
+        pairs = play_pairs(
+            game, player_a, player_b, 2 * deals.shape[0], 0, torch.device("cpu"), None, value, None, deals=deals
+        )
         corrected, _ = cross_fitted(pairs.pair_diff.double(), pairs.pair_corrections.double())
         plain = variance_shares(pairs.pair_diff, args.hands, args.orders)
         fixed = variance_shares(corrected, args.hands, args.orders)
-        rows.append({"a": a, "b": b, "hands": args.hands, "orders": args.orders, "plain": plain, "corrected": fixed,
-                     "variance_ratio": plain["total"] / fixed["total"],
-                     "ceiling": plain["total"] / max(plain["hands"], 1e-9)})
+        rows.append(
+            {
+                "a": a,
+                "b": b,
+                "hands": args.hands,
+                "orders": args.orders,
+                "plain": plain,
+                "corrected": fixed,
+                "variance_ratio": plain["total"] / fixed["total"],
+                "ceiling": plain["total"] / max(plain["hands"], 1e-9),
+            }
+        )
     if args.json:
         print(json.dumps(rows))
         return 0
-    print("| A | B | hands x orders | plain: total / within a hand / hands' share | corrected: total / within / "
-          "hands' share | variance ratio | ceiling (hands' share alone left) |")
+    print(
+        "| A | B | hands x orders | plain: total / within a hand / hands' share | corrected: total / within / "
+        "hands' share | variance ratio | ceiling (hands' share alone left) |"
+    )
     print("| --- | --- | ---: | ---: | ---: | ---: | ---: |")
     for r in rows:
         pl, co = r["plain"], r["corrected"]
-        print(f"| `{r['a']}` | `{r['b']}` | {r['hands']} x {r['orders']} | {pl['total']:.0f} / "
-              f"{pl['within_hand']:.0f} / {pl['hands']:.0f} | {co['total']:.0f} / {co['within_hand']:.0f} / "
-              f"{co['hands']:.0f} | {r['variance_ratio']:.2f} | {r['ceiling']:.0f} |")
+        print(
+            f"| `{r['a']}` | `{r['b']}` | {r['hands']} x {r['orders']} | {pl['total']:.0f} / "
+            f"{pl['within_hand']:.0f} / {pl['hands']:.0f} | {co['total']:.0f} / {co['within_hand']:.0f} / "
+            f"{co['hands']:.0f} | {r['variance_ratio']:.2f} | {r['ceiling']:.0f} |"
+        )
     return 0
 
 

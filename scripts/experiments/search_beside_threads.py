@@ -2,7 +2,7 @@
 interpreter lock): why the served search players run in a process of their own
 (docs/log/performance.md, "The served page under load").
 
-    OMP_NUM_THREADS=1 PYTHONPATH=src python scripts/search_beside_threads.py --busy 0 1 3 --switch-ms 5 0.5
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/experiments/search_beside_threads.py --busy 0 1 3 --switch-ms 5 0.5
 
 For each switch interval and count of busy threads (each only runs a Python loop, as a request
 thread does between its tensor operations), times `--repeats` calls of `--spec` over
@@ -36,12 +36,7 @@ def main() -> None:
         sys.setswitchinterval(switch_ms / 1000)
         for busy in args.busy:
             stop = threading.Event()
-
-            def spin() -> None:
-                while not stop.is_set():
-                    sum(range(1000))
-
-            threads = [threading.Thread(target=spin, daemon=True) for _ in range(busy)]
+            threads = [threading.Thread(target=_spin, args=(stop,), daemon=True) for _ in range(busy)]
             for t in threads:
                 t.start()
             seconds = []
@@ -52,7 +47,16 @@ def main() -> None:
             stop.set()
             for t in threads:
                 t.join()
-            print(f"  switch interval {switch_ms:g} ms, {busy} busy threads: {min(seconds):.2f}-{max(seconds):.2f} s a call")
+            print(
+                f"  switch interval {switch_ms:g} ms, {busy} busy threads: "
+                f"{min(seconds):.2f}-{max(seconds):.2f} s a call"
+            )
+
+
+def _spin(stop: threading.Event) -> None:
+    """Run Python until ``stop`` is set (a thread that competes for the interpreter lock)."""
+    while not stop.is_set():
+        sum(range(1000))
 
 
 if __name__ == "__main__":

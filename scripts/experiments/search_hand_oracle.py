@@ -10,7 +10,7 @@ that step; each card of the opponent's hand is marked "known to be in the oppone
 code a card taken from a discard pile gets), and the game's own ``determinize`` keeps such cards
 where they are. The ranking, the prior and the rollouts are the search's own.
 
-    PYTHONPATH=src OMP_NUM_THREADS=1 .venv/bin/python scripts/search_hand_oracle.py \\
+    OMP_NUM_THREADS=1 .venv/bin/python scripts/experiments/search_hand_oracle.py \\
         --search "search[candidates=5,rollout_policy=base,rollout_plies=4,belief=none]:champion" \\
         --opponent champion@greedy --games 1000 --seed 0
 """
@@ -34,8 +34,9 @@ class HandOracle:
 
     def __init__(self, game):
         self.game = game
-        self.weights = torch.randint(1, 2**40, (game.obs_size,), generator=torch.Generator().manual_seed(1),
-                                     dtype=torch.long)
+        self.weights = torch.randint(
+            1, 2**40, (game.obs_size,), generator=torch.Generator().manual_seed(1), dtype=torch.long
+        )
         self.keys = torch.empty(0, dtype=torch.long)
         self.oracle = torch.empty(0, game.obs_size, dtype=torch.uint8)
         self.recording = True  # off inside the search (its rollouts observe too)
@@ -85,8 +86,10 @@ def with_oracle(game, searcher, oracle: HandOracle) -> None:
 
     search = searcher.search
     if search.config.belief != "none":
-        raise ValueError(f"the oracle deals in place of the search's belief: give the search belief=none, "
-                         f"not {search.config.belief!r}")
+        raise ValueError(
+            f"the oracle deals in place of the search's belief: give the search belief=none, "
+            f"not {search.config.belief!r}"
+        )
     game.observe = observing
     determinize = search._determinize
     decide = search.decide
@@ -107,7 +110,9 @@ def with_oracle(game, searcher, oracle: HandOracle) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--search", default="search[candidates=5,rollout_policy=base,rollout_plies=4,belief=none]:champion")
+    parser.add_argument(
+        "--search", default="search[candidates=5,rollout_policy=base,rollout_plies=4,belief=none]:champion"
+    )
     parser.add_argument("--opponent", default="champion@greedy")
     parser.add_argument("--games", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=0)
@@ -127,8 +132,23 @@ def main() -> None:
         figures["search"] = searcher.stats.to_dict()
         figures["seconds"] = time.perf_counter() - start
         out[variant] = figures
-        print(variant, json.dumps({k: figures.get(k) for k in ("corrected_score_diff", "corrected_ci95", "mean_score_diff",
-                                                                 "score_diff_ci95", "win_rate", "seconds")}), flush=True)
+        print(
+            variant,
+            json.dumps(
+                {
+                    k: figures.get(k)
+                    for k in (
+                        "corrected_score_diff",
+                        "corrected_ci95",
+                        "mean_score_diff",
+                        "score_diff_ci95",
+                        "win_rate",
+                        "seconds",
+                    )
+                }
+            ),
+            flush=True,
+        )
         print(variant, "override_rate", figures["search"]["override_rate"], flush=True)
     print(json.dumps(out, default=str))
 
