@@ -287,6 +287,12 @@ def main() -> int:
     p.add_argument(
         "--head-to-head-games", type=int, default=2000, help="games of the search against the network alone (0: none)"
     )
+    p.add_argument(
+        "--population-games",
+        type=int,
+        default=2000,
+        help="games of the network alone against each member of the benchmark population (0: none)",
+    )
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--machine", default="a shared 2-core AMD EPYC CPU, one torch thread")
     args = p.parse_args()
@@ -367,6 +373,18 @@ def main() -> int:
         machine=args.machine,
         figures=figures,
     )
+    if args.population_games:  # the card's headline: the network alone against the benchmark population
+        from deepcfr.cli.common import make_named_game
+        from deepcfr.players.champion import resolve_value_function
+        from deepcfr.players.population import population_record
+
+        game = make_named_game(None, args.variant)
+        card["population"] = population_record(
+            game, f"{file}@greedy", args.population_games, args.seed, resolve_value_function("auto", game)
+        )
+        card["population"]["command"] = (
+            f"deepcfr strength {_shown(file)} --population --games {args.population_games} --seed {args.seed}"
+        )
     if previous.get("exploitability") and previous.get("sha256") == card["sha256"]:
         card["exploitability"] = previous["exploitability"]  # measured on this very file
     written = write_champion_card(card, out)

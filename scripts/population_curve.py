@@ -16,7 +16,6 @@ import json
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -57,18 +56,7 @@ def round_file(round_: int, directory: Path) -> Path:
 def measure(round_: int, file: Path, games: int, seed: int, target_ci: float | None) -> dict:
     from deepcfr.games.lost_cities import LostCitiesGame
     from deepcfr.players.champion import shipped_value_function
-    from deepcfr.players.population import (
-        POPULATION_VERSION,
-        member_target,
-        population_members,
-        population_rows,
-        population_summary,
-    )
-
-    game = LostCitiesGame()
-    spec = f"{file}@greedy"
-    members, skipped = population_members(game, spec)
-    start = time.perf_counter()
+    from deepcfr.players.population import population_record
 
     def shown(row):
         print(
@@ -78,27 +66,9 @@ def measure(round_: int, file: Path, games: int, seed: int, target_ci: float | N
             flush=True,
         )
 
-    rows = population_rows(
-        game,
-        spec,
-        members,
-        games,
-        seed,
-        shipped_value_function(game),
-        member_target(target_ci, len(members)),
-        on_row=shown,
-    )
-    return {
-        "round": round_,
-        "commit": SHIPPED[round_],
-        "population_version": POPULATION_VERSION,
-        "seed": seed,
-        "games": games,
-        "seconds": round(time.perf_counter() - start, 1),
-        **population_summary(rows),
-        "members": {r["member"]: [round(r["score_diff"], 3), round(r["score_diff_ci"], 3), r["games"]] for r in rows},
-        "skipped": [s["member"] for s in skipped],
-    }
+    game = LostCitiesGame()
+    record = population_record(game, f"{file}@greedy", games, seed, shipped_value_function(game), target_ci, shown)
+    return {"round": round_, "commit": SHIPPED[round_], **record}
 
 
 def markdown(lines: list[dict]) -> str:

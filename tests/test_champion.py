@@ -121,6 +121,8 @@ def test_the_recipe_runs_on_the_mini_variant(tmp_path):
             "4",
             "--head-to-head-games",
             "4",
+            "--population-games",
+            "4",
             "--grow-rounds",
             "1,1",
         ],
@@ -134,6 +136,12 @@ def test_the_recipe_runs_on_the_mini_variant(tmp_path):
     assert card["sha256"] == file_sha256(out / "lost_cities.pt") and card["rules_variant"] == "mini"
     assert card["figures"]["network"]["heuristic_careful"]["games"] == 20
     assert card["figures"]["search_vs_network"]["games"] == 4  # what the search adds, head to head
+    population = card["population"]  # the headline: the network alone against the benchmark population
+    assert population["games"] == 4 and {"heuristic_balanced", "denier"} <= set(population["members"])
+    assert population["population_score"] == pytest.approx(
+        sum(v[0] for v in population["members"].values()) / len(population["members"]), abs=1e-2
+    )
+    assert "Against the benchmark population" in (out / "CARD.md").read_text()
     assert "`search:champion` | `champion@greedy` | 4 |" in (out / "CARD.md").read_text()
     bootstrap, grow, grow2 = card["commands"][:3]
     assert bootstrap[:2] == ["deepcfr", "improve"] and "--checkpoint" not in bootstrap

@@ -73,6 +73,11 @@ def card_markdown(card: dict) -> str:
         f"search over it, with its card's settings: {_settings_text(card['search_settings'])}); plain "
         "`champion` samples from it, which is weaker.",
         "",
+    ]
+    population = card.get("population")
+    if population:  # the headline: strength against players it was not selected against
+        lines += [f"**Against the benchmark population**: {population_headline(population)}", ""]
+    lines += [
         "## How it was made",
         "",
         f"Commit `{card['commit']}`, {card['date']}, on {card['machine']}:",
@@ -102,8 +107,40 @@ def card_markdown(card: dict) -> str:
             f"{exploit['score_diff_ci95']:.2f}): its lower bound on the exploitability is "
             f"{exploit['lower_bound']:g} points a game. {exploit['note']}",
         ]
-    lines += ["", "A network replaces this one only by beating it head to head (both greedy, 10,000 paired games).", ""]
+    if population:
+        lines += [
+            "",
+            "## Against the benchmark population",
+            "",
+            f"`{population.get('command', 'deepcfr strength champion --population')}` (population version "
+            f"{population['population_version']}, src/deepcfr/players/population.py): the network alone, greedy, "
+            f"{population['games']} paired games against each member, seed {population['seed']}"
+            + (", luck-corrected." if population.get("corrected") else "."),
+            "",
+            "| member | score diff |",
+            "|---|---|",
+        ]
+        lines += [f"| `{name}` | {v[0]:+.1f} +- {v[1]:.1f} |" for name, v in population["members"].items()]
+        lines.append(
+            f"| **population score** | **{population['population_score']:+.2f} +- {population['population_ci']:.2f}** |"
+        )
+    lines += [
+        "",
+        "A network replaces this one only if it is not worse head to head, its population score rises and "
+        "no member's margin falls past its CI (`deepcfr improve`'s gate, src/deepcfr/improve/gate.py).",
+        "",
+    ]
     return "\n".join(lines)
+
+
+def population_headline(population: dict) -> str:
+    """The card's headline from its ``population`` record: the population score and the worst member."""
+    return (
+        f"population score {population['population_score']:+.1f} +- {population['population_ci']:.1f} a game over "
+        f"{len(population['members'])} players of distinct styles (version {population['population_version']}, "
+        f"{population['games']:,} paired games each); worst member `{population['worst_member']}` "
+        f"{population['worst_score_diff']:+.1f} +- {population['worst_score_diff_ci']:.1f}."
+    )
 
 
 def _has_corrected(card: dict) -> bool:
@@ -144,13 +181,12 @@ def card_table_lines(card: dict) -> list[str]:
     return lines
 
 
-# The README's "How strong" table, at most six rows: (the card's figures kind, opponent), then the
-# exploiter's row where the card has one
+# The README's "How strong" table, at most six rows: the population's row where the card has one,
+# (the card's figures kind, opponent), then the exploiter's row where the card has one
 HOW_STRONG_ROWS = (
     ("network", "heuristic_balanced"),
     ("search", "heuristic_balanced"),
     ("network", "heuristic_careful"),
-    ("network", "heuristic_aggressive"),
     ("search_vs_network", None),
 )
 HOW_STRONG_PLAYERS = {
@@ -171,6 +207,14 @@ def how_strong_lines(card: dict) -> list[str]:
     """The short strength table of the README (at most six rows), generated from the card's data
     (``scripts/how_strong.py`` writes it; tests/test_docs.py checks the README holds what it makes)."""
     lines = ["| player | against | games | wins | points a game (luck-corrected) |", "|---|---|---|---|---|"]
+    population = card.get("population")
+    if population:
+        lines.append(
+            f"| `champion@greedy` (the network alone) | the benchmark population ({len(population['members'])} "
+            f"players) | {population['games']:,} each | | {population['population_score']:+.1f} +- "
+            f"{population['population_ci']:.1f} (worst: `{population['worst_member']}` "
+            f"{population['worst_score_diff']:+.1f}) |"
+        )
     for kind, opponent in HOW_STRONG_ROWS:
         figures = card["figures"].get(kind)
         f = figures if opponent is None else (figures or {}).get(opponent)

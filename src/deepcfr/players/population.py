@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import math
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -236,7 +237,38 @@ def population_markdown(player: str, rows: list[dict], summary: dict) -> str:
     return "\n".join(lines)
 
 
+def population_record(
+    game,
+    player: str,
+    games: int,
+    seed: int,
+    value_fn=None,
+    target_ci: float | None = None,
+    on_row: Callable[[dict], None] | None = None,
+) -> dict:
+    """``player`` against every member that plays ``game``, as a record (the card's
+    ``population``, a line of docs/log/population_curve.jsonl): the version, the games a member
+    and the seed, the summary (``population_summary``), each member's ``[score diff, CI, games]``
+    and the members skipped."""
+    members, skipped = population_members(game, player)
+    start = time.perf_counter()
+    rows = population_rows(
+        game, player, members, games, seed, value_fn, member_target(target_ci, len(members)), on_row=on_row
+    )
+    return {
+        "population_version": POPULATION_VERSION,
+        "seed": seed,
+        "games": games,
+        "corrected": value_fn is not None,
+        "seconds": round(time.perf_counter() - start, 1),
+        **population_summary(rows),
+        "members": {r["member"]: [round(r["score_diff"], 3), round(r["score_diff_ci"], 3), r["games"]] for r in rows},
+        "skipped": [s["member"] for s in skipped],
+    }
+
+
 __all__ = [
+    "population_record",
     "POPULATION_VERSION",
     "POPULATION_BOTS",
     "PAST_CHAMPIONS_DIR",
