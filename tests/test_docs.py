@@ -172,6 +172,7 @@ def test_the_shipped_configs_are_all_listed():
 def test_every_config_option_is_described_where_it_is_declared():
     from pydantic import BaseModel
 
+    from deepcfr.improve import ImproveRunConfig
     from deepcfr.train.config import TrainConfig
 
     missing = []
@@ -185,6 +186,7 @@ def test_every_config_option_is_described_where_it_is_declared():
                 missing.append(prefix + name)
 
     visit(TrainConfig, "")
+    visit(ImproveRunConfig, "improve run: ")  # its improve section and the shared ones
     assert missing == []
 
 
@@ -203,6 +205,22 @@ def test_train_options_lists_every_option_with_its_description():
     for key in keys:
         assert f"\n{key} (default: " in "\n" + text, key
     assert "init.kl_temperature (default: 0.0)" in text and "regularised toward the start policy" in text
+
+
+def test_improve_options_lists_every_option_with_its_description(capsys):
+    from deepcfr.cli.main import main
+    from deepcfr.improve import ImproveRunConfig
+    from deepcfr.train.config import config_options
+
+    assert main(["improve", "--options"]) == 0
+    text = capsys.readouterr().out
+    keys = [key for key, _, _ in config_options(ImproveRunConfig)]
+    assert "improve.teacher" in keys and "game.name" in keys and not any(k.startswith("traversal.") for k in keys)
+    for key in keys:
+        assert f"\n{key} (default: " in "\n" + text, key
+    assert 'improve.teacher (default: "search:learner")' in text
+    assert "the base name `learner` stands for the current round's network" in " ".join(text.split())
+    assert 'improve.opponents (default: ["self"])' in text
 
 
 @pytest.mark.skipif(

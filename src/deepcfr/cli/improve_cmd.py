@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from .common import add_json_flag, emit
-from .train_cmd import TrainingProgress, _default_run_dir, next_steps
+from .train_cmd import TrainingProgress, _default_run_dir, next_steps, print_options
 
 
 def register(subparsers) -> None:
@@ -21,7 +21,7 @@ def register(subparsers) -> None:
         "is trained on the searched positions' improved targets and kept only when it beats the "
         "previous one on paired deals. The config starts from the checkpoint's own; --config and "
         "--set change the improve, run and checkpoint sections (not game or network). "
-        "checkpoints/latest.pt loads like any checkpoint (PATH, search:PATH).",
+        "checkpoints/latest.pt loads like any checkpoint (PATH, search:PATH); --options lists every option.",
     )
     p.add_argument(
         "--checkpoint",
@@ -50,6 +50,11 @@ def register(subparsers) -> None:
         help="an earlier improvement run's checkpoint whose kept positions this run also trains on "
         "(repeatable, oldest first; improve.positions_from): continue a campaign of separate runs",
     )
+    p.add_argument(
+        "--options",
+        action="store_true",
+        help="list every config option (section.key) with its default and description, then exit",
+    )
     add_json_flag(p)
     p.set_defaults(func=run)
 
@@ -59,6 +64,10 @@ def run(args) -> int:
     from ..report.metrics import improve_eval_names
     from ..train.config import ConfigError
     from ..train.run import Run
+
+    if args.options:
+        print_options(sys.stdout, ImproveRunConfig)
+        return 0
 
     overrides = list(args.overrides)
     if args.rounds is not None:

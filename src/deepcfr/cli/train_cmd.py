@@ -58,13 +58,14 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def print_options(out) -> None:
-    """Every option of ``deepcfr train``'s config, as ``--set section.key=value`` takes it."""
+def print_options(out, config_class=None) -> None:
+    """Every option of ``deepcfr train``'s config (or of ``config_class``'s, e.g. ``deepcfr
+    improve``'s ImproveRunConfig), as ``--set section.key=value`` takes it."""
     import textwrap
 
     from ..train.config import config_options
 
-    for key, default, description in config_options():
+    for key, default, description in config_options(config_class):
         print(f"{key} (default: {json.dumps(default)})", file=out)
         print(textwrap.fill(description, width=100, initial_indent="    ", subsequent_indent="    "), file=out)
 
