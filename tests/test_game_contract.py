@@ -15,17 +15,22 @@ from deepcfr.games.base import (
     MissingCapability,
     batch_size,
     capability,
-    declared_capabilities,
-    has_capability,
     clone_state,
     concat_states,
+    declared_capabilities,
+    has_capability,
     index_state,
     sample_uniform_legal,
 )
 from deepcfr.games.registry import make_game
 
-GAMES = [("kuhn", {}), ("leduc", {}), ("liars_dice", {}), ("lost_cities", {"variant": "classic"}),
-         ("lost_cities", {"variant": "mini"})]
+GAMES = [
+    ("kuhn", {}),
+    ("leduc", {}),
+    ("liars_dice", {}),
+    ("lost_cities", {"variant": "classic"}),
+    ("lost_cities", {"variant": "mini"}),
+]
 IDS = ["kuhn", "leduc", "liars_dice", "lost_cities-classic", "lost_cities-mini"]
 N = 48
 
@@ -37,8 +42,11 @@ def game(request):
 
 
 def tensors(state):
-    return {f.name: getattr(state, f.name) for f in dataclasses.fields(state)
-            if isinstance(getattr(state, f.name), torch.Tensor)}
+    return {
+        f.name: getattr(state, f.name)
+        for f in dataclasses.fields(state)
+        if isinstance(getattr(state, f.name), torch.Tensor)
+    }
 
 
 def same_state(a, b, rows=None):
@@ -206,8 +214,19 @@ def test_capabilities_are_known_and_asked_for_by_name(game):
 
 def test_every_game_names_its_capabilities():
     found = {gid: set(declared_capabilities(make_game(name, **params))) for gid, (name, params) in zip(IDS, GAMES)}
-    assert {"determinize", "symmetry", "match_diagnostics", "move_diagnostics", "scores", "cut_off", "rules",
-            "describe", "variants", "bots", "evaluation_opponents"} <= found["lost_cities-classic"]
+    assert {
+        "determinize",
+        "symmetry",
+        "match_diagnostics",
+        "move_diagnostics",
+        "scores",
+        "cut_off",
+        "rules",
+        "describe",
+        "variants",
+        "bots",
+        "evaluation_opponents",
+    } <= found["lost_cities-classic"]
     for gid in ("kuhn", "leduc", "liars_dice"):
         assert {"chance_deals", "determinize", "action_history"} <= found[gid] and "symmetry" not in found[gid]
     assert all("deals_of" in caps for caps in found.values())
@@ -260,6 +279,42 @@ def test_determinize_draws_the_hidden_cards_uniformly(game):
     assert chi2 < 25.0  # at most 5 degrees of freedom: p < 0.001
 
 
+def test_shuffle_deck_where_declared(game):
+    """The oracle's worlds: copies of each state that both seats see exactly as they see the state,
+    with the same moves, returns and cards still to come, only in another order (the game's own
+    play then goes on differently where a deck card is drawn)."""
+    if not has_capability(game, "shuffle_deck"):
+        pytest.skip(f"{game.name} declares no shuffle_deck")
+    history, _ = playout(game, seed=12, n=12)
+    generator = torch.Generator().manual_seed(4)
+    d = 5
+    for state in history[:: max(1, len(history) // 6)]:
+        copies = game.shuffle_deck(state, d, generator)
+        assert batch_size(copies) == batch_size(state) * d
+        for seat in (0, 1):
+            assert torch.equal(game.observe(copies, seat), game.observe(state, seat).repeat_interleave(d, dim=0))
+        assert torch.equal(game.legal_mask(copies), game.legal_mask(state).repeat_interleave(d, dim=0))
+        assert torch.equal(game.is_terminal(copies), game.is_terminal(state).repeat_interleave(d))
+        assert torch.equal(game.returns(copies), game.returns(state).repeat_interleave(d, dim=0))
+        # the cards still to come, as a multiset: what every deck draw of the copies can bring
+        draws = game.chance_kinds(copies, torch.full((batch_size(copies),), 2 * game.rules.num_kinds))
+        again = game.chance_kinds(state, torch.full((batch_size(state),), 2 * game.rules.num_kinds))
+        assert torch.equal(draws[0], again[0].repeat_interleave(d) * d + torch.arange(d).repeat(again[0].numel()))
+        assert torch.allclose(draws[1], again[1].repeat_interleave(d, dim=0))
+    # each card of a deck comes next equally often (a chi-square bound far in the tail)
+    state = index_state(history[1], torch.tensor([0]))  # after the first card decision: a draw
+    n = 4000
+    _, _, taken = game.chance_kinds(
+        game.shuffle_deck(state, n, torch.Generator().manual_seed(5)), torch.full((n,), 2 * game.rules.num_kinds)
+    )
+    _, probs, _ = game.chance_kinds(state, torch.full((1,), 2 * game.rules.num_kinds))
+    expected = probs[0] * n
+    seen = torch.bincount(taken, minlength=probs.shape[1]).double()
+    kinds = expected > 0
+    chi2 = float(((seen[kinds] - expected[kinds]) ** 2 / expected[kinds]).sum())
+    assert chi2 < 3 * int(kinds.sum()) + 30
+
+
 def test_history_deals_where_declared(game):
     """Deals proposed from an observation and the public history replay, through that history,
     to the same observation; their log weights are finite."""
@@ -297,7 +352,7 @@ def test_action_history_where_declared(game):
         lengths = (h >= 0).sum(dim=1)
         for i in range(16):
             assert h[i, : lengths[i]].tolist() == taken[i, : lengths[i]].tolist()
-            assert (h[i, lengths[i]:] == -1).all()
+            assert (h[i, lengths[i] :] == -1).all()
         replayed = game.replay(game.init_from_deal(game.deals_of(final)), h)
         assert torch.equal(game.observe(replayed, observer), game.observe(final, observer))
 
@@ -340,7 +395,9 @@ def test_move_diagnostics_where_declared(game):
         out = game.move_diagnostics(obs, torch.where(live, a, 0))
         names = names or set(out)
         assert out and set(out) == names
-        assert all(v.shape == (N,) and v.dtype.is_floating_point and bool(torch.isfinite(v).all()) for v in out.values())
+        assert all(
+            v.shape == (N,) and v.dtype.is_floating_point and bool(torch.isfinite(v).all()) for v in out.values()
+        )
 
 
 def test_bots_and_evaluation_opponents_where_declared(game):

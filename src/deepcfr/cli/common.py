@@ -48,27 +48,49 @@ def _option_type(annotation):
     import typing
 
     args = [a for a in typing.get_args(annotation) if a is not type(None)]
-    return args[0] if args else annotation
+    annotation = args[0] if args else annotation
+    return _boolean if annotation is bool else annotation
+
+
+def _boolean(text: str) -> bool:
+    """A true/false option value (``bool("false")`` is True, so not ``type=bool``)."""
+    import argparse
+
+    word = text.strip().lower()
+    if word in ("true", "yes", "1", "on"):
+        return True
+    if word in ("false", "no", "0", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got {text!r}")
 
 
 def add_search_options(parser) -> None:
     """``--search-KEY VALUE`` for every field of ``deepcfr.search.SearchConfig``."""
     from ..search import SearchConfig
 
-    group = parser.add_argument_group("search settings (for search:SPEC players; defaults in deepcfr.search.SearchConfig)")
+    group = parser.add_argument_group(
+        "search settings (for search:SPEC players; defaults in deepcfr.search.SearchConfig)"
+    )
     for key, info in SearchConfig.model_fields.items():
-        group.add_argument(f"--search-{key.replace('_', '-')}", dest=f"search_{key}", type=_option_type(info.annotation),
-                           default=None, metavar=key.upper(), help=f"{info.description} (default {info.default})")
+        group.add_argument(
+            f"--search-{key.replace('_', '-')}",
+            dest=f"search_{key}",
+            type=_option_type(info.annotation),
+            default=None,
+            metavar=key.upper(),
+            help=f"{info.description} (default {info.default})",
+        )
 
 
 def search_settings(args) -> dict:
     """The search settings given on the command line (validated when a search player is built)."""
     from ..search import SearchConfig
 
-    return {key: getattr(args, f"search_{key}") for key in SearchConfig.model_fields
-            if getattr(args, f"search_{key}", None) is not None}
-
-
+    return {
+        key: getattr(args, f"search_{key}")
+        for key in SearchConfig.model_fields
+        if getattr(args, f"search_{key}", None) is not None
+    }
 
 
 def game_help(default: str, what: str = "game") -> str:
@@ -90,7 +112,9 @@ def variant_params(game_name: str, variant: str | None) -> dict:
         return {}
     game = make_game(game_name)
     if not has_capability(game, "variants"):
-        raise ValueError(f"--variant {variant}: game {game_name!r} has no named rule variants (no 'variants' capability)")
+        raise ValueError(
+            f"--variant {variant}: game {game_name!r} has no named rule variants (no 'variants' capability)"
+        )
     variants = game.variants
     if variant not in variants:
         raise ValueError(f"unknown {game_name} variant {variant!r}; valid: {', '.join(variants)}")
@@ -107,8 +131,9 @@ def make_named_game(name: str | None, variant: str | None):
     return make_game(name, **variant_params(name, variant))
 
 
-def players_and_game(specs: list[str], game_name: str | None, variant: str | None, device, settings: dict,
-                     fixed_game=None):
+def players_and_game(
+    specs: list[str], game_name: str | None, variant: str | None, device, settings: dict, fixed_game=None
+):
     """The players of ``specs`` and the game they play: ``fixed_game``, or ``--game``/``--variant``
     when given, else ``players.load_players``' rule (the first checkpoint's game, else the default
     game). ``settings`` are the command line's search settings (inline ones win)."""
@@ -151,15 +176,24 @@ def add_value_option(parser, target_ci: bool = True) -> None:
     """``--value-fn`` (and, where the command plays batches until a CI is reached, ``--target-ci``)."""
     from ..players.champion import VALUE_CHOICES
 
-    parser.add_argument("--value-fn", default="auto", metavar="auto|none|PATH",
-                        help="the value function that corrects each game for its luck (a variance-reduced "
-                             f"estimate beside the plain one): {VALUE_CHOICES}")
+    parser.add_argument(
+        "--value-fn",
+        default="auto",
+        metavar="auto|none|PATH",
+        help="the value function that corrects each game for its luck (a variance-reduced "
+        f"estimate beside the plain one): {VALUE_CHOICES}",
+    )
     if not target_ci:
         return
-    parser.add_argument("--target-ci", type=float, default=None, metavar="POINTS",
-                        help="play batches of new deals until the 95%% CI half-width of the score difference "
-                             "(the corrected one where there is a value function) is at most POINTS; --games is "
-                             "then the most to play")
+    parser.add_argument(
+        "--target-ci",
+        type=float,
+        default=None,
+        metavar="POINTS",
+        help="play batches of new deals until the 95%% CI half-width of the score difference "
+        "(the corrected one where there is a value function) is at most POINTS; --games is "
+        "then the most to play",
+    )
 
 
 def value_function(args, game):

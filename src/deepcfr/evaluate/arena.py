@@ -12,6 +12,9 @@ make it greedy if that is wanted). A side whose ``act`` samples from known proba
 with ``sampling_probabilities(obs, mask) -> probs [n, A]`` (None when it does not sample); the
 arena then samples from them itself, the same draw ``act`` would make.
 
+A side that ``sees_state`` (a research bound: a search whose worlds keep the opponent's real hand,
+``search[oracle=true]``) is also given the true states of the games it decides.
+
 With a ``value_fn`` (evaluate/variance.py), every game's outcome is also corrected for the luck it
 saw (AIVAT-style): the match reports the plain and the corrected mean with their CIs, and the
 variance ratio between them. Both estimate the same expectation; the corrected one needs fewer games.
@@ -20,15 +23,16 @@ variance ratio between them. Both estimate the same expectation; the corrected o
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Union
+from typing import Any
 
 import torch
 
-from ..games.base import capability, clone_state, concat_states, has_capability, sample_from_probs
+from ..games.base import capability, clone_state, concat_states, has_capability, index_state, sample_from_probs
 from .variance import LuckCorrection, ValueFn, cross_fitted, match_luck, seat_scores
 
-Side = Union[Any, Callable[[torch.Tensor, torch.Tensor], torch.Tensor]]
+Side = Any | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
 
 RECORDED_FIGURES = ("win_rate", "mean_score_diff", "score_diff_ci95", "mean_game_length")
 # the habit that farms a heuristic (stalling by drawing discards that fit none of the drawer's
@@ -120,6 +124,13 @@ def needs_history(side: Side) -> bool:
     return bool(getattr(side, "needs_history", False))
 
 
+def sees_state(side: Side) -> bool:
+    """Whether ``side`` reads the match's true state (``sees_state``: a research bound such as a
+    search whose worlds keep the opponent's real hand): it is then asked ``act(obs, mask,
+    generator, state=...)`` with the true states of the rows it decides."""
+    return bool(getattr(side, "sees_state", False))
+
+
 class ActionHistory:
     """Each game's actions so far in order, -1 after the last (``actions [games, max_game_length]``):
     the public action history a match keeps for a side that ``needs_history`` and for the exploiter."""
@@ -135,26 +146,49 @@ class ActionHistory:
         self.moves.add_(live.long())
 
 
-def decide_side(side: Side, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator,
-                history: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor | None]:
+def decide_side(
+    side: Side,
+    obs: torch.Tensor,
+    mask: torch.Tensor,
+    generator: torch.Generator,
+    history: torch.Tensor | None = None,
+    state=None,
+) -> tuple[torch.Tensor, torch.Tensor | None]:
     """The side's actions and, where it samples from known probabilities, those probabilities;
-    ``history``: the rows' public action histories, given to a side that ``needs_history``."""
+    ``history``: the rows' public action histories, given to a side that ``needs_history``;
+    ``state``: the rows' true states, given to a side that ``sees_state``."""
     probs = sampling_probabilities(side, obs, mask)
     if probs is None:
+        if sees_state(side):
+            if state is None:
+                raise ValueError(
+                    f"{getattr(side, 'name', side)} reads the match's true state, and this match does not pass it"
+                )
+            extra = {"history": history} if needs_history(side) else {}
+            return side.act(obs, mask, generator, state=state, **extra), None
         if needs_history(side):
             if history is None:
-                raise ValueError(f"{getattr(side, 'name', side)} plays from each game's action history, and none was kept")
+                raise ValueError(
+                    f"{getattr(side, 'name', side)} plays from each game's action history, and none was kept"
+                )
             return side.act(obs, mask, generator, history=history), None
         return side.act(obs, mask, generator), None
     return sample_from_probs(probs, generator), probs
 
 
-def play_out(game, state, decide: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
-             on_step: Callable[[int, int], None] | None = None, luck: LuckCorrection | None = None,
-             known_probs: Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None):
+def play_out(
+    game,
+    state,
+    decide: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+    on_step: Callable[[int, int], None] | None = None,
+    luck: LuckCorrection | None = None,
+    known_probs: Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None,
+    with_state: bool = False,
+):
     """Step a batch of games to their end in lockstep and return the final state. At each step
     ``decide(obs, mask, live, player)`` gives every row's action (rows not ``live`` are finished:
-    any action; their ``player`` is 0), ``obs`` being each row's mover's observation.
+    any action; their ``player`` is 0), ``obs`` being each row's mover's observation; with
+    ``with_state``, ``decide(obs, mask, live, player, state)`` with the step's true state too.
     ``on_step(step, games still running)`` is called before each step (progress lines).
     ``luck`` accumulates each step's corrections; ``known_probs()`` gives, after each ``decide``,
     the probabilities ``[n, A]`` its sampling rows drew from and those rows ``[n]``."""
@@ -169,7 +203,8 @@ def play_out(game, state, decide: Callable[[torch.Tensor, torch.Tensor, torch.Te
         # Some games report no seat (-1) for finished rows; observe them as seat 0 (unused).
         player = torch.where(live, game.current_player(state), 0)
         mask = game.legal_mask(state)
-        actions = decide(game.observe(state, player), mask, live, player)
+        obs = game.observe(state, player)
+        actions = decide(obs, mask, live, player, state) if with_state else decide(obs, mask, live, player)
         if luck is None:
             state = game.step(state, actions)
             continue
@@ -228,15 +263,17 @@ def play_match(
         raise ValueError(f"batch_games must be a positive even number, got {batch_games}")
     device = torch.device(device)
     if target_ci95 is None:
-        return _result([play_pairs(game, policy_a, policy_b, games, seed, device, on_step, value_fn,
-                                   chance_samples)])
+        return _result([play_pairs(game, policy_a, policy_b, games, seed, device, on_step, value_fn, chance_samples)])
     batches: list[PairedGames] = []
     played = 0
     while played < games:
         n = min(batch_games, games - played)
         # batch k's deals come from seed + k * a large prime: batch 0 is the single-batch match's
-        batches.append(play_pairs(game, policy_a, policy_b, n, seed + 1_000_003 * len(batches), device, on_step,
-                                  value_fn, chance_samples))
+        batches.append(
+            play_pairs(
+                game, policy_a, policy_b, n, seed + 1_000_003 * len(batches), device, on_step, value_fn, chance_samples
+            )
+        )
         played += n
         result = _result(batches)
         if result.best_score_diff[1] <= target_ci95:
@@ -259,12 +296,21 @@ def paired_start(game, games: int, seed: int, device: torch.device, deals: torch
     return state, torch.cat([torch.zeros(pairs, dtype=torch.long), torch.ones(pairs, dtype=torch.long)]).to(device)
 
 
-def play_pairs(game, policy_a: Side, policy_b: Side, games: int, seed: int, device: torch.device,
-               on_step, value_fn: ValueFn | None, chance_samples: int | None,
-               deals: torch.Tensor | None = None) -> PairedGames:
+def play_pairs(
+    game,
+    policy_a: Side,
+    policy_b: Side,
+    games: int,
+    seed: int,
+    device: torch.device,
+    on_step,
+    value_fn: ValueFn | None,
+    chance_samples: int | None,
+    deals: torch.Tensor | None = None,
+) -> PairedGames:
     """One lockstep batch of ``games`` paired games (dealt from ``seed``, or the given ``deals``:
     ``paired_start``) and what each deal pair left: ``play_match`` combines batches of these into
-    its estimate; a study of the estimate itself (scripts/luck_floor.py) reads the pairs."""
+    its estimate; a study of the estimate itself (scripts/experiments/luck_floor.py) reads the pairs."""
     pairs = games // 2
     state, seat_a = paired_start(game, games, seed, device, deals)
     action_gen = torch.Generator(device=device).manual_seed(seed + 1)
@@ -275,16 +321,23 @@ def play_pairs(game, policy_a: Side, policy_b: Side, games: int, seed: int, devi
     move_diagnostics = capability(game, "move_diagnostics") if has_capability(game, "move_diagnostics") else None
     move_totals: dict[str, torch.Tensor] = {}  # name -> [games, 2] sums for side a, side b
     history = ActionHistory(game, games, device) if needs_history(policy_a) or needs_history(policy_b) else None
+    with_state = sees_state(policy_a) or sees_state(policy_b)
 
-    def decide(obs, mask, live, player):
+    def decide(obs, mask, live, player, state=None):
         actions = torch.zeros(games, dtype=torch.long, device=device)
         step_known.zero_()
         a_moves = live & (player == seat_a)
         for side, rows in ((policy_a, a_moves), (policy_b, live & ~a_moves)):
             idx = rows.nonzero().squeeze(1)
             if idx.numel():
-                chosen, probs = decide_side(side, obs[idx], mask[idx], action_gen,
-                                            history.actions[idx] if history is not None else None)
+                chosen, probs = decide_side(
+                    side,
+                    obs[idx],
+                    mask[idx],
+                    action_gen,
+                    history.actions[idx] if history is not None else None,
+                    index_state(state, idx) if with_state and sees_state(side) else None,
+                )
                 actions[idx] = chosen.to(device)
                 if probs is not None and luck is not None:
                     step_probs[idx] = probs.to(device=device, dtype=step_probs.dtype)
@@ -300,7 +353,7 @@ def play_pairs(game, policy_a: Side, policy_b: Side, games: int, seed: int, devi
                 totals[:, 1] += value * ~a_moves
         return actions
 
-    state = play_out(game, state, decide, on_step, luck, lambda: (step_probs, step_known))
+    state = play_out(game, state, decide, on_step, luck, lambda: (step_probs, step_known), with_state=with_state)
 
     rows = torch.arange(games, device=device)
     scores = seat_scores(game, state)
@@ -313,15 +366,25 @@ def play_pairs(game, policy_a: Side, policy_b: Side, games: int, seed: int, devi
         sign = 1.0 - 2.0 * seat_a.double()  # seat 0's frame to A's
         kinds = torch.stack([sign * luck.chance_total, sign * luck.decision_total], dim=1)
         corrections = ((kinds[:pairs] + kinds[pairs:]) / 2).cpu()
-    diagnostics = capability(game, "match_diagnostics")(state, seat_a) if has_capability(game, "match_diagnostics") else {}
+    diagnostics = (
+        capability(game, "match_diagnostics")(state, seat_a) if has_capability(game, "match_diagnostics") else {}
+    )
     for name, totals in move_totals.items():  # per game
         diagnostics[f"{name}_a"], diagnostics[f"{name}_b"] = totals.mean(dim=0).tolist()
     return PairedGames(
-        pair_diff=((diff[:pairs] + diff[pairs:]) / 2).cpu(), pair_points=((points[:pairs] + points[pairs:]) / 2).cpu(),
-        pair_corrections=corrections, games=games, wins=int((diff > 0).sum()), draws=int((diff == 0).sum()),
-        score_a=score_a.sum().item(), score_b=score_b.sum().item(), decisions=decisions.double().sum().item(),
+        pair_diff=((diff[:pairs] + diff[pairs:]) / 2).cpu(),
+        pair_points=((points[:pairs] + points[pairs:]) / 2).cpu(),
+        pair_corrections=corrections,
+        games=games,
+        wins=int((diff > 0).sum()),
+        draws=int((diff == 0).sum()),
+        score_a=score_a.sum().item(),
+        score_b=score_b.sum().item(),
+        decisions=decisions.double().sum().item(),
         cut_off=cut_off_games(game, state),
-        diagnostics=diagnostics, correction_seconds=luck.seconds if luck is not None else 0.0)
+        diagnostics=diagnostics,
+        correction_seconds=luck.seconds if luck is not None else 0.0,
+    )
 
 
 def _result(batches: list[PairedGames]) -> MatchResult:
@@ -332,11 +395,15 @@ def _result(batches: list[PairedGames]) -> MatchResult:
     corrected = {}
     if batches[0].pair_corrections is not None:
         pair_fixed, weights = cross_fitted(pair_diff, torch.cat([b.pair_corrections for b in batches]))
-        corrected = dict(corrected_score_diff=pair_fixed.mean().item(), corrected_ci95=ci95_of_pairs(pair_fixed),
-                         variance_ratio=(pair_diff.var() / pair_fixed.var().clamp(min=1e-300)).item()
-                         if pair_diff.numel() > 1 else float("nan"),
-                         correction_seconds=sum(b.correction_seconds for b in batches),
-                         correction_weights={"chance": weights[:, 0].tolist(), "decisions": weights[:, 1].tolist()})
+        corrected = dict(
+            corrected_score_diff=pair_fixed.mean().item(),
+            corrected_ci95=ci95_of_pairs(pair_fixed),
+            variance_ratio=(pair_diff.var() / pair_fixed.var().clamp(min=1e-300)).item()
+            if pair_diff.numel() > 1
+            else float("nan"),
+            correction_seconds=sum(b.correction_seconds for b in batches),
+            correction_weights={"chance": weights[:, 0].tolist(), "decisions": weights[:, 1].tolist()},
+        )
     diagnostics = {k: sum(b.diagnostics[k] * b.games for b in batches) / games for k in batches[0].diagnostics}
     return MatchResult(
         games=games,

@@ -27,7 +27,8 @@ Conventions (all games):
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Protocol, Sequence, TypeVar, runtime_checkable
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 import torch
 
@@ -68,67 +69,71 @@ class BatchedGame(Protocol):
 # the meaning given here (``tests/test_game_contract.py`` checks each one a game declares).
 CAPABILITIES: dict[str, str] = {
     "determinize": "determinization for the search: determinize(obs, d, generator, hand_logits=None) -> n * d "
-                   "full states consistent with the observations (row i * d + j is sample j of obs[i]; the hidden "
-                   "information drawn uniformly, or, with hand_logits [n, obs cards] (games with hidden_hand), "
-                   "the opponent's unknown cards drawn one by one in proportion to exp(logit))",
+    "full states consistent with the observations (row i * d + j is sample j of obs[i]; the hidden "
+    "information drawn uniformly, or, with hand_logits [n, obs cards] (games with hidden_hand), "
+    "the opponent's unknown cards drawn one by one in proportion to exp(logit))",
+    "shuffle_deck": "shuffle_deck(state, d, generator) -> n * d copies of the full states (row i * d + j is copy j "
+    "of state i), each with its undrawn cards in a fresh uniform order and everything else as it "
+    "is: the worlds of a search that knows all but the order still to be dealt (the oracle bound)",
     "hidden_hand": "hidden_hand(obs, other_obs) -> (unknown [n, hand_kind_count], held [n, hand_kind_count]): by "
-                   "kind of card (copies no observer can tell apart share one), the cards obs's observer cannot "
-                   "see and how many of them the other seat holds (other_obs: its view of the same states); "
-                   "card_kinds(device) -> [cards] each card's kind: what a learned belief of the opponent's hand "
-                   "is fitted to (train/hand_belief.py)",
+    "kind of card (copies no observer can tell apart share one), the cards obs's observer cannot "
+    "see and how many of them the other seat holds (other_obs: its view of the same states); "
+    "card_kinds(device) -> [cards] each card's kind: what a learned belief of the opponent's hand "
+    "is fitted to (train/hand_belief.py)",
     "symmetry": "a relabelling the rules cannot tell apart, with sample(n, generator, device), obs(obs, r), "
-                "action_columns(r), actions(actions, r) and inverse(r)",
+    "action_columns(r), actions(actions, r) and inverse(r)",
     "scores": "scores(state) -> [n, 2] points of each seat (the utilities are a function of them)",
     "cut_off": "cut_off(state) -> [n] bool: games ended by the ply cap before their natural end",
     "match_diagnostics": "match_diagnostics(state, seat_a) -> {name: float}: play diagnostics of finished "
-                         "games for the side in seat_a (suffix _a) and the other side (suffix _b)",
+    "games for the side in seat_a (suffix _a) and the other side (suffix _b)",
     "move_diagnostics": "move_diagnostics(obs, actions) -> {name: [n] float}: what each move shows of the play "
-                        "of its mover (obs: the mover's observation before the move); the arena sums them per game "
-                        "and side (match fields NAME_a, NAME_b: per game)",
+    "of its mover (obs: the mover's observation before the move); the arena sums them per game "
+    "and side (match fields NAME_a, NAME_b: per game)",
     "chance_outcomes": "chance_outcomes(state, actions, samples=None, generator=None) -> (source [M], outcomes, "
-                       "weights [M] float64): where chance decides what step(state, actions) leads to (a card "
-                       "drawn, a card revealed), the states it can lead to, for those rows only (source[j]: the "
-                       "row of outcome j; each row's weights sum to 1; state is left unchanged): the weighted mean "
-                       "of a function of the outcomes is its expectation over chance given everything dealt "
-                       "but not yet revealed being unknown (exact; with samples, unbiased from that many outcomes "
-                       "drawn without replacement); with_kinds=True (games with chance_kinds) adds [M] the kind "
-                       "of each outcome",
+    "weights [M] float64): where chance decides what step(state, actions) leads to (a card "
+    "drawn, a card revealed), the states it can lead to, for those rows only (source[j]: the "
+    "row of outcome j; each row's weights sum to 1; state is left unchanged): the weighted mean "
+    "of a function of the outcomes is its expectation over chance given everything dealt "
+    "but not yet revealed being unknown (exact; with samples, unbiased from that many outcomes "
+    "drawn without replacement); with_kinds=True (games with chance_kinds) adds [M] the kind "
+    "of each outcome",
     "chance_kinds": "chance_kinds(state, actions) -> (source [M], probabilities [M, chance_kind_count] float64, "
-                    "taken [M] long): the rows where chance decides what step(state, actions) leads to (as "
-                    "chance_outcomes), the probability of each kind of outcome (a card's identity: outcomes "
-                    "no observer can tell apart share a kind) given everything not yet revealed being unknown, "
-                    "and the kind the state will actually bring; a state has at most one action that involves "
-                    "chance, so a state and a kind name the outcome. The game's chance_kind_count says how many "
-                    "kinds there are, and its symmetry (where it has one) relabels them with kinds(kinds, r)",
+    "taken [M] long): the rows where chance decides what step(state, actions) leads to (as "
+    "chance_outcomes), the probability of each kind of outcome (a card's identity: outcomes "
+    "no observer can tell apart share a kind) given everything not yet revealed being unknown, "
+    "and the kind the state will actually bring; a state has at most one action that involves "
+    "chance, so a state and a kind name the outcome. The game's chance_kind_count says how many "
+    "kinds there are, and its symmetry (where it has one) relabels them with kinds(kinds, r)",
     "chance_deals": "chance_deals() -> (deals, probabilities) of every deal: the game tree can be enumerated "
-                    "(exact exploitability, external sampling)",
+    "(exact exploitability, external sampling)",
     "history_deals": "history_deals(obs, history, d, generator) -> (deals [n * d, deal_len], log_weights [n * d] "
-                     "float64): deals (what init_from_deal takes; row i * d + j is sample j of obs[i]) whose replay "
-                     "through the public action history [n, L] (-1 after the last) gives back obs, with importance "
-                     "weights under which they are draws from the deal prior given everything the observer knows",
+    "float64): deals (what init_from_deal takes; row i * d + j is sample j of obs[i]) whose replay "
+    "through the public action history [n, L] (-1 after the last) gives back obs, with importance "
+    "weights under which they are draws from the deal prior given everything the observer knows",
     "carry_deals": "carry_deals(obs, history, fresh, previous, previous_length, generator) -> (deals [n * d, "
-                   "deal_len], log_weights [n * d] float64): deals for obs and history that keep what the previous "
-                   "deals (consistent with the first previous_length [n] actions) gave the observer's opponent up "
-                   "to then, the rest drawn from the prior given that (the observer's own cards from the fresh "
-                   "history_deals), weighted by the likelihood of what the observer has seen since; where they do "
-                   "not fit, the fresh deal with log weight -inf: the belief's particles, carried from decision to "
-                   "decision",
+    "deal_len], log_weights [n * d] float64): deals for obs and history that keep what the previous "
+    "deals (consistent with the first previous_length [n] actions) gave the observer's opponent up "
+    "to then, the rest drawn from the prior given that (the observer's own cards from the fresh "
+    "history_deals), weighted by the likelihood of what the observer has seen since; where they do "
+    "not fit, the fresh deal with log weight -inf: the belief's particles, carried from decision to "
+    "decision",
     "deal_log_weights": "deal_log_weights(obs, history, deals) -> [n * d] float64: the log importance weight "
-                        "history_deals gives each of any deals consistent with obs and history (the prior's "
-                        "over its proposal's, up to a constant per row): what an independence Metropolis-Hastings "
-                        "move to a fresh proposal needs of the deal it leaves",
+    "history_deals gives each of any deals consistent with obs and history (the prior's "
+    "over its proposal's, up to a constant per row): what an independence Metropolis-Hastings "
+    "move to a fresh proposal needs of the deal it leaves",
     "swap_deals": "swap_deals(obs, history, deals, generator) -> deals: each deal with two cards swapped that "
-                  "the observer cannot see and the opponent never played, one of them the opponent's, by a move "
-                  "symmetric under the deal prior (the Metropolis move of those particles)",
+    "the observer cannot see and the opponent never played, one of them the opponent's, by a move "
+    "symmetric under the deal prior (the Metropolis move of those particles)",
     "deals_of": "deals_of(state) -> [n, deal_len] the deals the games started from (what init_from_deal takes)",
-    "action_history": "action_history(obs) -> [n, max_game_length] long: the game's actions so far in order, -1 after the last, read from an observation that holds them all",
+    "action_history": "action_history(obs) -> [n, max_game_length] long: the game's actions so far in order, -1 "
+    "after the last, read from an observation that holds them all",
     "describe": "describe() -> the game and its rules in words",
     "bots": "bots() -> {name: () -> Bot}: the game's own bots (beside the generic random), built by name",
     "evaluation_opponents": "the bot names a checkpoint of the game is evaluated against when none is named",
     "variants": "named rule variants: variants (their names, the first the default; make_game(name, variant=NAME) "
-                "builds one) and variant (the name of this game's rules; None when they are no named variant)",
+    "builds one) and variant (the name of this game's rules; None when they are no named variant)",
     "rules": "the rule set the game was built with (a pydantic model whose fields are config_dict(); "
-             "deck_size cards make a deal)",
+    "deck_size cards make a deal)",
 }
 
 
@@ -153,8 +158,9 @@ def capability(game: Any, name: str) -> Any:
     _known(name)
     value = getattr(game, name, None)
     if value is None:
-        raise MissingCapability(f"game {getattr(game, 'name', game)!r} has no {name!r} capability "
-                                f"({CAPABILITIES[name]})")
+        raise MissingCapability(
+            f"game {getattr(game, 'name', game)!r} has no {name!r} capability ({CAPABILITIES[name]})"
+        )
     return value
 
 
@@ -189,8 +195,9 @@ def batch_size(state: Any) -> int:
     return getattr(state, next(iter(_tensor_fields(state)))).shape[0]
 
 
-def sample_from_probs(probs: torch.Tensor, generator: torch.Generator | None = None,
-                      uniform: torch.Tensor | None = None) -> torch.Tensor:
+def sample_from_probs(
+    probs: torch.Tensor, generator: torch.Generator | None = None, uniform: torch.Tensor | None = None
+) -> torch.Tensor:
     """One action per row from ``probs [n, A]`` (non-negative, any row sum) by inverse CDF: one
     uniform number per row and a search in the row's cumulative sums (no torch.multinomial, no
     host sync; over 106 actions, 0.15-0.5 us per row at batches of 2000-64 against 1.8-2.3 us

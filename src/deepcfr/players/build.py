@@ -10,15 +10,15 @@ and ``stats`` (a ``search.SearchStats``).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 import torch
 
 from ..evaluate.arena import legal_probabilities
 from ..games.base import sample_from_probs
-from .champion import champion_file, champion_search_settings
 from ..player_specs import CHAMPION, LEARNER, PlayerSpec, PlayerSpecError, parse_player, quote
+from .champion import champion_file, champion_search_settings
 
 
 class BotPlayer:
@@ -49,12 +49,12 @@ class NetworkPlayer:
             self.greedy_scores = policy.greedy_scores
 
     @classmethod
-    def of_agent(cls, agent, kind: str, greedy: bool, name: str) -> "NetworkPlayer":
+    def of_agent(cls, agent, kind: str, greedy: bool, name: str) -> NetworkPlayer:
         """A checkpoint's policy ``kind`` (average: the strategy network; current: regret matching)."""
         return cls(agent.game, agent.policy(kind=kind, greedy=False), name, greedy, kind, agent)
 
     @classmethod
-    def of_network(cls, game, net, name: str, greedy: bool = False) -> "NetworkPlayer":
+    def of_network(cls, game, net, name: str, greedy: bool = False) -> NetworkPlayer:
         """A bare strategy network (no checkpoint around it), as ``agent.policy('average')`` plays it."""
         from ..cfr.policies import StrategyNetPolicy
 
@@ -100,8 +100,22 @@ class SearchPlayer:
         observation does not hold it: the arena then passes ``history``)."""
         return self.search.needs_history
 
-    def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None,
-            history: torch.Tensor | None = None) -> torch.Tensor:
+    @property
+    def sees_state(self) -> bool:
+        """Whether ``act`` reads the match's true state (``search.oracle``, a research bound): the
+        arena then passes ``state``, the true states of the rows it asks about."""
+        return self.search.sees_state
+
+    def act(
+        self,
+        obs: torch.Tensor,
+        mask: torch.Tensor,
+        generator: torch.Generator | None = None,
+        history: torch.Tensor | None = None,
+        state=None,
+    ) -> torch.Tensor:
+        if self.search.sees_state:
+            return self.search.decide(obs, mask, history, state=state).to(obs.device)
         return self.search.decide(obs, mask, history).to(obs.device)
 
 
@@ -129,8 +143,13 @@ def checkpoint_file(spec: PlayerSpec) -> Path:
     return Path(spec.path)
 
 
-def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device = "cpu",
-                search_settings: dict | None = None, networks: Mapping[str, torch.nn.Module] | None = None):
+def load_player(
+    spec: str | PlayerSpec,
+    game=None,
+    device: str | torch.device = "cpu",
+    search_settings: dict | None = None,
+    networks: Mapping[str, torch.nn.Module] | None = None,
+):
     """The player ``spec`` names, for ``game`` (None: the game of the spec's checkpoint).
     ``networks`` are the networks a caller names (``learner`` in improve). A checkpoint of another
     game or rule variant raises ValueError naming both."""
@@ -144,8 +163,10 @@ def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device 
         return BotPlayer(make_bot(game, spec.name), game)
     if spec.kind == "network":
         if networks is None or spec.name not in networks:
-            raise PlayerSpecError(f"player spec {quote(str(spec))}: {LEARNER!r} is the network that improve trains "
-                                  "(improve.teacher, improve.eval_search); elsewhere name a checkpoint or champion")
+            raise PlayerSpecError(
+                f"player spec {quote(str(spec))}: {LEARNER!r} is the network that improve trains "
+                "(improve.teacher, improve.eval_search); elsewhere name a checkpoint or champion"
+            )
         if game is None:
             raise ValueError(f"player {spec}: a network needs a game")
         return NetworkPlayer.of_network(game, networks[spec.name], str(spec), spec.greedy)
@@ -157,8 +178,9 @@ def load_player(spec: "str | PlayerSpec", game=None, device: str | torch.device 
     return search_player(base, str(spec), device, shipped, search_settings, spec.settings)
 
 
-def load_players(specs: "list[str | PlayerSpec]", game=None, device: str | torch.device = "cpu",
-                 search_settings: dict | None = None) -> tuple[list, object]:
+def load_players(
+    specs: list[str | PlayerSpec], game=None, device: str | torch.device = "cpu", search_settings: dict | None = None
+) -> tuple[list, object]:
     """The players of ``specs`` and the game they play, the one rule for it: ``game`` when given,
     else the game of the first spec that names a checkpoint (itself, or the base of a search),
     else the flagship's default rules (``games.registry.DEFAULT_GAME``); every checkpoint must
@@ -180,8 +202,8 @@ def load_players(specs: "list[str | PlayerSpec]", game=None, device: str | torch
 
 
 def _checkpoint_player(spec: PlayerSpec, game, device) -> NetworkPlayer:
-    from ..train.agent import load_agent
     from ..checkpoints import CheckpointError
+    from ..train.agent import load_agent
 
     path = checkpoint_file(spec)
     if not path.is_file():
@@ -191,8 +213,10 @@ def _checkpoint_player(spec: PlayerSpec, game, device) -> NetworkPlayer:
         what = CHAMPION if spec.is_champion else f"checkpoint {path}"
         raise ValueError(f"{what} is for {describe_game(agent.game)}, but this match plays {describe_game(game)}")
     if spec.policy == "current" and not agent.has_current_policy:
-        raise PlayerSpecError(f"player spec {quote(str(spec))}: this checkpoint holds a distilled network only "
-                              "(expert iteration), with no current policy: play PATH or PATH@greedy")
+        raise PlayerSpecError(
+            f"player spec {quote(str(spec))}: this checkpoint holds a distilled network only "
+            "(expert iteration), with no current policy: play PATH or PATH@greedy"
+        )
     return NetworkPlayer.of_agent(agent, spec.policy, spec.greedy, str(spec))
 
 
@@ -200,25 +224,41 @@ def search_player(base, name: str, device: str | torch.device = "cpu", *settings
     """Rollout search over an already built ``base`` player (later ``settings`` dicts win); its
     ``rollout_policy`` setting is ``base`` or a spec (a bot or a checkpoint) built here, and so is
     the player its ``belief`` setting models the opponent by."""
-    from ..search import OpponentModel, RolloutSearch, search_config
+    from ..search import OpponentModel, PlanSearch, RolloutSearch, search_config
 
     config = search_config(*settings)
     rollout = None
     if config.rollout_policy != "base":
-        rollout = _helper_player(config.rollout_policy, "search.rollout_policy", "play the rollouts of", "'base'",
-                                 base.game, device)
+        rollout = _helper_player(
+            config.rollout_policy, "search.rollout_policy", "play the rollouts of", "'base'", base.game, device
+        )
     leaf_value = None
     if config.rollout_plies is not None:
         leaf_value = rollout_value_function(config.value_fn, base.game, device, "search.rollout_plies")
     opponent, hand_belief = None, None
-    if config.belief == "learned":
+    belief = "none" if config.oracle else config.belief  # the oracle's worlds come from the match's true state
+    if belief == "learned":
         hand_belief = search_hand_belief(config.hand_belief, base.game, device)
-    elif config.belief != "none":
-        modelled = base if config.belief == "base" else _helper_player(
-            config.belief, "search.belief", "model the opponent of", "'base' or 'none'", base.game, device)
+    elif belief != "none":
+        modelled = (
+            base
+            if config.belief == "base"
+            else _helper_player(
+                config.belief, "search.belief", "model the opponent of", "'base' or 'none'", base.game, device
+            )
+        )
         opponent = OpponentModel(modelled)
-    search = RolloutSearch(base.game, base, config, rollout_policy=rollout, device=device, leaf_value=leaf_value,
-                           opponent=opponent, hand_belief=hand_belief)
+    kind = PlanSearch if config.plan_depth is not None else RolloutSearch
+    search = kind(
+        base.game,
+        base,
+        config,
+        rollout_policy=rollout,
+        device=device,
+        leaf_value=leaf_value,
+        opponent=opponent,
+        hand_belief=hand_belief,
+    )
     return SearchPlayer(base, search, name)
 
 
@@ -229,8 +269,10 @@ def search_hand_belief(choice: str, game, device: str | torch.device):
 
     belief = resolve_hand_belief(choice, game, device)
     if belief is None:
-        raise ValueError(f"search.belief='learned' needs a hand belief and hand_belief={quote(choice)} gives none "
-                         f"for {describe_game(game)}: {HAND_BELIEF_CHOICES}")
+        raise ValueError(
+            f"search.belief='learned' needs a hand belief and hand_belief={quote(choice)} gives none "
+            f"for {describe_game(game)}: {HAND_BELIEF_CHOICES}"
+        )
     return belief
 
 
@@ -254,10 +296,22 @@ def rollout_value_function(choice: str, game, device: str | torch.device, settin
 
     value = None if choice == "none" else resolve_value_function(choice, game, device)
     if value is None:
-        raise ValueError(f"{setting} needs a value function and value_fn={quote(choice)} gives none for "
-                         f"{describe_game(game)}: {VALUE_CHOICES.replace('none, ', '')}")
+        raise ValueError(
+            f"{setting} needs a value function and value_fn={quote(choice)} gives none for "
+            f"{describe_game(game)}: {VALUE_CHOICES.replace('none, ', '')}"
+        )
     return value
 
 
-__all__ = ["BotPlayer", "NetworkPlayer", "SearchPlayer", "load_player", "load_players", "search_player",
-           "rollout_value_function", "same_game", "describe_game", "checkpoint_file"]
+__all__ = [
+    "BotPlayer",
+    "NetworkPlayer",
+    "SearchPlayer",
+    "load_player",
+    "load_players",
+    "search_player",
+    "rollout_value_function",
+    "same_game",
+    "describe_game",
+    "checkpoint_file",
+]

@@ -13,6 +13,11 @@ the best mean utility plus ``prior_weight * log pi(a)``, among the moves allowed
 test (``min_z``: a move other than the base's greedy move must beat it by ``min_z`` standard
 errors of the paired difference).
 
+With ``oracle`` the determinizations are the match's TRUE state with only the undrawn deck
+reshuffled (the game's ``shuffle_deck``; the caller passes the state: ``decide(..., state=)``), a
+research bound that sees the opponent's hand, never a fair player (issue 66's ceiling; plan.py's
+``PlanSearch`` plans past one decision in the same worlds).
+
 Shape: all deciding games x k x (a round of) determinizations are one lockstep batch; every
 rollout step is one engine step and one forward per network over the games still running (the
 finished ones are compacted away). Rounds of determinizations fit the batch into ``max_batch``
@@ -47,8 +52,15 @@ from .config import SearchConfig
 _LOG_FLOOR = 1e-6  # log pi of a candidate with (almost) no base probability
 
 
-def paired_choice(mean: torch.Tensor, diff: torch.Tensor, diff_se: torch.Tensor, valid: torch.Tensor,
-                  log_prior: torch.Tensor, prior_weight: float, min_z: float) -> tuple[torch.Tensor, torch.Tensor]:
+def paired_choice(
+    mean: torch.Tensor,
+    diff: torch.Tensor,
+    diff_se: torch.Tensor,
+    valid: torch.Tensor,
+    log_prior: torch.Tensor,
+    prior_weight: float,
+    min_z: float,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The search's rule over ``[n, k]`` candidates (column 0: the base's own move): the best
     ``mean + prior_weight * log_prior`` among the base move and the moves whose mean paired
     difference to it, ``diff``, is above ``min_z`` standard errors ``diff_se``. (score [n, k],
@@ -83,12 +95,20 @@ class SearchDecision:
             a = int(self.candidates[i, j])
             if a < 0:
                 continue
-            out.append({
-                "action": a, "name": action_name(a), "mean": float(self.mean[i, j]),
-                "ci95": float(self.ci95[i, j]), "diff_vs_base": float(self.diff_vs_base[i, j]),
-                "diff_ci95": float(self.diff_ci95[i, j]), "prior": float(self.prior[i, j]),
-                "score": float(self.score[i, j]), "chosen": a == int(self.chosen[i]), "base": j == 0,
-            })
+            out.append(
+                {
+                    "action": a,
+                    "name": action_name(a),
+                    "mean": float(self.mean[i, j]),
+                    "ci95": float(self.ci95[i, j]),
+                    "diff_vs_base": float(self.diff_vs_base[i, j]),
+                    "diff_ci95": float(self.diff_ci95[i, j]),
+                    "prior": float(self.prior[i, j]),
+                    "score": float(self.score[i, j]),
+                    "chosen": a == int(self.chosen[i]),
+                    "base": j == 0,
+                }
+            )
         return sorted(out, key=lambda r: -r["score"] if math.isfinite(r["score"]) else math.inf)
 
 
@@ -116,15 +136,23 @@ class SearchStats:
 
     def to_dict(self) -> dict:
         return {
-            "searched_decisions": self.decisions, "rollouts": self.rollouts,
-            "rollout_decisions": self.rollout_decisions, "capped_rollouts": self.capped_rollouts,
+            "searched_decisions": self.decisions,
+            "rollouts": self.rollouts,
+            "rollout_decisions": self.rollout_decisions,
+            "capped_rollouts": self.capped_rollouts,
             "valued_rollouts": self.valued_rollouts,
             "override_rate": self.overrides / self.decisions if self.decisions else float("nan"),
-            "determinizations_per_decision": self.determinizations / self.rolled_out if self.rolled_out else float("nan"),
+            "determinizations_per_decision": self.determinizations / self.rolled_out
+            if self.rolled_out
+            else float("nan"),
             "search_seconds": self.seconds,
-            "belief_ess_mean": (self.belief_ess / (self.rolled_out - self.beyond_belief_horizon)
-                                if self.rolled_out > self.beyond_belief_horizon else float("nan")),
-            "belief_fallbacks": self.belief_fallbacks, "belief_seconds": self.belief_seconds,
+            "belief_ess_mean": (
+                self.belief_ess / (self.rolled_out - self.beyond_belief_horizon)
+                if self.rolled_out > self.beyond_belief_horizon
+                else float("nan")
+            ),
+            "belief_fallbacks": self.belief_fallbacks,
+            "belief_seconds": self.belief_seconds,
             "decisions_beyond_belief_horizon": self.beyond_belief_horizon,
             "rollout_decisions_per_second": self.rollout_decisions / self.seconds if self.seconds else float("nan"),
             "seconds_per_move": self.seconds / self.decisions if self.decisions else float("nan"),
@@ -167,8 +195,19 @@ class RolloutSearch:
     opponent's unknown cards for ``belief=learned`` (``obs -> [n, cards]`` logits, e.g.
     train.hand_belief.HandBelief, built from ``config.hand_belief`` by the caller)."""
 
-    def __init__(self, game, base, config: SearchConfig | None = None, rollout_policy=None,
-                 device: str | torch.device = "cpu", leaf_value=None, opponent=None, hand_belief=None):
+    plans = False  # the one-decision search (PlanSearch plans past it)
+
+    def __init__(
+        self,
+        game,
+        base,
+        config: SearchConfig | None = None,
+        rollout_policy=None,
+        device: str | torch.device = "cpu",
+        leaf_value=None,
+        opponent=None,
+        hand_belief=None,
+    ):
         self._determinize = capability(game, "determinize")  # MissingCapability (a ValueError) names the game
         self.game = game
         self.base = base
@@ -176,42 +215,76 @@ class RolloutSearch:
         self.device = torch.device(device)
         if rollout_policy is None and self.config.rollout_policy != "base":
             # a spec is resolved in one place, where players are built (players.search_player)
-            raise ValueError(f"search.rollout_policy={self.config.rollout_policy!r} names a player: pass the "
-                             "player built from it as rollout_policy (deepcfr.players.search_player does)")
+            raise ValueError(
+                f"search.rollout_policy={self.config.rollout_policy!r} names a player: pass the "
+                "player built from it as rollout_policy (deepcfr.players.search_player does)"
+            )
         if self.config.rollout_plies is not None and leaf_value is None:
-            raise ValueError(f"search.rollout_plies={self.config.rollout_plies} values the cut rollouts with a "
-                             "value function: pass the one built from search.value_fn as leaf_value "
-                             "(deepcfr.players.search_player does)")
+            raise ValueError(
+                f"search.rollout_plies={self.config.rollout_plies} values the cut rollouts with a "
+                "value function: pass the one built from search.value_fn as leaf_value "
+                "(deepcfr.players.search_player does)"
+            )
         self.leaf_value = leaf_value if self.config.rollout_plies is not None else None
         self.belief = None
         self.hand_belief = None
-        if self.config.belief == "learned":
+        self._shuffle_deck = None
+        if self.config.oracle:  # issue 66's bound deals its worlds from the match's true state: no belief
+            self._shuffle_deck = capability(game, "shuffle_deck")
+        elif self.config.belief == "learned":
             if hand_belief is None:
-                raise ValueError("search.belief='learned' weighs the hidden cards by a hand belief: pass the one "
-                                 "built from search.hand_belief as hand_belief (deepcfr.players.search_player does)")
+                raise ValueError(
+                    "search.belief='learned' weighs the hidden cards by a hand belief: pass the one "
+                    "built from search.hand_belief as hand_belief (deepcfr.players.search_player does)"
+                )
             self.hand_belief = hand_belief
         elif self.config.belief != "none":
             if opponent is None:
-                raise ValueError(f"search.belief={self.config.belief!r} models the opponent: pass the OpponentModel "
-                                 "built from it as opponent (deepcfr.players.search_player does)")
+                raise ValueError(
+                    f"search.belief={self.config.belief!r} models the opponent: pass the OpponentModel "
+                    "built from it as opponent (deepcfr.players.search_player does)"
+                )
             self.belief = DealPosterior(game, opponent, retries=0)  # a collapsed row falls back (belief.py)
         # where the observation holds the action history (the poker games) the belief reads it there
         self._history = capability(game, "action_history") if has_capability(game, "action_history") else None
         self.needs_history = self.belief is not None and self._history is None
+        if self.config.plan_depth is not None and not self.plans:
+            raise ValueError(
+                f"search.plan_depth={self.config.plan_depth} plans past one decision: that is "
+                "search.plan.PlanSearch (deepcfr.players.search_player builds it)"
+            )
         if self.device.type == "cpu":
             keep_freed_memory()  # a rollout step's features alone are tens of MB, allocated every step
         dtype = self.config.rollout_dtype
         if dtype == "auto":
             dtype = "bfloat16" if fast_bfloat16(self.device) else "float32"
         self.rollout_dtype = dtype  # the one used
-        self.rollout = _Rollout(rollout_policy if rollout_policy is not None else base,
-                                self.config.rollout == "sampled", dtype)
+        self.rollout = _Rollout(
+            rollout_policy if rollout_policy is not None else base, self.config.rollout == "sampled", dtype
+        )
         # The bot's move enters the prior only when a bot plays the rollouts.
-        self.bot_prior = self.config.bot_prior if rollout_policy is not None and not hasattr(rollout_policy, "policy") else 0.0
+        self.bot_prior = (
+            self.config.bot_prior if rollout_policy is not None and not hasattr(rollout_policy, "policy") else 0.0
+        )
         self.generator = torch.Generator(device=self.device).manual_seed(self.config.seed)
         self.stats = SearchStats()
         self.last: SearchDecision | None = None
         self.clock = time.perf_counter  # what the time limit reads (a test gives a clock of its own)
+
+    @property
+    def sees_state(self) -> bool:
+        """Whether ``decide`` reads the match's true state (``oracle``): a match then passes it."""
+        return self.config.oracle
+
+    def oracle_worlds(self, state, d: int):
+        """``d`` worlds of each of the ``n`` true states (row ``i * d + j``): the state itself with
+        its undrawn deck reshuffled (the game's ``shuffle_deck``), what ``oracle`` searches over."""
+        if state is None:
+            raise ValueError(
+                "search.oracle=true reads the match's true state, and this caller passes none (the "
+                "arena's matches do: deepcfr arena, eval, strength)"
+            )
+        return self._shuffle_deck(state, d, self.generator)
 
     # Candidates ------------------------------------------------------------------------------
     def rank(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -234,23 +307,12 @@ class RolloutSearch:
         scores = scores.scatter(1, chosen[:, None], 2.0)
         return scores.masked_fill(~mask, -torch.inf), None
 
-    # The search ------------------------------------------------------------------------------
-    def decide(self, obs: torch.Tensor, mask: torch.Tensor, history: torch.Tensor | None = None) -> torch.Tensor:
-        """The searched actions ``[n]`` for decisions ``obs [n, obs_size]`` (each row the observation
-        of the player to move) with legal masks ``mask [n, A]``; ``self.last`` holds the details.
-        ``history [n, L]``: each game's public actions so far (-1 after the last), which a belief
-        needs where the observation does not hold it (``needs_history``)."""
-        cfg = self.config
-        start = self.clock()
-        obs, mask = obs.to(self.device), mask.to(self.device).bool()
-        if self.belief is not None and history is None:
-            if self._history is None:
-                raise ValueError(f"search.belief={cfg.belief!r} in {self.game.name} needs each game's public action "
-                                 "history, which this caller does not pass (the arena's matches do: deepcfr arena, "
-                                 "eval, strength and exploit)")
-            history = self._history(obs)
+    def root_candidates(self, obs: torch.Tensor, mask: torch.Tensor):
+        """The ``candidates`` best moves of each decision by the ranking: (actions [n, k], -1 where
+        fewer are legal; valid [n, k]; the base's probability of each [n, k] (a bot: 1 for its own
+        move, 0 for the others); whether that is a network's prior)."""
         n = obs.shape[0]
-        k = min(cfg.candidates, mask.shape[1])
+        k = min(self.config.candidates, mask.shape[1])
         ranking, probs = self.rank(obs, mask)
         top = ranking.topk(k, dim=1)
         valid = torch.isfinite(top.values)
@@ -260,10 +322,39 @@ class RolloutSearch:
         else:
             prior = torch.zeros(n, k, device=self.device)
             prior[:, 0] = 1.0
+        return candidates, valid, prior, probs is not None
+
+    # The search ------------------------------------------------------------------------------
+    def decide(
+        self, obs: torch.Tensor, mask: torch.Tensor, history: torch.Tensor | None = None, state=None
+    ) -> torch.Tensor:
+        """The searched actions ``[n]`` for decisions ``obs [n, obs_size]`` (each row the observation
+        of the player to move) with legal masks ``mask [n, A]``; ``self.last`` holds the details.
+        ``history [n, L]``: each game's public actions so far (-1 after the last), which a belief
+        needs where the observation does not hold it (``needs_history``). ``state``: the true
+        states of the n games, which the oracle deals its worlds from (``sees_state``)."""
+        cfg = self.config
+        start = self.clock()
+        obs, mask = obs.to(self.device), mask.to(self.device).bool()
+        if cfg.oracle and state is None:
+            self.oracle_worlds(None, 1)  # the error: no true state
+        if self.belief is not None and history is None:
+            if self._history is None:
+                raise ValueError(
+                    f"search.belief={cfg.belief!r} in {self.game.name} needs each game's public action "
+                    "history, which this caller does not pass (the arena's matches do: deepcfr arena, "
+                    "eval, strength and exploit)"
+                )
+            history = self._history(obs)
+        n = obs.shape[0]
+        candidates, valid, prior, has_prior = self.root_candidates(obs, mask)
+        k = candidates.shape[1]
         single = valid.sum(dim=1) == 1  # nothing to compare: play the only move without rollouts
         todo = (~single).nonzero().squeeze(1)
 
         pool = hand_logits = None
+        if cfg.oracle and todo.numel():
+            pool = self.oracle_worlds(index_state(state, todo.to(state.turn.device)), cfg.determinizations)
         if self.belief is not None and todo.numel():
             pool = self.belief_states(obs[todo], history.to(self.device)[todo], cfg.determinizations)
         if self.hand_belief is not None and todo.numel():  # one forward for the call's decisions
@@ -280,17 +371,18 @@ class RolloutSearch:
             while done_d < cfg.determinizations:
                 d = min(d, cfg.determinizations - done_d)
                 for c0 in range(0, todo.numel(), chunk):
-                    rows = todo[c0:c0 + chunk]
+                    rows = todo[c0 : c0 + chunk]
                     states = None
                     if pool is not None:  # determinizations done_d .. done_d + d of each row's belief
                         at = torch.arange(c0, c0 + rows.numel(), device=self.device)[:, None] * cfg.determinizations
                         states = index_state(pool, (at + done_d + torch.arange(d, device=self.device)).reshape(-1))
-                    logits = hand_logits[c0:c0 + chunk] if hand_logits is not None else None
-                    values = self.candidate_values(obs[rows], candidates[rows], valid[rows], d, states,
-                                                   hand_logits=logits)  # [m, k, d]
+                    logits = hand_logits[c0 : c0 + chunk] if hand_logits is not None else None
+                    values = self.candidate_values(
+                        obs[rows], candidates[rows], valid[rows], d, states, hand_logits=logits
+                    )  # [m, k, d]
                     base_v = values[:, :1]
                     sums[rows] += values.sum(dim=2)
-                    squares[rows] += (values ** 2).sum(dim=2)
+                    squares[rows] += (values**2).sum(dim=2)
                     diff_sums[rows] += (values - base_v).sum(dim=2)
                     diff_squares[rows] += ((values - base_v) ** 2).sum(dim=2)
                 done_d += d
@@ -299,15 +391,48 @@ class RolloutSearch:
                     spent = self.clock() - start
                     if spent + spent * d / done_d > cfg.time_limit_s:  # predicted past the budget: answer now
                         break
+        return self._choose(
+            n,
+            candidates,
+            valid,
+            prior,
+            has_prior,
+            single,
+            todo,
+            done_d,
+            (sums, squares, diff_sums, diff_squares),
+            start,
+        )
+
+    def _choose(
+        self,
+        n: int,
+        candidates: torch.Tensor,
+        valid: torch.Tensor,
+        prior: torch.Tensor,
+        has_prior: bool,
+        single: torch.Tensor,
+        todo: torch.Tensor,
+        done_d: int,
+        moments,
+        start: float,
+    ) -> torch.Tensor:
+        """The choice among the ``[n, k]`` candidates from the sums over ``done_d`` determinizations of
+        each candidate's values, their squares, its differences to the base move (column 0) and
+        their squares (``moments``), by ``paired_choice``; ``self.last`` and the stats recorded."""
+        cfg = self.config
+        sums, squares, diff_sums, diff_squares = moments
         D = max(done_d, 1)
         mean = sums / D
-        var = (squares / D - mean ** 2).clamp(min=0) * D / max(D - 1, 1)
+        var = (squares / D - mean**2).clamp(min=0) * D / max(D - 1, 1)
         ci95 = 1.96 * (var / D).sqrt()
         diff = diff_sums / D
-        diff_var = (diff_squares / D - diff ** 2).clamp(min=0) * D / max(D - 1, 1)
+        diff_var = (diff_squares / D - diff**2).clamp(min=0) * D / max(D - 1, 1)
         diff_se = (diff_var / D).sqrt()
 
-        log_prior = prior.clamp(min=_LOG_FLOOR).log() if probs is not None else torch.zeros(n, k, device=self.device)
+        log_prior = (
+            prior.clamp(min=_LOG_FLOOR).log() if has_prior else torch.zeros(n, candidates.shape[1], device=self.device)
+        )
         score, pick = paired_choice(mean, diff, diff_se, valid, log_prior, cfg.prior_weight, cfg.min_z)
         pick = torch.where(single, 0, pick)
         chosen = candidates.gather(1, pick[:, None]).squeeze(1)
@@ -316,9 +441,16 @@ class RolloutSearch:
         seconds = self.clock() - start
         rolled = valid & ~single[:, None]  # NaN values: no such candidate, or a forced move (not rolled out)
         self.last = SearchDecision(
-            candidates=candidates, mean=torch.where(rolled, mean, nan), ci95=torch.where(rolled, ci95, nan),
-            diff_vs_base=torch.where(rolled, diff, nan), diff_ci95=torch.where(rolled, 1.96 * diff_se, nan),
-            prior=prior, score=score, chosen=chosen, determinizations=done_d, seconds=seconds,
+            candidates=candidates,
+            mean=torch.where(rolled, mean, nan),
+            ci95=torch.where(rolled, ci95, nan),
+            diff_vs_base=torch.where(rolled, diff, nan),
+            diff_ci95=torch.where(rolled, 1.96 * diff_se, nan),
+            prior=prior,
+            score=score,
+            chosen=chosen,
+            determinizations=done_d,
+            seconds=seconds,
         )
         self.stats.decisions += n
         self.stats.overrides += int((pick != 0).sum())
@@ -337,8 +469,7 @@ class RolloutSearch:
         within = torch.arange(n, device=self.device)
         if horizon is not None:  # past it the hidden cards are dealt uniformly (the setting's description)
             within = ((history >= 0).sum(dim=1) < horizon).nonzero().squeeze(1)
-        sample = self.belief.sample(obs[within], history[within], self.config.belief_particles, self.generator,
-                                    draws=d)
+        sample = self.belief.sample(obs[within], history[within], self.config.belief_particles, self.generator, draws=d)
         ess, fallbacks = to_host(torch.stack([sample.ess.sum(), sample.fallback.sum().double()]))
         self.stats.belief_ess += float(ess)
         self.stats.belief_fallbacks += int(fallbacks)
@@ -358,8 +489,15 @@ class RolloutSearch:
         self.stats.belief_seconds += self.clock() - start
         return states
 
-    def candidate_values(self, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int,
-                         states=None, hand_logits: torch.Tensor | None = None) -> torch.Tensor:
+    def candidate_values(
+        self,
+        obs: torch.Tensor,
+        candidates: torch.Tensor,
+        valid: torch.Tensor,
+        d: int,
+        states=None,
+        hand_logits: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Rollout utilities ``[m, k, d]`` for the decider of each of ``m`` observations: every
         candidate on the same d determinizations with the same random streams (invalid
         candidates are rolled out as the base move and get the base's values). The
@@ -384,9 +522,17 @@ class RolloutSearch:
         """Play ``states`` to the end with the rollout policy, or for ``rollout_plies`` decisions
         and then value them with the leaf value; utility [M] for ``seat``. Rows sharing a
         ``stream`` get the same random numbers at each step."""
-        played = play_rollouts(self.game, states, seat, stream, n_streams, self.generator,
-                               lambda obs, mask, player, rows, uniform: self.rollout.act(obs, mask, uniform),
-                               self.config.rollout_plies if self.leaf_value is not None else None, self.leaf_value)
+        played = play_rollouts(
+            self.game,
+            states,
+            seat,
+            stream,
+            n_streams,
+            self.generator,
+            lambda obs, mask, player, rows, uniform: self.rollout.act(obs, mask, uniform),
+            self.config.rollout_plies if self.leaf_value is not None else None,
+            self.leaf_value,
+        )
         self.stats.rollouts += stream.shape[0]
         self.stats.capped_rollouts += played.capped
         self.stats.valued_rollouts += played.valued
@@ -404,8 +550,17 @@ class PlayedRollouts:
     capped: int  # rollouts ended by the game's ply cap with cards left in the deck
 
 
-def play_rollouts(game, states, seat: torch.Tensor, stream: torch.Tensor, n_streams: int,
-                  generator: torch.Generator, act, plies: int | None = None, leaf_value=None) -> PlayedRollouts:
+def play_rollouts(
+    game,
+    states,
+    seat: torch.Tensor,
+    stream: torch.Tensor,
+    n_streams: int,
+    generator: torch.Generator,
+    act,
+    plies: int | None = None,
+    leaf_value=None,
+) -> PlayedRollouts:
     """Play ``M`` rollouts from ``states`` on: each step the rows still running move by
     ``act(obs, mask, player, rows, uniform) -> actions`` (``rows``: their indices among the M,
     ``uniform``: one random number each, the same for rows sharing a ``stream`` of ``n_streams``:

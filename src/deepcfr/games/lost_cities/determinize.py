@@ -26,13 +26,18 @@ from __future__ import annotations
 
 import torch
 
+from ..base import BatchedGame, index_state
+from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, LOC_UNKNOWN, card_kinds
 from .state import CAP_FLAG, DECISION_BITS, DECK_FLAG, T_DECISIONS, T_DECK, T_DISCARD, T_PLAYER, T_PLY, LostCitiesState
-from .layout import card_kinds, LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, LOC_UNKNOWN
 
 
-
-def determinize(game: "LostCitiesGame", obs: torch.Tensor, d: int,
-                generator: torch.Generator | None = None, hand_logits: torch.Tensor | None = None) -> LostCitiesState:
+def determinize(
+    game: BatchedGame,
+    obs: torch.Tensor,
+    d: int,
+    generator: torch.Generator | None = None,
+    hand_logits: torch.Tensor | None = None,
+) -> LostCitiesState:
     """``n * d`` states consistent with the observations ``obs [n, obs_size]`` (uint8 rows of
     layout.py, any observer), on ``obs.device``; row ``i * d + j`` is sample ``j`` of ``obs[i]``.
     ``generator`` must be on ``obs.device`` (or None for the default one).
@@ -81,21 +86,22 @@ def _ranks(keys: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(order).scatter_(1, order, torch.arange(D, device=keys.device).expand_as(order))
 
 
-def opponent_hand_size(game: "LostCitiesGame", obs: torch.Tensor) -> torch.Tensor:
+def opponent_hand_size(game: BatchedGame, obs: torch.Tensor) -> torch.Tensor:
     """[n] cards in the observer's opponent's hand (one fewer while it is to draw)."""
     D = game.rules.deck_size
     phase, observer, to_move = obs[:, D + 1].long(), obs[:, D + 3].long(), obs[:, D + 4].long()
     return game.rules.hand_size - ((phase == 1) & (to_move != observer)).long()
 
 
-def state_from_hidden(game: "LostCitiesGame", obs: torch.Tensor, to_opp: torch.Tensor,
-                      deck_pos: torch.Tensor) -> LostCitiesState:
+def state_from_hidden(
+    game: BatchedGame, obs: torch.Tensor, to_opp: torch.Tensor, deck_pos: torch.Tensor
+) -> LostCitiesState:
     """The state of observations ``obs [N, obs_size]`` with the hidden cards placed: ``to_opp
     [N, D]`` bool marks the unknown cards in the opponent's hand, ``deck_pos [N, D]`` gives each
     deck card's position in the deck (0 = bottom, deck size - 1 = the next card drawn; -1 for
     cards not in the deck)."""
     r = game.rules
-    D, C, P, H, R1 = r.deck_size, r.n_colors, r.cards_per_color, r.hand_size, r.n_ranks + 1
+    D, C, P, R1 = r.deck_size, r.n_colors, r.cards_per_color, r.n_ranks + 1
     device = obs.device
     t = game.tables(device)
     L = t.layout
@@ -115,8 +121,8 @@ def state_from_hidden(game: "LostCitiesGame", obs: torch.Tensor, to_opp: torch.T
     seen1 = torch.where(first[:, None], seen_opp, seen_obs)
 
     arena = torch.zeros(N, L.row_bytes, dtype=torch.uint8, device=device)
-    arena[:, L.seen:L.seen + D] = seen0.to(torch.uint8)
-    arena[:, L.seen + D + 5:L.seen + 2 * D + 5] = seen1.to(torch.uint8)
+    arena[:, L.seen : L.seen + D] = seen0.to(torch.uint8)
+    arena[:, L.seen + D + 5 : L.seen + 2 * D + 5] = seen1.to(torch.uint8)
 
     # Hand entries by kind: one base-3 digit per copy (1 in hand, 2 in hand and known to the other).
     kind_index = t.card_kind_index  # [D]
@@ -125,10 +131,12 @@ def state_from_hidden(game: "LostCitiesGame", obs: torch.Tensor, to_opp: torch.T
     opp_in_hand = to_opp | (loc == LOC_OPP_KNOWN)
     opp_digit = torch.where(loc == LOC_OPP_KNOWN, 2, 1) * copy_digit
     hands = torch.zeros(N, 2, r.num_kinds, dtype=torch.long, device=device)
-    hands[:, 0].scatter_add_(1, kind_index.expand(N, D),
-                             torch.where(first[:, None], obs_hand * copy_digit, opp_in_hand * opp_digit))
-    hands[:, 1].scatter_add_(1, kind_index.expand(N, D),
-                             torch.where(first[:, None], opp_in_hand * opp_digit, obs_hand * copy_digit))
+    hands[:, 0].scatter_add_(
+        1, kind_index.expand(N, D), torch.where(first[:, None], obs_hand * copy_digit, opp_in_hand * opp_digit)
+    )
+    hands[:, 1].scatter_add_(
+        1, kind_index.expand(N, D), torch.where(first[:, None], opp_in_hand * opp_digit, obs_hand * copy_digit)
+    )
 
     # Expeditions per seat: the codes of the seat's own plane.
     kinds = card_kinds(r, device).reshape(D)  # card ids run colour-major, as in the layout
@@ -146,17 +154,18 @@ def state_from_hidden(game: "LostCitiesGame", obs: torch.Tensor, to_opp: torch.T
         per_kind = per_kind.view(N, C, R1)
         blocked[:, seat] = per_kind.flip(2).cumsum(2).flip(2)
     for seat in range(2):
-        arena[:, L.blocked(seat):L.blocked(seat) + r.num_kinds] = blocked[:, seat].reshape(N, -1).to(torch.uint8)
-        arena[:, L.hand(seat):L.hand(seat) + r.num_kinds] = hands[:, seat].to(torch.uint8)
+        arena[:, L.blocked(seat) : L.blocked(seat) + r.num_kinds] = blocked[:, seat].reshape(N, -1).to(torch.uint8)
+        arena[:, L.hand(seat) : L.hand(seat) + r.num_kinds] = hands[:, seat].to(torch.uint8)
     ev = arena.view(torch.int64)
-    ev[:, L.expedition // 8:L.expedition // 8 + 2 * C] = exp_words.view(N, 2 * C)
+    ev[:, L.expedition // 8 : L.expedition // 8 + 2 * C] = exp_words.view(N, 2 * C)
 
     # Heights, the deck stack and the piles.
     in_pile = loc >= LOC_PILE0
-    pile_heights = torch.zeros(N, C, dtype=torch.long, device=device).scatter_add_(1, color.expand(N, D),
-                                                                                  in_pile.long())
+    pile_heights = torch.zeros(N, C, dtype=torch.long, device=device).scatter_add_(
+        1, color.expand(N, D), in_pile.long()
+    )
     arena[:, L.heights] = deck_count.to(torch.uint8)
-    arena[:, L.heights + 1:L.heights + 1 + C] = pile_heights.to(torch.uint8)
+    arena[:, L.heights + 1 : L.heights + 1 + C] = pile_heights.to(torch.uint8)
     cards = torch.arange(D, device=device, dtype=torch.uint8).expand(N, D)
     spare = L.zero  # writes of the cards that go elsewhere land on the zero byte, reset below
     deck_byte = torch.where(in_deck, L.deck_stack + deck_pos, spare)
@@ -168,8 +177,14 @@ def state_from_hidden(game: "LostCitiesGame", obs: torch.Tensor, to_opp: torch.T
 
     # The turn word (state.T_*): phase, player, colour discarded, decisions, ply and deck counters.
     decisions = 2 * (L.deck_cards - deck_count) + phase
-    turn = (phase | to_move << T_PLAYER | discarded << T_DISCARD | decisions << T_DECISIONS
-            | ((1 << DECISION_BITS) - r.ply_cap + decisions) << T_PLY | (256 - deck_count) << T_DECK)
+    turn = (
+        phase
+        | to_move << T_PLAYER
+        | discarded << T_DISCARD
+        | decisions << T_DECISIONS
+        | ((1 << DECISION_BITS) - r.ply_cap + decisions) << T_PLY
+        | (256 - deck_count) << T_DECK
+    )
 
     # A deal-like permutation: the cards ordered by (hand of seat 0, hand of seat 1, deck top
     # first, the rest).
@@ -180,3 +195,28 @@ def state_from_hidden(game: "LostCitiesGame", obs: torch.Tensor, to_opp: torch.T
     deal = sort_key.argsort(dim=1).to(torch.uint8)
     terminal = (turn & (CAP_FLAG | DECK_FLAG)) != 0
     return LostCitiesState(arena=arena, turn=turn, terminal=terminal, deck=deal)
+
+
+def shuffle_deck(
+    game: BatchedGame, state: LostCitiesState, d: int, generator: torch.Generator | None = None
+) -> LostCitiesState:
+    """``n * d`` copies of the full states ``state`` (row ``i * d + j`` is copy ``j`` of game
+    ``i``) whose undrawn cards (the deck) lie in a fresh uniform order, everything else exactly as
+    it is: both hands, what each player knows of the other's, the piles, the turn and its
+    counters. The worlds of a search that knows every card but the deck's order (the oracle of
+    issue 66's bound). ``generator`` must be on the state's device (or None)."""
+    if d < 1:
+        raise ValueError(f"d (copies per state) must be at least 1, got {d}")
+    device = state.arena.device
+    L = game.tables(device).layout
+    n = state.turn.shape[0]
+    rows = torch.arange(n, device=device).repeat_interleave(d)
+    out = index_state(state, rows)
+    count = game.deck_size(out)  # [N] the deck occupies stack slots 0 .. count - 1 (bottom first)
+    slots = torch.arange(L.deck_cards, device=device)
+    keys = torch.rand(rows.numel(), L.deck_cards, generator=generator, device=device)
+    keys = torch.where(slots < count[:, None], keys, 2.0 + slots)  # the slots past the deck keep their place
+    order = keys.argsort(dim=1)
+    stack = out.arena[:, L.deck_stack : L.deck_stack + L.deck_cards]
+    out.arena[:, L.deck_stack : L.deck_stack + L.deck_cards] = stack.gather(1, order)
+    return out

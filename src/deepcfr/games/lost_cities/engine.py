@@ -3,7 +3,7 @@
 Same rules and conventions as reference.py, the oracle the tests compare against (except that
 ``current_player`` is -1 on finished games, the convention of every batched game).
 
-Performance shape (figures: scripts/bench_engine.py, docs/performance.md). On a CPU a PyTorch op
+Performance shape (figures: deepcfr bench engine, docs/log/performance.md). On a CPU a PyTorch op
 on a few thousand rows costs a few microseconds whatever it does, so a step is built from as few
 ops as possible, each on small contiguous tensors:
 - A game is one row of bytes (``arena``) plus a packed turn word. The row holds, per card, what
@@ -36,11 +36,33 @@ import torch
 from ..base import IllegalActionError, index_state
 from .bots import EVALUATION_OPPONENTS, bot_factories
 from .encoding import LostCitiesEncoder
-from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, LOC_UNKNOWN, OBS_DTYPE, decode, obs_size
+from .layout import (
+    LOC_HAND,
+    LOC_MY_EXP,
+    LOC_OPP_EXP,
+    LOC_OPP_KNOWN,
+    LOC_PILE0,
+    LOC_UNKNOWN,
+    OBS_DTYPE,
+    decode,
+    obs_size,
+)
 from .rules import VARIANTS, LostCitiesRules, make_rules
+
 # the state and its turn word live in state.py (determinize.py builds states without the engine)
-from .state import (CAP_FLAG, DECISION_BITS, DECK_FLAG, MAX_PLY_CAP, T_DECISIONS, T_DECK, T_DISCARD,  # noqa: F401
-                    T_PHASE, T_PLAYER, T_PLY, LostCitiesState)
+from .state import (  # noqa: F401
+    CAP_FLAG,
+    DECISION_BITS,
+    DECK_FLAG,
+    MAX_PLY_CAP,
+    T_DECISIONS,
+    T_DECK,
+    T_DISCARD,
+    T_PHASE,
+    T_PLAYER,
+    T_PLY,
+    LostCitiesState,
+)
 from .symmetry import ColourRelabelling
 
 _ROW_CACHE_LIMIT = 16
@@ -73,7 +95,7 @@ class _Layout:
 
     def __init__(self, rules: LostCitiesRules):
         r = rules
-        D, C, P, R1 = r.deck_size, r.n_colors, r.cards_per_color, r.n_ranks + 1
+        D, C, P = r.deck_size, r.n_colors, r.cards_per_color
         K, A = r.num_kinds, r.num_actions
         self.deck_cards = D - 2 * r.hand_size
         at = 0
@@ -143,8 +165,11 @@ class _Tables:
         # three entries depend on the pile height h read first: the slot's word and the two codes
         # (the card's height in its pile); they are contiguous, h times the row's last 3 entries
         # is added to them.
-        blocked_words = max(((L.blocked(p) + c * R1 + R1 - 1) // 8 - (L.blocked(p) + c * R1) // 8 + 1)
-                            for p in range(2) for c in range(C))
+        blocked_words = max(
+            ((L.blocked(p) + c * R1 + R1 - 1) // 8 - (L.blocked(p) + c * R1) // 8 + 1)
+            for p in range(2)
+            for c in range(C)
+        )
         SEEN0, SEEN1, HAND, HEIGHT, EXP, BLOCKED = range(6)
         SLOT = BLOCKED + blocked_words
         NW = SLOT + 1
@@ -182,7 +207,7 @@ class _Tables:
                 play = a < K
                 card_move[a, p] = len(move_base)
                 for digits in range(3 ** copies(kind)):
-                    state = [(digits // 3 ** j) % 3 for j in range(copies(kind))]
+                    state = [(digits // 3**j) % 3 for j in range(copies(kind))]
                     known = [j for j, s in enumerate(state) if s == 2]
                     held = [j for j, s in enumerate(state) if s == 1]
                     base, step = new_move()
@@ -192,7 +217,7 @@ class _Tables:
                     card = card_of(color, kind, copy)
                     was_known = bool(known)
                     old = (LOC_HAND, LOC_OPP_KNOWN if was_known else 0)
-                    add_byte(base, step, HAND, L.hand(p) + k, -(state[copy] * 3 ** copy))
+                    add_byte(base, step, HAND, L.hand(p) + k, -(state[copy] * 3**copy))
                     if play:
                         seen(base, step, p, card, (LOC_MY_EXP - old[0], LOC_OPP_EXP - old[1]))
                         value = r.kind_value(kind)
@@ -223,12 +248,12 @@ class _Tables:
                     add_byte(base, step, HEIGHT, L.heights + pile, -1)
                     if pile == 0:
                         seen(base, step, p, card, (LOC_HAND, 0))
-                        add_byte(base, step, HAND, L.hand(p) + k, 3 ** copy)
+                        add_byte(base, step, HAND, L.hand(p) + k, 3**copy)
                     else:  # from height h - 1
                         c = pile - 1
                         top = LOC_PILE0 - 1
                         seen(base, step, p, card, (LOC_HAND - top, LOC_OPP_KNOWN - top), (-1, -1))
-                        add_byte(base, step, HAND, L.hand(p) + k, 2 * 3 ** copy)
+                        add_byte(base, step, HAND, L.hand(p) + k, 2 * 3**copy)
                         base[SLOT], lane = L.pile_slot(c, -1)
                         step[SLOT] = 1
                         base[NW + SLOT] = _signed64(-(card << (8 * lane)))
@@ -245,8 +270,7 @@ class _Tables:
                     color = k // R1
                     low = p << T_PLAYER | C << T_DISCARD  # card decision, nothing discarded yet
                     turn = 1 + step_turn + (0 if a < K else (color - C) << T_DISCARD)
-                    keys[a << KEY_BITS | low] = [L.heights + 1 + color, L.hand(p) + k, zero, 0,
-                                                 card_move[a, p], turn]
+                    keys[a << KEY_BITS | low] = [L.heights + 1 + color, L.hand(p) + k, zero, 0, card_move[a, p], turn]
                     continue
                 pile = a - 2 * K
                 if pile == 0:
@@ -256,16 +280,20 @@ class _Tables:
                     source, source_step = 8 * word + lane, 8
                 for discarded in range(C + 1):
                     low = 1 | p << T_PLAYER | discarded << T_DISCARD
-                    turn = (-1 + ((1 - p) - p) * (1 << T_PLAYER) + (C - discarded) * (1 << T_DISCARD) + step_turn
-                            + (1 << T_DECK if pile == 0 else 0))
-                    keys[a << KEY_BITS | low] = [L.heights + pile, zero, source, source_step, draw_move[pile, p],
-                                                 turn]
+                    turn = (
+                        -1
+                        + ((1 - p) - p) * (1 << T_PLAYER)
+                        + (C - discarded) * (1 << T_DISCARD)
+                        + step_turn
+                        + (1 << T_DECK if pile == 0 else 0)
+                    )
+                    keys[a << KEY_BITS | low] = [L.heights + pile, zero, source, source_step, draw_move[pile, p], turn]
         i64 = dict(dtype=torch.int64, device=device)
         self.keys = torch.tensor(keys, **i64)
-        assert all(not any(row[:SLOT]) and not any(row[SLOT + 3:]) for row in move_step)
+        assert all(not any(row[:SLOT]) and not any(row[SLOT + 3 :]) for row in move_step)
         # One table row per move: the NW word indices, the NW values, then the 3 per-height steps
         # (one row read per step instead of two).
-        self.moves = torch.tensor([base + step[SLOT:SLOT + 3] for base, step in zip(move_base, move_step)], **i64)
+        self.moves = torch.tensor([base + step[SLOT : SLOT + 3] for base, step in zip(move_base, move_step)], **i64)
         self.null_action = A
         # Legal mask, by the low turn bits (phase, player, colour discarded this turn) and
         # terminal (bit KEY_BITS): which row to read, and a cap for its hand and draw entries:
@@ -303,9 +331,14 @@ class _Tables:
             rows = torch.arange(n, device=self.device)
             base = rows * L.row_bytes
             r = self._rows[n] = {
-                "bytes": base, "bytes2": base.unsqueeze(1), "seen": base + L.seen,
-                "wager_cells": (torch.arange(W, device=self.device).view(W, 1, 1) + rows.view(1, n, 1) * (D + 5)
-                                + torch.arange(C, device=self.device).view(1, 1, C) * P),
+                "bytes": base,
+                "bytes2": base.unsqueeze(1),
+                "seen": base + L.seen,
+                "wager_cells": (
+                    torch.arange(W, device=self.device).view(W, 1, 1)
+                    + rows.view(1, n, 1) * (D + 5)
+                    + torch.arange(C, device=self.device).view(1, 1, C) * P
+                ),
             }
         return r
 
@@ -348,7 +381,7 @@ class LostCitiesGame:
         return bot_factories(self.rules)
 
     @classmethod
-    def from_params(cls, variant: str = "classic", **rule_overrides) -> "LostCitiesGame":
+    def from_params(cls, variant: str = "classic", **rule_overrides) -> LostCitiesGame:
         return cls(make_rules(variant, **rule_overrides))
 
     @property
@@ -382,8 +415,9 @@ class LostCitiesGame:
         return t
 
     # Construction ----------------------------------------------------------------------------
-    def init(self, n: int, generator: torch.Generator | None = None,
-             device: str | torch.device = "cpu") -> LostCitiesState:
+    def init(
+        self, n: int, generator: torch.Generator | None = None, device: str | torch.device = "cpu"
+    ) -> LostCitiesState:
         """n freshly shuffled games, reproducible from ``generator`` (a CPU generator, or one on
         ``device``)."""
         gen_device = generator.device if generator is not None else torch.device(device)
@@ -399,7 +433,7 @@ class LostCitiesGame:
 
     def _init(self, deals: torch.Tensor, validate: bool) -> LostCitiesState:
         r = self.rules
-        D, H, K = r.deck_size, r.hand_size, r.num_kinds
+        D, H = r.deck_size, r.hand_size
         device = deals.device
         deals = deals.to(torch.int64)
         if validate and (deals.dim() != 2 or deals.shape[1] != D):
@@ -413,15 +447,16 @@ class LostCitiesGame:
         t = self.tables(device)
         L = t.layout
         arena = torch.zeros(n, L.row_bytes, dtype=torch.uint8, device=device)
-        hands = deals[:, :2 * H]
+        hands = deals[:, : 2 * H]
         in_hand = torch.tensor([LOC_HAND], dtype=torch.uint8, device=device).expand(n, H)
         arena.scatter_(1, L.seen + hands[:, :H], in_hand)
         arena.scatter_(1, L.seen + (D + 5) + hands[:, H:], in_hand)
         seat = torch.arange(2, device=device).repeat_interleave(H)  # [2H]: 0 ... 0 1 ... 1
-        arena.scatter_add_(1, L.hand(0) + seat * (L.hand(1) - L.hand(0)) + t.card_kind_index[hands],
-                           t.copy_digit[hands])
+        arena.scatter_add_(
+            1, L.hand(0) + seat * (L.hand(1) - L.hand(0)) + t.card_kind_index[hands], t.copy_digit[hands]
+        )
         arena[:, L.heights] = L.deck_cards
-        arena[:, L.deck_stack:L.deck_stack + L.deck_cards] = deals.flip(1)[:, :L.deck_cards].to(torch.uint8)
+        arena[:, L.deck_stack : L.deck_stack + L.deck_cards] = deals.flip(1)[:, : L.deck_cards].to(torch.uint8)
         return LostCitiesState(
             arena=arena,
             turn=torch.full((n,), t.turn0, dtype=torch.int64, device=device),
@@ -458,7 +493,7 @@ class LostCitiesGame:
         """[n, 2, C] int64 packed expedition counters (cards | wagers << 8 | sum of values << 16);
         a view into the state."""
         L, C = self.tables(state.arena.device).layout, self.rules.n_colors
-        return state.arena.view(torch.int64)[:, L.expedition // 8:L.expedition // 8 + 2 * C].view(-1, 2, C)
+        return state.arena.view(torch.int64)[:, L.expedition // 8 : L.expedition // 8 + 2 * C].view(-1, 2, C)
 
     def legal_mask(self, state: LostCitiesState) -> torch.Tensor:
         """[n, A] bool; all False on terminal rows."""
@@ -467,11 +502,12 @@ class LostCitiesGame:
         rows = t.rows(state.turn.shape[0])
         low = torch.add(state.turn & ((1 << KEY_BITS) - 1), state.terminal, alpha=1 << KEY_BITS)
         mask = _windows(state.arena.view(-1), self.num_actions).index_select(
-            0, rows["bytes"] + t.mask_row.index_select(0, low))
+            0, rows["bytes"] + t.mask_row.index_select(0, low)
+        )
         # Discard: any in hand; draw: a non-empty pile, not the one discarded onto this turn.
         torch.minimum(mask[:, K:], t.mask_cap.index_select(0, low), out=mask[:, K:])
         # Play: in hand and not blocked (blocked counts are >= 0).
-        torch.lt(mask[:, :K], mask[:, K:2 * K], out=mask[:, :K].view(torch.bool))
+        torch.lt(mask[:, :K], mask[:, K : 2 * K], out=mask[:, :K].view(torch.bool))
         return mask.view(torch.bool)
 
     # Moves -----------------------------------------------------------------------------------
@@ -493,7 +529,7 @@ class LostCitiesGame:
         a = torch.where(state.terminal, t.null_action, actions)
         key = t.keys.index_select(0, torch.add(turn & ((1 << KEY_BITS) - 1), a, alpha=1 << KEY_BITS))
         # Read the height of the pile the action touches and the mover's hand entry of the kind.
-        read = flat.index_select(0, (rows["bytes2"] + key[:, K_HEIGHT:K_HAND + 1]).view(-1)).view(n, 2).long()
+        read = flat.index_select(0, (rows["bytes2"] + key[:, K_HEIGHT : K_HAND + 1]).view(-1)).view(n, 2).long()
         height = read[:, 0]
         # The card drawn (the top of the deck or of a pile); 0 for a card decision.
         drawn = flat.index_select(0, torch.addcmul(rows["bytes"] + key[:, K_SOURCE], height, key[:, K_SOURCE_STEP]))
@@ -501,8 +537,8 @@ class LostCitiesGame:
         NW = t.move_width
         change = t.moves.index_select(0, move)
         # (a product then an add: faster than addcmul_ into the strided columns)
-        change[:, t.height_columns].add_(change[:, 2 * NW:] * height.unsqueeze(1))
-        arena.view(torch.int64).scatter_add_(1, change[:, :NW], change[:, NW:2 * NW])
+        change[:, t.height_columns].add_(change[:, 2 * NW :] * height.unsqueeze(1))
+        arena.view(torch.int64).scatter_add_(1, change[:, :NW], change[:, NW : 2 * NW])
         # New tensors, not in place: callers may hold the previous turn's ``terminal``.
         state.turn = turn = turn + key[:, K_TURN]
         state.terminal = (turn & (CAP_FLAG | DECK_FLAG)) != 0
@@ -525,8 +561,10 @@ class LostCitiesGame:
             action = int(a[row])
             name = self.rules.action_name(action) if 0 <= action < self.num_actions else "out of range"
             phase = "play/discard" if int(state.phase[row]) == 0 else "draw"
-            raise IllegalActionError(f"row {row}: illegal action {action} ({name}) for player "
-                                     f"{int(state.player[row])} in the {phase} decision")
+            raise IllegalActionError(
+                f"row {row}: illegal action {action} ({name}) for player "
+                f"{int(state.player[row])} in the {phase} decision"
+            )
 
     # Scores ----------------------------------------------------------------------------------
     def expedition_scores(self, state: LostCitiesState) -> torch.Tensor:
@@ -587,8 +625,14 @@ class LostCitiesGame:
         return {"useless_pile_draws": (from_pile & ~fits).float()}
 
     # Information -----------------------------------------------------------------------------
-    def chance_outcomes(self, state: LostCitiesState, actions: torch.Tensor, samples: int | None = None,
-                        generator: torch.Generator | None = None, with_kinds: bool = False):
+    def chance_outcomes(
+        self,
+        state: LostCitiesState,
+        actions: torch.Tensor,
+        samples: int | None = None,
+        generator: torch.Generator | None = None,
+        with_kinds: bool = False,
+    ):
         """The deck draws among ``actions`` (games/base.py CAPABILITIES): for each live row that draws
         from a deck of more than one card, the states after drawing each card of the deck instead
         (the deck's order is what is unknown: any of its cards could have been on top), each of
@@ -643,7 +687,7 @@ class LostCitiesGame:
         draws = ~state.terminal & (state.phase == 1) & (actions == 2 * self.rules.num_kinds) & (deck > 1)
         rows = draws.nonzero().squeeze(1)
         deck = deck[rows]
-        cards = state.arena[rows, L.deck_stack:L.deck_stack + L.deck_cards].long()  # bottom first
+        cards = state.arena[rows, L.deck_stack : L.deck_stack + L.deck_cards].long()  # bottom first
         kinds = t.card_kind_index[cards]
         in_deck = torch.arange(L.deck_cards, device=device) < deck[:, None]
         counts = torch.zeros(rows.numel(), self.rules.num_kinds, dtype=torch.float64, device=device)
@@ -670,37 +714,59 @@ class LostCitiesGame:
         """[deck_size] each card's kind (capability "hidden_hand"; wager copies of a colour alike)."""
         return self.tables(device).card_kind_index.long()
 
-    def determinize(self, obs: torch.Tensor, d: int, generator: torch.Generator | None = None,
-                    hand_logits: torch.Tensor | None = None) -> LostCitiesState:
+    def determinize(
+        self,
+        obs: torch.Tensor,
+        d: int,
+        generator: torch.Generator | None = None,
+        hand_logits: torch.Tensor | None = None,
+    ) -> LostCitiesState:
         """``n * d`` states consistent with the observations ``obs [n, obs_size]`` (row ``i * d + j``
         is sample ``j`` of ``obs[i]``): see determinize.py."""
         from .determinize import determinize
 
         return determinize(self, obs, d, generator, hand_logits)
 
-    def history_deals(self, obs: torch.Tensor, history: torch.Tensor, d: int,
-                      generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    def shuffle_deck(self, state: LostCitiesState, d: int, generator: torch.Generator | None = None) -> LostCitiesState:
+        """``n * d`` copies of ``state`` (row ``i * d + j`` is copy ``j`` of game ``i``), each deck in a
+        fresh uniform order and everything else as it is: see determinize.py."""
+        from .determinize import shuffle_deck
+
+        return shuffle_deck(self, state, d, generator)
+
+    def history_deals(
+        self, obs: torch.Tensor, history: torch.Tensor, d: int, generator: torch.Generator | None = None
+    ) -> tuple[torch.Tensor, torch.Tensor]:
         """(``[n * d, D]`` deals consistent with ``obs`` and the public action ``history``, their
         ``[n * d]`` log importance weights with respect to the deal prior): see deals.py."""
         from .deals import history_deals
 
         return history_deals(self, obs, history, d, generator)
 
-    def carry_deals(self, obs: torch.Tensor, history: torch.Tensor, fresh: torch.Tensor, previous: torch.Tensor,
-                    previous_length: torch.Tensor, generator: torch.Generator | None = None):
+    def carry_deals(
+        self,
+        obs: torch.Tensor,
+        history: torch.Tensor,
+        fresh: torch.Tensor,
+        previous: torch.Tensor,
+        previous_length: torch.Tensor,
+        generator: torch.Generator | None = None,
+    ):
         """The belief's particles carried to a later decision (games/base.py CAPABILITIES): see deals.py."""
         from .deals import carry_deals
 
         return carry_deals(self, obs, history, fresh, previous, previous_length, generator)
 
     def deal_log_weights(self, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor) -> torch.Tensor:
-        """``history_deals``' log importance weight of any consistent deals (games/base.py CAPABILITIES): see deals.py."""
+        """``history_deals``' log importance weight of any consistent deals (games/base.py
+        CAPABILITIES): see deals.py."""
         from .deals import deal_log_weights
 
         return deal_log_weights(self, obs, history, deals)
 
-    def swap_deals(self, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor,
-                   generator: torch.Generator | None = None) -> torch.Tensor:
+    def swap_deals(
+        self, obs: torch.Tensor, history: torch.Tensor, deals: torch.Tensor, generator: torch.Generator | None = None
+    ) -> torch.Tensor:
         """The belief's particle move (games/base.py CAPABILITIES): see deals.py."""
         from .deals import swap_deals
 
@@ -731,8 +797,7 @@ class LostCitiesGame:
             for i, j in _sorting_network(W):
                 copies[i], copies[j] = torch.minimum(copies[i], copies[j]), torch.maximum(copies[i], copies[j])
             flat.scatter_(0, where.view(-1), torch.stack(copies).view(-1))
-        for i, value in enumerate((self.deck_size(state), state.phase, state.discarded_color, observer,
-                                   state.player)):
+        for i, value in enumerate((self.deck_size(state), state.phase, state.discarded_color, observer, state.player)):
             obs[:, D + i] = value
         return obs
 

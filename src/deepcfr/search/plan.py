@@ -1,0 +1,294 @@
+"""A search that plans past one decision, in the oracle's worlds: the ceiling of issue 66.
+
+The one-decision search (rollout.py) rolls each candidate out by the base policy: the decider's
+own later moves are the network's, so it improves on the network by one step. ``PlanSearch``
+chooses this move knowing that its next moves will be chosen well too. For each decision:
+
+- **Worlds**: ``determinizations`` copies of the match's TRUE state with the undrawn deck
+  reshuffled (``oracle``: the opponent's hand is known, only the order still to be dealt is not;
+  the game's ``shuffle_deck``). A research bound that sees the opponent's cards, never a fair
+  player; a tree over worlds drawn from a belief is the issue's next piece.
+- **Tree**: at every decision of the decider in its next ``plan_depth`` turns (the root's turn
+  counts as the first; a turn is its moves between two of the opponent's), the base's top moves
+  branch: ``candidates`` at the root, ``plan_candidates`` below it (those under ``plan_min_prior``
+  left out); the opponent's replies and the decider's moves past the plan are played by the
+  rollout policy in each world (greedy, or sampled with the same random numbers in every branch of
+  a world), chance by the world's deck; ``rollout_plies`` decisions after the opponent's first
+  move past the plan, the value function values the state (none: played to the end).
+- **Backup**: below the root, the decider's best move: with ``plan_choice=infoset`` one move for
+  all the worlds it cannot tell apart at that node (its observation the same, under the same root
+  move), the best mean over them; with ``per_world`` each world its own best move, which knows the
+  order of the deck (clairvoyant: an optimistic value, strategy fusion). At the root one move for
+  all worlds, by the one-decision search's rule (mean over worlds, the paired test, the prior).
+
+Shape: all deciding games x root candidates x worlds x the tree's branches advance in one
+lockstep batch, one engine step and one forward per network a ply over every row still running
+(rows leave the batch as they end or are valued); roots are chunked so that the rows in flight
+stay near ``max_batch``. A node's children come from ``nonzero`` of its valid candidates, so a
+branch pruned by ``plan_min_prior`` or a game that ends costs nothing further.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from ..games.base import concat_states, index_state
+from .config import SearchConfig
+from .rollout import RolloutSearch
+
+_MIX = 0x9E3779B97F4A7C15 - (1 << 64)  # a 64-bit odd constant as a signed int64 (golden ratio)
+
+
+def observation_keys(obs: torch.Tensor, salt: torch.Tensor) -> torch.Tensor:
+    """[n] int64 hash of each row of ``obs [n, K]`` (uint8) and its ``salt [n]``: equal rows with
+    equal salts get equal keys; distinct ones collide with probability about 2^-64 a pair."""
+    n, k = obs.shape
+    words = torch.nn.functional.pad(obs, (0, -k % 8)).contiguous().view(torch.int64)  # [n, ceil(k / 8)]
+    mix = (torch.arange(1, words.shape[1] + 2, device=obs.device, dtype=torch.int64) * _MIX) | 1
+    key = (words * mix[:-1]).sum(dim=1) + salt.long() * mix[-1]
+    return key ^ (key >> 29)
+
+
+class _Frontier:
+    """The rows of the tree still running, and what each carries."""
+
+    def __init__(self, states, root, rootslot, stream, edge, turn, prev_opp, tail):
+        self.states, self.root, self.rootslot, self.stream = states, root, rootslot, stream
+        self.edge, self.turn, self.prev_opp, self.tail = edge, turn, prev_opp, tail
+
+    def take(self, idx: torch.Tensor) -> _Frontier:
+        return _Frontier(
+            index_state(self.states, idx),
+            self.root[idx],
+            self.rootslot[idx],
+            self.stream[idx],
+            self.edge[idx],
+            self.turn[idx],
+            self.prev_opp[idx],
+            self.tail[idx],
+        )
+
+    @staticmethod
+    def join(parts: list[_Frontier]) -> _Frontier:
+        parts = [p for p in parts if p.root.numel()]
+        if len(parts) == 1:
+            return parts[0]
+        return _Frontier(
+            concat_states([p.states for p in parts]),
+            *(
+                torch.cat([getattr(p, f) for p in parts])
+                for f in ("root", "rootslot", "stream", "edge", "turn", "prev_opp", "tail")
+            ),
+        )
+
+    @property
+    def size(self) -> int:
+        return self.root.numel()
+
+
+class PlanSearch(RolloutSearch):
+    """The search that plans ``plan_depth`` of the decider's turns in the oracle's worlds (module
+    docstring); the same settings, players and stats as the one-decision search it extends, whose
+    ranking, rollout policy, value function and choice rule it uses."""
+
+    plans = True
+
+    def __init__(
+        self,
+        game,
+        base,
+        config: SearchConfig | None = None,
+        rollout_policy=None,
+        device: str | torch.device = "cpu",
+        leaf_value=None,
+        opponent=None,
+        hand_belief=None,
+    ):
+        config = config or SearchConfig()
+        if config.plan_depth is None:
+            raise ValueError(
+                "PlanSearch plans search.plan_depth turns: set it (none is the one-decision RolloutSearch)"
+            )
+        if not config.oracle:
+            raise ValueError(
+                f"search.plan_depth={config.plan_depth} plans in the oracle's worlds only (issue 66's "
+                "ceiling): set oracle=true; a tree over worlds drawn from a belief is the issue's next piece"
+            )
+        if config.time_limit_s is not None:
+            raise ValueError("search.plan_depth has no time limit: leave time_limit_s unset")
+        super().__init__(game, base, config, rollout_policy, device, leaf_value, opponent, hand_belief)
+        self.rows_per_root: float | None = None  # the most rows in flight per root seen (chunking)
+        self.leaves = 0  # the tree's leaves over all calls: games ended, valued, or played out
+        self.expanded = 0  # the decider's decisions expanded inside the plans (the roots' worlds included)
+
+    def decide(
+        self, obs: torch.Tensor, mask: torch.Tensor, history: torch.Tensor | None = None, state=None
+    ) -> torch.Tensor:
+        """The planned actions ``[n]`` for the decisions ``obs [n, obs_size]`` with legal masks ``mask``
+        of the games whose true states are ``state`` (``self.last`` holds the root's figures)."""
+        cfg = self.config
+        start = self.clock()
+        obs, mask = obs.to(self.device), mask.to(self.device).bool()
+        if state is None:
+            self.oracle_worlds(None, 1)  # the error: no true state
+        n = obs.shape[0]
+        candidates, valid, prior, has_prior = self.root_candidates(obs, mask)
+        k = candidates.shape[1]
+        single = valid.sum(dim=1) == 1
+        todo = (~single).nonzero().squeeze(1)
+        d = cfg.determinizations
+        values = torch.zeros(n, k, d, dtype=torch.float64, device=self.device)
+        if todo.numel():
+            at = 0
+            while at < todo.numel():
+                per_root = self.rows_per_root or d * k * cfg.plan_candidates ** (2 * cfg.plan_depth - 1)
+                chunk = max(1, int(cfg.max_batch // per_root))
+                rows = todo[at : at + chunk]
+                values[rows] = self.plan_values(
+                    index_state(state, rows.to(state.turn.device)), obs[rows], candidates[rows], valid[rows], d
+                )
+                at += rows.numel()
+        base_v = values[:, :1]
+        moments = (
+            values.sum(dim=2),
+            (values**2).sum(dim=2),
+            (values - base_v).sum(dim=2),
+            ((values - base_v) ** 2).sum(dim=2),
+        )
+        return self._choose(
+            n, candidates, valid, prior, has_prior, single, todo, d if todo.numel() else 0, moments, start
+        )
+
+    def plan_values(
+        self, states, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int
+    ) -> torch.Tensor:
+        """The planned value ``[m, k, d]`` for the decider of each of ``m`` true ``states`` (its
+        observation ``obs``) of each root candidate in each of ``d`` worlds (invalid candidates
+        are played as the base move and get its values): the tree below the move, backed up."""
+        game, cfg, dev = self.game, self.config, self.device
+        m, k = candidates.shape
+        seat = game.obs_player(obs)
+        worlds = self.oracle_worlds(states, d)  # [m * d], row i * d + j
+        # the root's edges, [m, k, d] layout: candidate-major inside a decision, worlds innermost
+        order = torch.arange(m * d, device=dev).view(m, 1, d).expand(m, k, d).reshape(-1)
+        M = m * k * d
+        frontier = _Frontier(
+            index_state(worlds, order),
+            torch.arange(m, device=dev).view(m, 1, 1).expand(m, k, d).reshape(-1),
+            torch.arange(m * k, device=dev).view(m, k, 1).expand(m, k, d).reshape(-1),
+            order.clone(),
+            torch.arange(M, device=dev),
+            torch.ones(M, dtype=torch.long, device=dev),
+            torch.zeros(M, dtype=torch.bool, device=dev),
+            torch.full((M,), -1, dtype=torch.long, device=dev),
+        )
+        actions = torch.where(valid, candidates, candidates[:, :1]).view(m, k, 1).expand(m, k, d).reshape(-1)
+        frontier.states = game.step(frontier.states, actions)
+        self.expanded += m * d
+        edge_values = [torch.zeros(M, dtype=torch.float64, device=dev)]
+        edges = M
+        events = []  # the branchings, in order: (parent edges [R], group [R], first edge, node [E], slot [E], width)
+        plies = cfg.rollout_plies if self.leaf_value is not None else None
+        peak, decisions, valued = M, 0, 0
+        cut_off = getattr(game, "cut_off", None)  # games without a ply cap have none
+
+        def record(edge: torch.Tensor, value: torch.Tensor) -> None:
+            flat = torch.cat(edge_values) if len(edge_values) > 1 else edge_values[0]
+            flat[edge] = value
+            edge_values[:] = [flat]
+
+        for _ in range(game.max_game_length + 2):
+            done = game.is_terminal(frontier.states)
+            if bool(done.any()):
+                fin = done.nonzero().squeeze(1)
+                ended = index_state(frontier.states, fin)
+                record(
+                    frontier.edge[fin],
+                    game.returns(ended).gather(1, seat[frontier.root[fin]][:, None]).squeeze(1).double(),
+                )
+                if cut_off is not None:
+                    self.stats.capped_rollouts += int(cut_off(ended).sum())
+                self.leaves += fin.numel()
+                frontier = frontier.take((~done).nonzero().squeeze(1))
+                if frontier.size == 0:
+                    break
+            player = game.current_player(frontier.states)
+            mine = player == seat[frontier.root]
+            # the opponent's first move past the plan starts the tail of rollout_plies decisions
+            starts = (frontier.tail < 0) & ~mine & (frontier.turn >= cfg.plan_depth)
+            frontier.tail = torch.where(starts, 0, frontier.tail)
+            if plies is not None:
+                cut = frontier.tail >= plies
+                if bool(cut.any()):
+                    at = cut.nonzero().squeeze(1)
+                    value = self.leaf_value(index_state(frontier.states, at)).to(dev).double()
+                    record(frontier.edge[at], torch.where(seat[frontier.root[at]] == 0, value, -value))
+                    valued += at.numel()
+                    self.leaves += at.numel()
+                    keep = (~cut).nonzero().squeeze(1)
+                    frontier, player, mine = frontier.take(keep), player[keep], mine[keep]
+                    if frontier.size == 0:
+                        break
+            obs_all = game.observe(frontier.states, player)
+            mask_all = game.legal_mask(frontier.states)
+            branch = mine & (frontier.tail < 0)
+            moved = (~branch).nonzero().squeeze(1)
+            parts = []
+            if moved.numel():  # the opponent, and everyone past the plan: the rollout policy
+                rows = frontier.take(moved)
+                uniform = torch.rand(m * d, generator=self.generator, device=dev)[rows.stream]
+                act = self.rollout.act(obs_all[moved], mask_all[moved], uniform)
+                rows.prev_opp = rows.prev_opp | ((rows.tail < 0) & ~mine[moved])
+                rows.tail = torch.where(rows.tail >= 0, rows.tail + 1, rows.tail)
+                rows.states = game.step(rows.states, act)
+                parts.append(rows)
+            nodes = branch.nonzero().squeeze(1)
+            if nodes.numel():  # the decider inside the plan: its top moves branch
+                ob, mb = obs_all[nodes], mask_all[nodes]
+                node = frontier.take(nodes)
+                node.turn = node.turn + node.prev_opp.long()
+                node.prev_opp = torch.zeros_like(node.prev_opp)
+                ranking, probs = self.rank(ob, mb)
+                width = min(cfg.plan_candidates, mb.shape[1])
+                top = ranking.topk(width, dim=1)
+                ok = torch.isfinite(top.values)
+                if probs is not None and cfg.plan_min_prior > 0:
+                    ok[:, 1:] &= probs.gather(1, top.indices[:, 1:]) >= cfg.plan_min_prior
+                if cfg.plan_choice == "infoset":
+                    group = torch.unique(observation_keys(ob, node.rootslot), return_inverse=True)[1]
+                else:
+                    group = torch.arange(nodes.numel(), device=dev)
+                which, slot = ok.nonzero(as_tuple=True)
+                events.append((node.edge, group, edges, which, slot, width))
+                children = node.take(which)
+                children.edge = edges + torch.arange(which.numel(), device=dev)
+                edge_values.append(torch.zeros(which.numel(), dtype=torch.float64, device=dev))
+                edges += which.numel()
+                children.states = game.step(children.states, top.indices[which, slot])
+                self.expanded += nodes.numel()
+                parts.append(children)
+            decisions += frontier.size
+            frontier = _Frontier.join(parts)
+            peak = max(peak, frontier.size)
+        else:
+            raise RuntimeError(f"{game.name}: plans still running after {game.max_game_length} decisions")
+
+        flat = torch.cat(edge_values) if len(edge_values) > 1 else edge_values[0]
+        for parent, group, first, which, slot, width in reversed(events):
+            nodes = parent.numel()
+            table = torch.full((nodes, width), -math.inf, dtype=torch.float64, device=dev)
+            table[which, slot] = flat[first : first + which.numel()]
+            groups = int(group.max()) + 1
+            totals = torch.zeros(groups, width, dtype=torch.float64, device=dev).index_add_(0, group, table)
+            choice = totals.argmax(dim=1)  # the nodes of a group share their candidates (one observation)
+            flat[parent] = table.gather(1, choice[group][:, None]).squeeze(1)
+        self.rows_per_root = max(self.rows_per_root or 0.0, 1.25 * peak / m)
+        self.stats.rollouts += M
+        self.stats.rollout_decisions += decisions
+        self.stats.valued_rollouts += valued
+        return flat[:M].view(m, k, d)
+
+
+__all__ = ["PlanSearch", "observation_keys"]
