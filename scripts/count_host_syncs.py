@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Host syncs per lockstep step of each sampled traversal of Lost Cities (fixed seed), counted by
-``deepcfr.host_syncs.SyncCounter`` (the table of docs/log/performance.md).
+``deepcfr.host_syncs.SyncCounter`` (the table of docs/performance.md).
 
     .venv/bin/python scripts/count_host_syncs.py [--traversals 512] [--device cpu]
 """

@@ -31,7 +31,7 @@
 # At most 8 files come back from $OUT; this writes 3:
 #   summary.json    every step's status, time and figures (the JSON each step printed)
 #   gpu_checks.log  everything every step printed
-#   tables.md       the steps and the main figures as Markdown tables (docs/log/performance.md)
+#   tables.md       the steps and the main figures as Markdown tables (docs/performance.md)
 #
 # Python: $PYTHON (default python3, with a CUDA torch for the real run). The steps import
 # pydantic, yaml, numpy, rich, tensorboard, pytest and hypothesis; nothing is installed. A step

@@ -5,7 +5,7 @@ rows, from positions after some random plies). Every part runs on the same rows 
 
     .venv/bin/python scripts/profile_rollout_step.py [--network champion] [--rows 4608] [--steps 60]
 
-Figures: docs/log/performance.md ("A teacher that grows").
+Figures: docs/performance.md ("A teacher that grows").
 """
 
 from __future__ import annotations

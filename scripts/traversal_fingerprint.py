@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Fingerprints (SHA-256) of the samples and stats of each sampled traversal of Lost Cities
 from a fixed seed, on CPU: run it before and after a change that must not alter the samples
-(for example the host-sync removal of docs/log/performance.md) and compare the lines.
+(for example the host-sync removal of docs/performance.md) and compare the lines.
 
     .venv/bin/python scripts/traversal_fingerprint.py            # 130 traversals per case
     .venv/bin/python scripts/traversal_fingerprint.py --device cuda

@@ -1,6 +1,6 @@
 """How much a search call slows down beside threads that run Python in the same process (the
 interpreter lock): why the served search players run in a process of their own
-(docs/log/performance.md, "The served page under load").
+(docs/performance.md, "The served page under load").
 
     OMP_NUM_THREADS=1 .venv/bin/python scripts/experiments/search_beside_threads.py --busy 0 1 3 --switch-ms 5 0.5
 

@@ -60,7 +60,7 @@ def fast_bfloat16(device: torch.device) -> bool:
     bfloat16, or a CPU with native bfloat16 where it also *measures* faster than float32. The
     instruction flags do not decide that alone: on an AMD EPYC with avx512_bf16 a rollout forward
     ran 2.3 times faster in bfloat16, on an Intel Xeon VM listing avx512_bf16 (its AMX hidden) 2
-    times slower (docs/log/performance.md). Measured once a process (``cpu_bfloat16_speedup``)."""
+    times slower (docs/performance.md). Measured once a process (``cpu_bfloat16_speedup``)."""
     if not native_bfloat16(device):
         return False
     return device.type != "cpu" or cpu_bfloat16_speedup() >= BFLOAT16_MIN_SPEEDUP

@@ -5,7 +5,7 @@ features (16384 x 713 float32 = 47 MB for Lost Cities), its intermediates, activ
 glibc's defaults those come from fresh ``mmap`` regions or a heap trimmed after every free, so
 every allocation page-faults its memory back in and the kernel zeroes it. Measured on the CPU
 machine: encoding a 16384-row batch took half the time with freed memory kept
-(docs/log/performance.md); a network-rollout search step (14,400 rollouts: 41 MB of features) ran
+(docs/performance.md); a network-rollout search step (14,400 rollouts: 41 MB of features) ran
 1.5 times as fast. Linux with glibc only; elsewhere nothing changes.
 """
 

@@ -56,7 +56,7 @@ class SearchConfig(BaseModel):
         "every candidate",
     )
     # bfloat16 network rollouts: 2.3x the rollout decisions a second of float32 on an AMD EPYC
-    # with avx512_bf16 (docs/log/performance.md, "A teacher that grows"), the same move in 99.6% of
+    # with avx512_bf16 (docs/performance.md, "A teacher that grows"), the same move in 99.6% of
     # rollout positions, fast on GPUs too; but half the speed on an Intel Xeon VM listing the same
     # flags, so auto measures (devices.fast_bfloat16)
     rollout_dtype: str = Field(

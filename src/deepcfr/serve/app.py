@@ -59,7 +59,7 @@ SEARCH_CAPS = {
 }
 # The wall-clock budget of a served search call (a batch of the tables' decisions) whose spec sets
 # none: the search is anytime (search.config), so a call stops adding deals when the server is
-# busy; its first round is the floor (docs/log/performance.md, "The served page under load": 0.25 s
+# busy; its first round is the floor (docs/performance.md, "The served page under load": 0.25 s
 # measured better than 0.15 s at the issue's load). A spec's own time_limit_s (up to the cap) is kept.
 SERVED_SEARCH_BUDGET_S = 0.25
 

@@ -3,7 +3,7 @@
 A search call is thousands of small tensor operations, and each gives the interpreter lock up and
 takes it back. In the server's process the tables' request threads hold that lock between two of
 them, so a call that takes 0.35 s alone took 2.4 s beside one busy thread and up to 33 s beside
-three (docs/log/performance.md, "The served page under load"); the server also used about one of its
+three (docs/performance.md, "The served page under load"); the server also used about one of its
 two cores. In a process of their own the searches keep their own lock and their own core, and
 the network players, whose calls are a few large operations, stay in the server.
 
@@ -36,7 +36,7 @@ def _child(conn, device: str, limit_time: Callable | None) -> None:
     from ..players import load_player
 
     # A served search's batches are small: a second torch thread only adds hand-offs, 20 times
-    # slower on a busy CPU (docs/log/performance.md, "Search"), and the server has the other core.
+    # slower on a busy CPU (docs/performance.md, "Search"), and the server has the other core.
     torch.set_num_threads(1)
     players: OrderedDict[tuple, Seated] = OrderedDict()
 

@@ -159,7 +159,7 @@ class MemoryConfig(Section):
         "train", description="where samples live: the training device, the CPU, or pinned CPU memory"
     )
     # a storage choice: only the legal actions' values are stored, so a sample costs bytes
-    # (docs/log/performance.md, "Summary")
+    # (docs/performance.md, "Summary")
     target_dtype: Literal["float16", "bfloat16", "float32"] = Field(
         "float16",
         description="stored regret targets and recorded policies: float16 (values clamped to its range, "

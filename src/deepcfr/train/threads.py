@@ -2,7 +2,7 @@
 
 On a machine whose cores are shared (a laptop, a CI box), torch's intra-op threads wait for each
 other at every operation: with one other CPU-bound process on two cores, two threads run an
-iteration several times slower than one (docs/log/performance.md, "A shared CPU"). The tuner times
+iteration several times slower than one (docs/performance.md, "A shared CPU"). The tuner times
 every iteration's own work (evaluation and checkpoint writing left out), tries each candidate
 count once after the warm-up iteration, then keeps the fastest (the median of its recent
 iterations), and gives a count another try once its last timing is ``probe_every`` iterations

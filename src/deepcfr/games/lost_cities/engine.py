@@ -3,7 +3,7 @@
 Same rules and conventions as reference.py, the oracle the tests compare against (except that
 ``current_player`` is -1 on finished games, the convention of every batched game).
 
-Performance shape (figures: deepcfr bench engine, docs/log/performance.md). On a CPU a PyTorch op
+Performance shape (figures: deepcfr bench engine, docs/performance.md). On a CPU a PyTorch op
 on a few thousand rows costs a few microseconds whatever it does, so a step is built from as few
 ops as possible, each on small contiguous tensors:
 - A game is one row of bytes (``arena``) plus a packed turn word. The row holds, per card, what
