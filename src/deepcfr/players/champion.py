@@ -124,6 +124,8 @@ def card_markdown(card: dict) -> str:
         lines.append(
             f"| **population score** | **{population['population_score']:+.2f} +- {population['population_ci']:.2f}** |"
         )
+        if population.get("verdict"):  # what the gate that asks everyone says of this file
+            lines += ["", population["verdict"]]
     lines += [
         "",
         "A network replaces this one only if it is not worse head to head, its population score rises and "

@@ -105,6 +105,7 @@ def population_members(
 
     bots = set(bot_names(game))
     members, skipped = [], []
+    measured = player_identity(player) if player is not None else None  # hashed once, not per member
     for member in population_specs(past_dir):
         reason = None
         if member.kind == "bot":
@@ -117,7 +118,7 @@ def population_members(
                 load_player(member.spec, game, device)
             except ValueError as e:  # another game or rule variant (CheckpointError is a ValueError)
                 reason = str(e).splitlines()[0]
-        if reason is None and player is not None and same_player(member.spec, player):
+        if reason is None and player is not None and player_identity(member.spec) == measured:
             member = Member(member.name, member.spec, SELF)
         if reason is None:
             members.append(member)
@@ -126,13 +127,14 @@ def population_members(
     return members, skipped
 
 
-def same_player(a: str, b: str) -> bool:
-    """Whether specs ``a`` and ``b`` name the same player (checkpoints compared by what the files
-    hold: an earlier champion taken from its commit is the member shipped in champion/past/)."""
+def player_identity(text: str):
+    """What makes spec ``text`` the player it is (checkpoints by what the files hold: an earlier
+    champion taken from its commit is the member shipped in champion/past/); a spec that cannot be
+    read is its own text."""
     from .build import checkpoint_file
     from .champion import file_sha256
 
-    def normal(text: str):
+    try:
         spec = parse_player(text)
         inner = spec.innermost
         path = inner.path
@@ -141,11 +143,13 @@ def same_player(a: str, b: str) -> bool:
             path = file_sha256(file) if file.is_file() else str(file.resolve())
         settings = sorted(spec.settings.items()) if spec.kind == "search" else None
         return spec.kind, settings, inner.kind, inner.name, path, inner.policy, inner.greedy
-
-    try:
-        return normal(a) == normal(b)
     except (ValueError, OSError):
-        return a == b
+        return text
+
+
+def same_player(a: str, b: str) -> bool:
+    """Whether specs ``a`` and ``b`` name the same player (``player_identity``)."""
+    return player_identity(a) == player_identity(b)
 
 
 def population_rows(
@@ -278,6 +282,7 @@ __all__ = [
     "population_specs",
     "population_members",
     "same_player",
+    "player_identity",
     "population_rows",
     "population_summary",
     "member_target",
