@@ -10,7 +10,14 @@ import torch
 
 from deepcfr.games.base import Policy, batch_size, index_state, sample_from_probs
 
-from .traversal_core import TraversalResult, TraversalStats, _call_policy, _check_common, _result, _root
+from .traversal_core import (
+    TraversalResult,
+    TraversalStats,
+    call_policy,
+    check_traversal_args,
+    root_states,
+    traversal_result,
+)
 
 
 @dataclass
@@ -50,10 +57,10 @@ def external_sampling(
     ``opponent_policy`` (strategy samples recorded there when ``record_strategy``).
     ``root_state`` (optional, ``num_traversals`` rows) replaces the random deals of ``game.init``.
     """
-    _check_common(game, traverser, num_traversals)
+    check_traversal_args(game, traverser, num_traversals)
     depth_cap = int(max_depth if max_depth is not None else game.max_game_length)
     stats = TraversalStats(traversals=num_traversals)
-    state = _root(game, num_traversals, generator, device, root_state)
+    state = root_states(game, num_traversals, generator, device, root_state)
     root = torch.arange(num_traversals, device=device)
     levels: list[_Level] = []
     strategy_parts: list[dict[str, torch.Tensor]] = []
@@ -91,7 +98,7 @@ def external_sampling(
             children.append((src, act, weight))
         if opp.numel():
             o_obs, o_mask = obs[opp], mask[opp]
-            probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
+            probs = call_policy(opponent_policy, o_obs, o_mask, stats)
             a = sample_from_probs(probs, generator)
             children.append((opp, a, torch.ones(opp.numel(), device=probs.device)))
             if record_strategy:  # the opponent's sigma_t at its on-policy nodes
@@ -111,13 +118,13 @@ def external_sampling(
         root = root[level.child_parent]
 
     adv_parts, adv_roots = _back_up(levels, it32)
-    return _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
+    return traversal_result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
 
 
 def _expand_traverser(level: _Level, live, trav, t_obs, t_mask, traverser_policy: Policy, stats: TraversalStats):
     """Every legal action of the traverser's nodes as a child: (parent row among the live rows,
     action, sigma of that action); the level keeps what the back-up needs."""
-    sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
+    sigma = call_policy(traverser_policy, t_obs, t_mask, stats)
     pairs = torch.nonzero(t_mask)  # row-major: children of one node are contiguous
     row, act = pairs[:, 0], pairs[:, 1]
     level.trav_nodes = live[trav]

@@ -16,10 +16,10 @@ from .traversal_core import (
     OutcomeSampling,
     TraversalResult,
     TraversalStats,
-    _call_policy,
-    _check_common,
-    _result,
-    _root,
+    call_policy,
+    check_traversal_args,
+    root_states,
+    traversal_result,
 )
 
 # ------------------------------------------------------------------------------------------------
@@ -97,7 +97,7 @@ def _play_sampled(
         actions = torch.zeros(player.shape[0], dtype=torch.long, device=player.device)
         if trav_count:
             t_obs, t_mask = obs[trav], mask[trav]
-            sigma = _call_policy(traverser_policy, t_obs, t_mask, stats)
+            sigma = call_policy(traverser_policy, t_obs, t_mask, stats)
             q = behaviour = sigma
             extra = {}
             if epsilon > 0.0:
@@ -116,7 +116,7 @@ def _play_sampled(
                 on_traverser(state, trav, game_id[trav], t_obs, t_mask, sigma, a, q, **extra)
         if live_count > trav_count:
             o_obs, o_mask = obs[opp], mask[opp]
-            probs = _call_policy(opponent_policy, o_obs, o_mask, stats)
+            probs = call_policy(opponent_policy, o_obs, o_mask, stats)
             actions[opp] = sample_from_probs(probs, generator)
             if on_opponent is not None:
                 on_opponent(game_id[opp], o_obs, o_mask, probs)
@@ -195,14 +195,14 @@ def outcome_sampling(
     own decisions, weights of 1e4-1e5).
     ``root_state`` (optional, ``num_traversals`` rows) replaces the random deals of ``game.init``.
     """
-    _check_common(game, traverser, num_traversals)
+    check_traversal_args(game, traverser, num_traversals)
     epsilon = options.epsilon
     step_cap = int(max_steps if max_steps is not None else game.max_game_length)
     n = num_traversals
     stats = TraversalStats(traversals=n)
     it32 = int(iteration)
 
-    state = _root(game, n, generator, device, root_state)
+    state = root_states(game, n, generator, device, root_state)
     trav_records: list[tuple[torch.Tensor, ...]] = []
     strategy_parts: list[dict[str, torch.Tensor]] = []
     strategy_roots: list[torch.Tensor] = []
@@ -225,7 +225,7 @@ def outcome_sampling(
     )
 
     adv_parts, adv_roots = _outcome_targets(trav_records, utility, options, stats, it32)
-    return _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
+    return traversal_result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
 
 
 def _outcome_targets(
@@ -316,11 +316,11 @@ def critic_sampling(
     rather than the game's outcome noise times ``1/q``. Every visited node gets a target for every
     legal action, so exploration only has to reach information sets off sigma's path and teach
     the critic the actions sigma rarely takes."""
-    _check_common(game, traverser, num_traversals)
+    check_traversal_args(game, traverser, num_traversals)
     step_cap = int(max_steps if max_steps is not None else game.max_game_length)
     stats = TraversalStats(traversals=num_traversals)
     it32 = int(iteration)
-    state = _root(game, num_traversals, generator, device, root_state)
+    state = root_states(game, num_traversals, generator, device, root_state)
     records: list[tuple[torch.Tensor, ...]] = []
     strategy_parts: list[dict[str, torch.Tensor]] = []
     strategy_roots: list[torch.Tensor] = []
@@ -358,4 +358,4 @@ def critic_sampling(
         }
         for gid, obs, opponent_obs, mask, sigma, a, tail in records
     ]
-    return _result(game, device, stats, adv_parts, strategy_parts, [r[0] for r in records], strategy_roots)
+    return traversal_result(game, device, stats, adv_parts, strategy_parts, [r[0] for r in records], strategy_roots)

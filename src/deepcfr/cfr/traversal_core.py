@@ -1,5 +1,6 @@
 """What every traversal shares: the options object of each algorithm, the stats and result
-types, and the helpers for samples, policy calls and roots (see :mod:`deepcfr.cfr.traversal`)."""
+types, and the helpers for samples, policy calls and roots that the algorithms (:mod:`.external`,
+:mod:`.sampled`) share (see :mod:`deepcfr.cfr.traversal`)."""
 
 from __future__ import annotations
 
@@ -160,7 +161,7 @@ def _cat_samples(parts: list[dict[str, torch.Tensor]], game, device, value_name:
     return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
 
 
-def _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots) -> TraversalResult:
+def traversal_result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots) -> TraversalResult:
     """Concatenate the per-step sample parts of one traversal batch into its result."""
     advantage = _cat_samples(adv_parts, game, device, "target")
     strategy = _cat_samples(strategy_parts, game, device, "policy")
@@ -176,7 +177,8 @@ def _result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_
     )
 
 
-def _call_policy(policy: Policy, obs: torch.Tensor, mask: torch.Tensor, stats: TraversalStats) -> torch.Tensor:
+def call_policy(policy: Policy, obs: torch.Tensor, mask: torch.Tensor, stats: TraversalStats) -> torch.Tensor:
+    """``policy``'s probabilities at (obs, mask), counted in ``stats``; illegal actions get 0."""
     probs = policy(obs, mask)
     stats.record_forward(obs.shape[0])
     if probs.shape != mask.shape:
@@ -185,7 +187,7 @@ def _call_policy(policy: Policy, obs: torch.Tensor, mask: torch.Tensor, stats: T
     return probs.float() * mask
 
 
-def _check_common(game, traverser: int, num_traversals: int) -> None:
+def check_traversal_args(game, traverser: int, num_traversals: int) -> None:
     """The arguments every traversal shares."""
     if traverser not in (0, 1):
         raise ValueError(f"traverser must be 0 or 1, got {traverser!r}")
@@ -193,7 +195,8 @@ def _check_common(game, traverser: int, num_traversals: int) -> None:
         raise ValueError(f"num_traversals must be >= 1, got {num_traversals!r}")
 
 
-def _root(game, n: int, generator, device, root_state):
+def root_states(game, n: int, generator, device, root_state):
+    """The ``n`` root states of a traversal batch: dealt by ``game.init``, or a copy of ``root_state``."""
     if root_state is None:
         return game.init(n, generator=generator, device=device)
     if batch_size(root_state) != n:

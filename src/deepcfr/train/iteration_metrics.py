@@ -36,11 +36,10 @@ class PhaseTimer:
 def iteration_metrics(trainer, stats: TraversalStats, timer: PhaseTimer) -> dict[str, Any]:
     """The iteration's traversal, executor, memory and loss-guard figures."""
     metrics = stats.as_metrics()
-    if trainer._executor is not None:
-        metrics.update(trainer._executor.metrics())  # e.g. inference_server/*
+    metrics.update(trainer.executor_metrics())  # e.g. inference_server/*
     seconds = timer.seconds["traversal"]
     metrics["traversal/decisions_per_second"] = stats.decisions / seconds if seconds > 0 else 0.0
-    for label, count in trainer._opponent_counts.items():
+    for label, count in trainer.opponent_counts.items():
         metrics[f"traversal/opponent_{label}"] = count
     metrics.update(memory_metrics(trainer))
     metrics["train/nonfinite_loss_count"] = trainer.nonfinite_loss_count

@@ -12,7 +12,9 @@
   4. **fit** p's advantage network (weighted MSE over legal actions, :mod:`deepcfr.train.fit`).
 Then the strategy network fits on its schedule (weighted cross-entropy against the recorded
 sigma), evaluation runs on its schedule, and a checkpoint is written through the ``Run``.
-Timing and metrics are gathered around the steps by :mod:`deepcfr.train.iteration_metrics`.
+``run_iteration`` reads as these steps; what sits around them (the thread tuner, the exact average,
+the league, evaluation, checkpoints, the seconds of each phase) is behind the methods after it, and
+the figures are gathered by :mod:`deepcfr.train.iteration_metrics`.
 
 sigma_t of a player whose advantage network has not been trained yet is uniform (tabular CFR's
 first iteration). Regret targets are stored divided by a fixed scale (the RMS of the first
@@ -111,10 +113,10 @@ class Trainer:
         for name in GENERATORS:
             self.generators[name] = torch.Generator().manual_seed(derive_seed(seed, name))
 
-        self.advantage_nets = [self._new_network() for _ in range(2)]
-        self.strategy_net = self._new_network()
-        self.advantage_optimizers = [self._new_optimizer(net, config.advantage.lr) for net in self.advantage_nets]
-        self.strategy_optimizer = self._new_optimizer(self.strategy_net, config.strategy.lr)
+        self.advantage_nets = [self.new_network() for _ in range(2)]
+        self.strategy_net = self.new_network()
+        self.advantage_optimizers = [self.new_optimizer(net, config.advantage.lr) for net in self.advantage_nets]
+        self.strategy_optimizer = self.new_optimizer(self.strategy_net, config.strategy.lr)
         self._train_forward = self._compiled_forwards()
         self.advantage_trained = [False, False]
         # init.kl_temperature: the start policy's network (frozen), which sigma_t is regularised toward
@@ -134,7 +136,7 @@ class Trainer:
         self._iteration_seconds: deque[float] = deque(maxlen=9)
 
         # Autocast + GradScaler (fp16) on CUDA; elsewhere one logged notice and plain float32.
-        self.amp = MixedPrecision(config.run.amp, self.device, log=self._log)
+        self.amp = MixedPrecision(config.run.amp, self.device, log=self.log)
         self.codec = SampleCodec(
             self.num_actions, max_legal_actions(self.game), getattr(torch, config.memory.target_dtype)
         )
@@ -170,11 +172,11 @@ class Trainer:
                 config.critic,
                 self.game,
                 self.fitter,
-                self._new_network,
-                self._new_optimizer,
+                self.new_network,
+                self.new_optimizer,
                 memory_device,
                 pin,
-                self._log,
+                self.log,
             )
 
         self.league = League(config.league, seed=derive_seed(seed, "league-pool"))
@@ -192,14 +194,18 @@ class Trainer:
         self._resumed = False
         self._opponent_counts: dict[str, int] = {}
         if config.traversal.opponent == "average":
-            self._log(
+            self.log(
                 "traversal.opponent=average: no traversal plays sigma_t, so the strategy memory "
                 "gets no samples and the average-strategy network stays untrained",
                 logging.WARNING,
             )
 
-    # ------------------------------------------------------------------ construction helpers
-    def _log(self, message: str, level: int = logging.INFO) -> None:
+    # ------------------------------------------------------------------ construction, and what other modules use
+    # warm_start, trainer_state and iteration_metrics use the Trainer through public names only (log,
+    # new_network, new_optimizer, reseed_generator, forward_for_training, executor_metrics,
+    # opponent_counts): tests/test_trainer_seam.py fails on a private attribute reached from another module
+    def log(self, message: str, level: int = logging.INFO) -> None:
+        """One line of the run's log (train.log through the ``Run``; without one, the ``deepcfr`` logger)."""
         if self.run is not None:
             self.run.log(message, level=level)
         else:
@@ -215,12 +221,14 @@ class Trainer:
     def _init_seed(self) -> int:
         return int(torch.randint(0, 2**62, (1,), generator=self.generators["init"]))
 
-    def _reseed(self, name: str) -> None:
+    def reseed_generator(self, name: str) -> None:
         """Reseed generator ``name`` from the run seed and the iteration (a resume that cannot
         restore its saved state)."""
         self.generators[name].manual_seed(derive_seed(int(self.config.run.seed) + 1_000_003 * self.iteration, name))
 
-    def _new_network(self, input_size: int | None = None) -> DeepCFRMLP:
+    def new_network(self, input_size: int | None = None) -> DeepCFRMLP:
+        """A freshly initialised network of the run's shape on its device, its weights drawn from
+        the trainer's ``init`` stream (a checkpointed generator: the same seed, the same weights)."""
         # Parameter init draws from torch's global generator: fork it, seeded from our own stream.
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(self._init_seed())
@@ -235,10 +243,25 @@ class Trainer:
             for p, q in zip(net.parameters(), fresh.parameters()):
                 p.copy_(q.to(p.device))
 
-    def _new_optimizer(self, net: torch.nn.Module, lr: float) -> torch.optim.Optimizer:
+    def new_optimizer(self, net: torch.nn.Module, lr: float) -> torch.optim.Optimizer:
+        """The optimiser every fit of this run uses (Adam) over ``net``'s parameters."""
         # The fused kernel is 10-20% faster per step for the small networks used here.
         fused = self.device.type in ("cpu", "cuda")
         return torch.optim.Adam(net.parameters(), lr=lr, fused=fused)
+
+    def forward_for_training(self, name: str) -> Callable[[torch.Tensor], torch.Tensor]:
+        """The forward a fit of network ``name`` (``advantage_0``, ``advantage_1``, ``strategy``)
+        runs: the network itself, or its ``torch.compile``-d version with ``run.compile``."""
+        return self._train_forward[name]
+
+    def executor_metrics(self) -> dict[str, float]:
+        """The traversal executor's figures (e.g. ``inference_server/*``); none before it started."""
+        return self._executor.metrics() if self._executor is not None else {}
+
+    @property
+    def opponent_counts(self) -> dict[str, int]:
+        """This iteration's traversals per opponent label (``current``, ``recent``, ``anchor``, ...)."""
+        return dict(self._opponent_counts)
 
     def _compiled_forwards(self) -> dict[str, Any]:
         nets = {
@@ -444,7 +467,7 @@ class Trainer:
             legal = samples["mask"]
             rms = float((samples["target"].float().pow(2) * legal).sum() / legal.sum().clamp(min=1))
             self.target_scale = max(math.sqrt(rms), 1e-6) if math.isfinite(rms) else 1.0
-            self._log(f"advantage target scale set to {self.target_scale:.4g} (RMS of the first targets)")
+            self.log(f"advantage target scale set to {self.target_scale:.4g} (RMS of the first targets)")
         target, overflow = self.codec.pack_values(samples["target"] / self.target_scale, samples["mask"])
         self.target_overflow_count += overflow
         self.advantage_memories[player].add(
@@ -466,6 +489,14 @@ class Trainer:
             iteration=samples["iteration"].to(torch.int32),
         )
 
+    def add_to_memories(self, player: int, advantage: list, strategy: list) -> None:
+        """One player's traversal samples into the memories: advantage samples into its advantage
+        memory, strategy samples into the strategy memory."""
+        for samples in advantage:
+            self.add_advantage_samples(player, samples)
+        for samples in strategy:
+            self.add_strategy_samples(samples)
+
     # ------------------------------------------------------------------ network training
     def advantage_weights(self, iteration: torch.Tensor) -> torch.Tensor:
         return sample_weights(iteration, self.config.advantage.weighting)
@@ -484,7 +515,7 @@ class Trainer:
             return math.nan
         if cfg.reinit:
             self._reinit_network(net)
-            self.advantage_optimizers[player] = self._new_optimizer(net, cfg.lr)
+            self.advantage_optimizers[player] = self.new_optimizer(net, cfg.lr)
         loss = self.fitter.fit(
             net,
             self._train_forward[f"advantage_{player}"],
@@ -530,7 +561,7 @@ class Trainer:
                 steps=cfg.final_train_steps, lr_schedule="cosine", lr_final_fraction=FINAL_LR_FRACTION
             )
             self._reinit_network(self.strategy_net)
-            self.strategy_optimizer = self._new_optimizer(self.strategy_net, cfg.lr)
+            self.strategy_optimizer = self.new_optimizer(self.strategy_net, cfg.lr)
             loss = self.fitter.fit(
                 self.strategy_net,
                 self._train_forward["strategy"],
@@ -592,82 +623,31 @@ class Trainer:
     # ------------------------------------------------------------------ the loop
     def run_iteration(self) -> dict[str, Any]:
         """One CFR iteration (both players); returns and logs its metrics."""
-        if self.config.init.kl_temperature > 0 and self.start_net is None and self.start_bot is None:
-            # sigma_t would silently be regret matching: the start network (or bot) comes from the warm start
-            raise ValueError(
-                "init.kl_temperature regularises sigma_t toward the start network, which this "
-                "Trainer does not have: train() starts from init.spec's policy first (pass "
-                "start=StartPolicy(...)), or set init.kl_temperature=0"
-            )
-        self.iteration += 1
-        t = self.iteration
-        if self.thread_tuner is not None:
-            self.thread_tuner.choose(t)
-        timer = PhaseTimer()
-        self.fitter.batch_seconds = 0.0
-        self._opponent_counts = {}
+        t, timer = self._begin_iteration()
         metrics: dict[str, Any] = {}
         stats = TraversalStats()
         for player in range(2):
-            opponent = 1 - player
-            if self.exact_average is not None and self.config.traversal.opponent == "current":
-                # The opponent's sigma_t as played in this traversal, weighted like the strategy memory.
-                weight = float(self.strategy_weights(torch.tensor([t]))[0])
-                self.exact_average.accumulate(opponent, self.current_policy_of(opponent), weight)
+            self._accumulate_exact_average(opponent=1 - player)
             with timer("traversal"):
                 advantage, strategy = self.traverse_player(player, stats)
             if self.critic is not None:
                 with timer("critic_train"):
-                    advantage, metrics[f"loss/critic_p{player}"] = self.critic.phase(
-                        player, advantage, f"iter {t} critic p{player}"
-                    )
+                    label = f"iter {t} critic p{player}"
+                    advantage, metrics[f"loss/critic_p{player}"] = self.critic.phase(player, advantage, label)
             with timer("memory_add"):
-                for samples in advantage:
-                    self.add_advantage_samples(player, samples)
-                for samples in strategy:
-                    self.add_strategy_samples(samples)
+                self.add_to_memories(player, advantage, strategy)
             with timer("advantage_train"):
                 metrics[f"loss/advantage_p{player}"] = self.train_advantage(player)
-
-        if self.config.advantage.train_steps:  # both players' steps, as the strategy's below
-            self._advantage_step_seconds.append(
-                timer.seconds["advantage_train"] / (2 * self.config.advantage.train_steps)
-            )
-        every = self.config.strategy.every
-        if every > 0 and t % every == 0:
+        strategy_due = self._strategy_due(t)
+        if strategy_due:
             with timer("strategy_train"):
                 metrics["loss/strategy"] = self.train_strategy()
-            if self.config.strategy.train_steps:
-                self._strategy_step_seconds.append(timer.seconds["strategy_train"] / self.config.strategy.train_steps)
-        if self.config.traversal.opponent == "league":
-            self.league.maybe_add(t, [net.state_dict() for net in self.advantage_nets])
-        eval_every = self.config.eval.every
-        if eval_every > 0 and (t % eval_every == 0 or t == self.config.run.iterations):
-            with timer("eval"):
-                metrics.update(self.evaluate())
+        self._record_step_seconds(timer, strategy_due)
+        self._add_league_snapshot(t)
+        self._evaluate_on_schedule(t, timer, metrics)
         metrics.update(iteration_metrics(self, stats, timer))
-
-        ckpt = self.config.checkpoint
-        if self.run is not None and (t % ckpt.latest_every == 0 or (ckpt.every > 0 and t % ckpt.every == 0)):
-            with timer("checkpoint"):
-                self.save_checkpoint()
-        iteration_seconds = timer.elapsed()
-        self.elapsed_seconds += iteration_seconds
-        metrics.update(time_metrics(timer, self.fitter.batch_seconds, iteration_seconds, self.elapsed_seconds))
-        self._iteration_seconds.append(metrics["time/iteration_seconds"])
-        if self.thread_tuner is not None:
-            work = (
-                metrics["time/iteration_seconds"]
-                - timer.seconds.get("eval", 0.0)
-                - timer.seconds.get("checkpoint", 0.0)
-            )
-            self.thread_tuner.record(t, work)
-            metrics["run/threads"] = self.thread_tuner.current
-        self.history.append({"iteration": t, **metrics})
-        if self.run is not None:
-            self.run.log_metrics(t, metrics)
-            self._log(summary_line(t, metrics))
-        return metrics
+        self._checkpoint_on_schedule(t, timer)
+        return self._finish_iteration(t, timer, metrics)
 
     def train(self) -> dict[str, Any]:
         """Run iterations until ``run.iterations`` or ``run.time_budget_seconds``; then (with a
@@ -678,7 +658,7 @@ class Trainer:
             payload = self.run.load_latest()
             if payload is not None:
                 self.load_state_dict(payload)
-                self._log(f"resumed from iteration {self.iteration}")
+                self.log(f"resumed from iteration {self.iteration}")
             self._resumed = True
         budget = self.config.run.time_budget_seconds
         start = time.perf_counter()
@@ -691,7 +671,7 @@ class Trainer:
                 upcoming = statistics.median(self._iteration_seconds) if self._iteration_seconds else 0.0
                 if budget is not None and time.perf_counter() - start + upcoming + reserve >= budget:
                     kept = f" (keeping {reserve:.0f}s for the final strategy training)" if reserve else ""
-                    self._log(f"time budget of {budget:g}s reached after iteration {self.iteration}{kept}")
+                    self.log(f"time budget of {budget:g}s reached after iteration {self.iteration}{kept}")
                     break
                 last = self.run_iteration()
         finally:
@@ -702,7 +682,7 @@ class Trainer:
             t0 = time.perf_counter()
             loss = self.train_final_strategy()
             seconds = time.perf_counter() - t0
-            self._log(f"final strategy training: loss={loss:.4g}, {seconds:.1f}s")
+            self.log(f"final strategy training: loss={loss:.4g}, {seconds:.1f}s")
             if self.run is not None:
                 self.run.log_metrics(
                     self.iteration, {"loss/strategy_final": loss, "time/strategy_final_seconds": seconds}
@@ -711,6 +691,90 @@ class Trainer:
         elif self.run is not None and self.iteration > 0:
             self.save_checkpoint()
         return last
+
+    # ------------------------------------------------------------------ around the algorithm's steps
+    def _begin_iteration(self) -> tuple[int, PhaseTimer]:
+        """Check the start policy, count the iteration, let the thread tuner choose; returns the
+        iteration's number and its timer."""
+        if self.config.init.kl_temperature > 0 and self.start_net is None and self.start_bot is None:
+            # sigma_t would silently be regret matching: the start network (or bot) comes from the warm start
+            raise ValueError(
+                "init.kl_temperature regularises sigma_t toward the start network, which this "
+                "Trainer does not have: train() starts from init.spec's policy first (pass "
+                "start=StartPolicy(...)), or set init.kl_temperature=0"
+            )
+        self.iteration += 1
+        if self.thread_tuner is not None:
+            self.thread_tuner.choose(self.iteration)
+        timer = PhaseTimer()
+        self.fitter.batch_seconds = 0.0
+        self._opponent_counts = {}
+        return self.iteration, timer
+
+    def _accumulate_exact_average(self, opponent: int) -> None:
+        """The exact average (Kuhn, Leduc; sigma_t opponents): add the opponent's sigma_t as this
+        iteration's traversal plays it, weighted like the strategy memory."""
+        if self.exact_average is not None and self.config.traversal.opponent == "current":
+            weight = float(self.strategy_weights(torch.tensor([self.iteration]))[0])
+            self.exact_average.accumulate(opponent, self.current_policy_of(opponent), weight)
+
+    def _strategy_due(self, t: int) -> bool:
+        """The strategy network fits every ``strategy.every`` iterations (never in the loop with 0)."""
+        every = self.config.strategy.every
+        return every > 0 and t % every == 0
+
+    def _record_step_seconds(self, timer: PhaseTimer, strategy_trained: bool) -> None:
+        """Seconds a training step took this iteration (both players' advantage steps; the strategy
+        network's where it trained), which size the final strategy training's reserve."""
+        if self.config.advantage.train_steps:
+            self._advantage_step_seconds.append(
+                timer.seconds["advantage_train"] / (2 * self.config.advantage.train_steps)
+            )
+        if strategy_trained and self.config.strategy.train_steps:
+            self._strategy_step_seconds.append(timer.seconds["strategy_train"] / self.config.strategy.train_steps)
+
+    def _add_league_snapshot(self, t: int) -> None:
+        """League opponents: the advantage networks join the league on its schedule."""
+        if self.config.traversal.opponent == "league":
+            self.league.maybe_add(t, [net.state_dict() for net in self.advantage_nets])
+
+    def _evaluate_on_schedule(self, t: int, timer: PhaseTimer, metrics: dict[str, Any]) -> None:
+        """Evaluation every ``eval.every`` iterations and at the last one, into ``metrics``."""
+        eval_every = self.config.eval.every
+        if eval_every > 0 and (t % eval_every == 0 or t == self.config.run.iterations):
+            with timer("eval"):
+                metrics.update(self.evaluate())
+
+    def _checkpoint_on_schedule(self, t: int, timer: PhaseTimer) -> None:
+        """With a run: ``latest.pt`` every ``checkpoint.latest_every`` iterations, a kept checkpoint
+        every ``checkpoint.every``."""
+        ckpt = self.config.checkpoint
+        if self.run is not None and (t % ckpt.latest_every == 0 or (ckpt.every > 0 and t % ckpt.every == 0)):
+            with timer("checkpoint"):
+                self.save_checkpoint()
+
+    def _finish_iteration(self, t: int, timer: PhaseTimer, metrics: dict[str, Any]) -> dict[str, Any]:
+        """The iteration's seconds into ``metrics``, the thread tuner's record, the history and the
+        run's metrics and log; returns ``metrics``."""
+        iteration_seconds = timer.elapsed()
+        self.elapsed_seconds += iteration_seconds
+        metrics.update(time_metrics(timer, self.fitter.batch_seconds, iteration_seconds, self.elapsed_seconds))
+        self._iteration_seconds.append(metrics["time/iteration_seconds"])
+        self._tune_threads(t, timer, metrics)
+        self.history.append({"iteration": t, **metrics})
+        if self.run is not None:
+            self.run.log_metrics(t, metrics)
+            self.log(summary_line(t, metrics))
+        return metrics
+
+    def _tune_threads(self, t: int, timer: PhaseTimer, metrics: dict[str, Any]) -> None:
+        """``run.threads: auto``: the tuner records the iteration's work (its seconds less evaluation
+        and checkpoint) under the thread count it chose; ``run/threads`` in ``metrics``."""
+        if self.thread_tuner is None:
+            return
+        work = metrics["time/iteration_seconds"] - timer.seconds.get("eval", 0.0) - timer.seconds.get("checkpoint", 0.0)
+        self.thread_tuner.record(t, work)
+        metrics["run/threads"] = self.thread_tuner.current
 
     def save_checkpoint(self) -> Path | None:
         if self.run is None:

@@ -219,8 +219,8 @@ def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
         # the fit's last, tiny gradients would make iteration 1's first steps several times too large
         figures[f"init/advantage_loss_p{p}"] = trainer.fitter.fit(
             net,
-            trainer._train_forward[f"advantage_{p}"],
-            trainer._new_optimizer(net, cfg.lr),
+            trainer.forward_for_training(f"advantage_{p}"),
+            trainer.new_optimizer(net, cfg.lr),
             memory,
             "target",
             _fit_schedule(trainer.config.advantage, cfg),
@@ -249,7 +249,7 @@ def start_regularized(trainer, start: StartPolicy) -> dict[str, Any]:
     if start.bot is not None:
         trainer.start_bot = start.bot
         return {}
-    net = trainer._new_network()
+    net = trainer.new_network()
     figures: dict[str, Any] = {}
     if _same_shape(start.network, trainer.strategy_net):
         net.load_state_dict(start.network.state_dict())
@@ -288,7 +288,7 @@ def fit_start_network(trainer, start: StartPolicy, net: torch.nn.Module) -> dict
     loss = trainer.fitter.fit(
         net,
         net,
-        trainer._new_optimizer(net, cfg.lr),
+        trainer.new_optimizer(net, cfg.lr),
         memory,
         "policy",
         _fit_schedule(trainer.config.strategy, cfg),
@@ -375,7 +375,7 @@ def warm_start(trainer, start: StartPolicy) -> dict[str, Any]:
             f"advantage networks fitted on {figures['init/positions_p0']} + {figures['init/positions_p1']} "
             f"positions (regret matching vs the start policy, total variation: {distances})"
         )
-    trainer._log(
+    trainer.log(
         f"started from {start.spec!r}: {current}; the average counts it as {cfg.weight} "
         f"iteration(s) (weight {total:g}){copied}; {figures['init/seconds']:.1f}s"
     )
