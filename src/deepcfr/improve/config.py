@@ -12,6 +12,9 @@ from pydantic import Field, field_validator
 from ..player_specs import checked_spec
 from ..train.config import SHARED_RETIRED_OPTIONS, Section, SharedConfig
 
+# the opponent pool's entries that are not player specs
+POOL_ENTRIES = ("self", "past", "population")
+
 
 class ImproveConfig(Section):
     """Expert iteration (``deepcfr improve``): rounds of self-play where a search teacher picks
@@ -43,12 +46,18 @@ class ImproveConfig(Section):
         "spec (the last one for every later round): e.g. a bot teacher to bootstrap, then the search over the "
         "learner",
     )
-    opponents: list[str] = Field(
+    opponents: list[str] | dict[str, float] = Field(
         default_factory=lambda: ["self"],
         min_length=1,
-        description="opponent pool, cycled over the batches of a round: `self` (the learner in both seats, "
-        "both labelled), `past` (the networks accepted in earlier rounds, cycled; self before there is one), "
-        "a bot name or a checkpoint spec (only the learner's seat is labelled)",
+        description="opponent pool of self-play, a list (equal weights) or a league {entry: weight}: each "
+        "round's batches go to the entries in proportion to their weights, interleaved (smooth weighted "
+        "round robin; a list cycles). Entries: `self` (the learner in both seats, both labelled), `past` (the "
+        "networks accepted in earlier rounds, the last improve.past_window of them, cycled; self before there "
+        "is one), `population` (the benchmark population's members that play the game, cycled: "
+        "players/population.py), a bot name or a checkpoint spec (only the learner's seat is labelled)",
+    )
+    past_window: int | None = Field(
+        None, ge=1, description="the `past` opponents are the last this many accepted networks (null: all of them)"
     )
     temperature: float = Field(
         5.0,
@@ -154,8 +163,30 @@ class ImproveConfig(Section):
 
     @field_validator("opponents")
     @classmethod
-    def _pool_specs(cls, value: list[str]) -> list[str]:
-        return [checked_spec(v, keep=("self", "past")) for v in value]
+    def _pool_specs(cls, value: list[str] | dict[str, float]) -> list[str] | dict[str, float]:
+        if isinstance(value, dict):
+            for entry, weight in value.items():
+                if not weight > 0:
+                    raise ValueError(f"the weight of {entry!r} must be positive, got {weight}")
+                checked_spec(entry, keep=POOL_ENTRIES)
+            return value
+        return [checked_spec(v, keep=POOL_ENTRIES) for v in value]
+
+    def opponent_schedule(self, batches: int) -> list[str]:
+        """The pool entry of each of a round's ``batches``: in proportion to the weights, interleaved
+        (smooth weighted round robin: each batch goes to the entry furthest behind its share, the
+        first on ties), so a list (equal weights) cycles in its order."""
+        weights = self.opponents if isinstance(self.opponents, dict) else dict.fromkeys(self.opponents, 1.0)
+        if not isinstance(self.opponents, dict) and len(weights) < len(self.opponents):  # a list naming one twice
+            return [self.opponents[b % len(self.opponents)] for b in range(batches)]
+        total, credit, schedule = sum(weights.values()), dict.fromkeys(weights, 0.0), []
+        for _ in range(batches):
+            for entry, weight in weights.items():
+                credit[entry] += weight
+            entry = max(credit, key=credit.get)  # the first of the largest
+            credit[entry] -= total
+            schedule.append(entry)
+        return schedule
 
     @field_validator("eval_opponents")
     @classmethod

@@ -9,7 +9,9 @@ so a batch gives the same positions wherever it runs: inline, in a worker proces
 actor, which resolve this class when they unpickle a chunk (``deepcfr.parallel`` imports
 nothing of this layer). Networks arrive by name through the executor's network source (shared
 memory for worker processes); bots and checkpoint specs are loaded by the runner and cached
-there. A cached search player's generator is reseeded and its stats reset by every chunk.
+there. A cached search player's generator is reseeded and its stats reset by every chunk. A
+search teacher faces the batch's opponent: its rollouts play that opponent's seat as the opponent
+plays (a bot or a network: ``rollout_player``), and both seats by its rollout policy in self-play.
 """
 
 from __future__ import annotations
@@ -78,6 +80,12 @@ class LabelResult:
     seconds: float = 0.0
 
 
+def rollout_player(player) -> bool:
+    """Whether ``player`` can play a seat of a search's rollouts: a network or a bot that moves from
+    the observation alone (not a search, nor a player that reads the action history)."""
+    return player is not None and not hasattr(player, "search") and not needs_history(player)
+
+
 @dataclass(frozen=True)
 class LabelChunk:
     """One self-play batch of a round (module docstring); a task for any executor."""
@@ -121,6 +129,8 @@ class LabelChunk:
         game, device, n = runner.game, runner.device, self.games
         teacher = self._teacher(runner, networks)
         opponent = self._opponent(runner, networks)
+        if hasattr(teacher.search, "face"):  # its rollouts play the opponent this batch faces, where it can
+            teacher.search.face(opponent if rollout_player(opponent) else None)
         uses_prior = hasattr(teacher.base, "policy")
         teacher.stats.reset()
         teacher.search.generator.manual_seed(self.teacher_seed)

@@ -197,6 +197,7 @@ class Improver:
             self.add_earlier_positions(self.game)
         self._players: dict[str, Any] = {}
         self._executor = None
+        self._league: list | None = None  # league_members, loaded once
         # the current and the last candidate network's margins against the gate's population members
         self.current_margins: dict | None = None
         self.candidate_margins: dict | None = None
@@ -257,22 +258,39 @@ class Improver:
             )
         return self._executor
 
+    def league_members(self) -> list:
+        """The benchmark population's members that play this game (the `population` pool entry)."""
+        if self._league is None:
+            from ..players.population import population_members
+
+            self._league, _ = population_members(self.game, device=self.device)
+            if not self._league:
+                raise ValueError(f"improve.opponents: no member of the benchmark population plays {self.game.name}")
+        return self._league
+
     def label_chunks(self, round_index: int) -> tuple[list[LabelChunk], dict[str, torch.nn.Module]]:
         """A round's self-play batches as chunks, and the networks they name (the current one as
         ``learner``, accepted earlier ones as ``past_J``)."""
         cfg = self.cfg
         networks: dict[str, torch.nn.Module] = {LEARNER: self.current}
         chunks = []
-        for b in range(math.ceil(cfg.games_per_round / cfg.batch_games)):
-            entry = cfg.opponents[b % len(cfg.opponents)]
+        batches = math.ceil(cfg.games_per_round / cfg.batch_games)
+        past = self.past[-cfg.past_window :] if cfg.past_window else self.past
+        first_past = len(self.past) - len(past)  # past_J names self.past[J]
+        seen: dict[str, int] = {}  # batches given to each pool entry so far: the cycles of past and population
+        for b, entry in enumerate(cfg.opponent_schedule(batches)):
+            k = seen[entry] = seen.get(entry, -1) + 1
             opponent = opponent_network = None
-            if entry == "past" and self.past:
-                j = b // len(cfg.opponents) % len(self.past)
+            if entry == "past" and past:
+                j = first_past + k % len(past)
                 opponent_network = f"past_{j}"
                 if opponent_network not in networks:
                     net = build_network(self.config.network, self.game.feature_size, self.game.num_actions)
                     net.load_state_dict(self.past[j])
                     networks[opponent_network] = net.to(self.device).eval()
+            elif entry == "population":
+                members = self.league_members()
+                opponent = members[k % len(members)].spec
             elif entry not in ("self", "past"):
                 opponent = entry
             chunks.append(

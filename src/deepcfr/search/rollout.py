@@ -163,9 +163,10 @@ class SearchStats:
 class _Rollout:
     """How the rollout policy picks actions for a batch of rollout rows."""
 
-    def __init__(self, base, sampled: bool, dtype: str = "float32"):
+    def __init__(self, base, sampled: bool, dtype: str = "float32", generator: torch.Generator | None = None):
         self.base = base
         self.sampled = sampled
+        self.generator = generator  # a player without probabilities that samples draws from it
         self.has_policy = hasattr(base, "policy")
         # greedy rollouts take the argmax of the logits where the base has them (no softmax)
         self.greedy_scores = None if sampled else getattr(base, "greedy_scores", None)
@@ -173,7 +174,7 @@ class _Rollout:
 
     def act(self, obs: torch.Tensor, mask: torch.Tensor, uniform: torch.Tensor) -> torch.Tensor:
         if not self.has_policy:
-            return self.base.act(obs, mask, None).long()
+            return self.base.act(obs, mask, self.generator).long()
         # the masked softmax of the policy runs in float32 under autocast (cfr.networks)
         with torch.autocast(device_type=obs.device.type, dtype=torch.bfloat16, enabled=self.bfloat16):
             if self.greedy_scores is not None:
@@ -262,6 +263,7 @@ class RolloutSearch:
         self.rollout = _Rollout(
             rollout_policy if rollout_policy is not None else base, self.config.rollout == "sampled", dtype
         )
+        self.opponent_rollout: _Rollout | None = None  # face(): who plays the opponent's seat in the rollouts
         # The bot's move enters the prior only when a bot plays the rollouts.
         self.bot_prior = (
             self.config.bot_prior if rollout_policy is not None and not hasattr(rollout_policy, "policy") else 0.0
@@ -270,6 +272,18 @@ class RolloutSearch:
         self.stats = SearchStats()
         self.last: SearchDecision | None = None
         self.clock = time.perf_counter  # what the time limit reads (a test gives a clock of its own)
+
+    def face(self, opponent) -> None:
+        """The player this search plays against, where its caller knows it (improve's self-play
+        against a bot, a past network or a population member): the rollouts then play the
+        opponent's seat as that player plays it (its most probable move, or sampled as
+        ``rollout`` says), the decider's own seat by the rollout policy. None: the rollout policy
+        plays both seats (the opponent unknown)."""
+        if opponent is None:
+            self.opponent_rollout = None
+        else:
+            sampled = self.config.rollout == "sampled"  # a bot that samples (random) draws from the search's stream
+            self.opponent_rollout = _Rollout(opponent, sampled, self.rollout_dtype, self.generator)
 
     @property
     def sees_state(self) -> bool:
@@ -518,6 +532,23 @@ class RolloutSearch:
         utility = self._rollout(states, stream, seat, m * d)
         return utility.view(m, k, d)
 
+    def _rollout_act(self, seat: torch.Tensor):
+        """``play_rollouts``' ``act``: the rollout policy on every seat, or on the decider's (``seat``)
+        with the faced opponent on the other."""
+        if self.opponent_rollout is None:
+            return lambda obs, mask, player, rows, uniform: self.rollout.act(obs, mask, uniform)
+
+        def act(obs, mask, player, rows, uniform):
+            theirs = player != seat[rows]
+            actions = torch.empty(rows.shape[0], dtype=torch.long, device=obs.device)
+            for who, rollout in ((~theirs, self.rollout), (theirs, self.opponent_rollout)):
+                idx = who.nonzero().squeeze(1)
+                if idx.numel():
+                    actions[idx] = rollout.act(obs[idx], mask[idx], uniform[idx]).long()
+            return actions
+
+        return act
+
     def _rollout(self, states, stream: torch.Tensor, seat: torch.Tensor, n_streams: int) -> torch.Tensor:
         """Play ``states`` to the end with the rollout policy, or for ``rollout_plies`` decisions
         and then value them with the leaf value; utility [M] for ``seat``. Rows sharing a
@@ -529,7 +560,7 @@ class RolloutSearch:
             stream,
             n_streams,
             self.generator,
-            lambda obs, mask, player, rows, uniform: self.rollout.act(obs, mask, uniform),
+            self._rollout_act(seat),
             self.config.rollout_plies if self.leaf_value is not None else None,
             self.leaf_value,
         )
