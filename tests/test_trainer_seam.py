@@ -37,12 +37,7 @@ EXTERNAL = {
 
 # TO BE FIXED (issue 68): private names reached from another module, outside deepcfr.train and
 # deepcfr.cfr. Give the owner a public name and delete the entry.
-TO_FIX = {
-    ("players/export.py", "player._policy"): "NetworkPlayer's policy: give it a public property",
-    ("cli/improve_cmd.py", "from .train_cmd import _default_run_dir"): "make default_run_dir public",
-    ("cli/exploit_cmd.py", "from .train_cmd import _default_run_dir"): "make default_run_dir public",
-    ("games/poker/base.py", "from ..base import _tensor_fields"): "make tensor_fields public",
-}
+TO_FIX: dict[tuple[str, str], str] = {}
 
 ALLOWED = {**EXTERNAL, **TO_FIX}
 

@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 
 from .common import add_json_flag, emit
-from .train_cmd import TrainingProgress, _default_run_dir, next_steps, print_options
+from .train_cmd import TrainingProgress, default_run_dir, next_steps, print_options
 
 
 def register(subparsers) -> None:
@@ -89,7 +89,7 @@ def run(args) -> int:
         config = improve_config(args.checkpoint, args.config, overrides)
         if args.positions_from is not None:
             config.improve.positions_from = list(args.positions_from)
-        run_dir = Path(args.run_dir) if args.run_dir is not None else _default_run_dir(f"improve-{config.game.name}")
+        run_dir = Path(args.run_dir) if args.run_dir is not None else default_run_dir(f"improve-{config.game.name}")
         run_ = Run(run_dir, config)
     print(f"run directory: {run_.dir}", file=out, flush=True)
     if run_.config.improve.checkpoint is None and not run_.resume:

@@ -70,7 +70,7 @@ def print_options(out, config_class=None) -> None:
         print(textwrap.fill(description, width=100, initial_indent="    ", subsequent_indent="    "), file=out)
 
 
-def _default_run_dir(game: str) -> Path:
+def default_run_dir(game: str) -> Path:
     stamp = _dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     base = Path("runs") / f"{game}-{stamp}"
     path, k = base, 1
@@ -238,7 +238,7 @@ def run(args) -> int:
     else:
         path = config_path(args.config) if args.config is not None else shipped_config_path(DEFAULT_CONFIG)
         config = load_config(path, overrides)
-        run_dir = Path(args.run_dir) if args.run_dir is not None else _default_run_dir(config.game.name)
+        run_dir = Path(args.run_dir) if args.run_dir is not None else default_run_dir(config.game.name)
         start = _start(config, out) if config.init.spec is not None else None  # before the run directory exists
         run_ = Run(run_dir, config)
         print(f"config: {path}", file=out)

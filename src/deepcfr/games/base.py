@@ -169,7 +169,8 @@ def declared_capabilities(game: Any) -> list[str]:
     return [name for name in CAPABILITIES if getattr(game, name, None) is not None]
 
 
-def _tensor_fields(state: Any):
+def tensor_fields(state: Any):
+    """The names of a batched state's tensor fields (every dataclass field not marked static)."""
     for f in dataclasses.fields(state):
         if not f.metadata.get("static", False):
             yield f.name
@@ -177,22 +178,22 @@ def _tensor_fields(state: Any):
 
 def index_state(state: S, idx: torch.Tensor) -> S:
     """Rows ``idx`` of a batched state (a copy; ``idx`` may repeat rows or be a bool mask)."""
-    return dataclasses.replace(state, **{k: getattr(state, k)[idx] for k in _tensor_fields(state)})
+    return dataclasses.replace(state, **{k: getattr(state, k)[idx] for k in tensor_fields(state)})
 
 
 def clone_state(state: S) -> S:
-    return dataclasses.replace(state, **{k: getattr(state, k).clone() for k in _tensor_fields(state)})
+    return dataclasses.replace(state, **{k: getattr(state, k).clone() for k in tensor_fields(state)})
 
 
 def concat_states(states: Sequence[S]) -> S:
     first = states[0]
     return dataclasses.replace(
-        first, **{k: torch.cat([getattr(s, k) for s in states], dim=0) for k in _tensor_fields(first)}
+        first, **{k: torch.cat([getattr(s, k) for s in states], dim=0) for k in tensor_fields(first)}
     )
 
 
 def batch_size(state: Any) -> int:
-    return getattr(state, next(iter(_tensor_fields(state)))).shape[0]
+    return getattr(state, next(iter(tensor_fields(state)))).shape[0]
 
 
 def sample_from_probs(

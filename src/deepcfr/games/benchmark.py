@@ -15,21 +15,16 @@ by 0x0101...01, cumsum over words, search within the row's words) took about as 
 
 from __future__ import annotations
 
-import dataclasses
 import random
 import time
 from typing import Any
 
 import torch
 
-from .base import sample_uniform_legal
+from .base import sample_uniform_legal, tensor_fields
 from .registry import make_game, make_reference
 
 REFILL_EVERY = 8  # steps between replacing finished games with fresh ones
-
-
-def _tensor_fields(state: Any) -> list[str]:
-    return [f.name for f in dataclasses.fields(state) if not f.metadata.get("static", False)]
 
 
 def refill_finished(game: Any, state: Any, generator: torch.Generator | None = None) -> int:
@@ -37,7 +32,7 @@ def refill_finished(game: Any, state: Any, generator: torch.Generator | None = N
     rows = game.is_terminal(state).nonzero().squeeze(1)
     if rows.numel():
         fresh = game.init(rows.numel(), generator, device=rows.device)
-        for name in _tensor_fields(state):
+        for name in tensor_fields(state):
             getattr(state, name)[rows] = getattr(fresh, name)
     return rows.numel()
 

@@ -63,6 +63,12 @@ class NetworkPlayer:
     def policy(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
         return self._policy(obs, mask)
 
+    @property
+    def policy_object(self):
+        """The policy this player plays (a StrategyNetPolicy around one network, or regret matching
+        over advantage networks): what an export inspects."""
+        return self._policy
+
     def sampling_probabilities(self, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor | None:
         """What ``act`` samples from (None for a greedy player): never an illegal action, whatever
         the network says; an all-zero row plays uniformly. The arena's luck corrections use them."""

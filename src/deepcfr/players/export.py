@@ -72,7 +72,7 @@ def exportable_network(player, name: str | None = None) -> torch.nn.Module:
             else f"a {type(player).__name__}"
         )
         raise ExportError(f"player {quote(name)} cannot be exported to ONNX: it is {what}")
-    policy = player._policy
+    policy = player.policy_object
     if not isinstance(policy, StrategyNetPolicy) or not isinstance(policy.network, torch.nn.Module):
         raise ExportError(
             f"player {quote(name)} cannot be exported to ONNX: its {player.kind} policy is not one "

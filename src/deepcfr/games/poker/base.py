@@ -7,7 +7,7 @@ import random
 
 import torch
 
-from ..base import _tensor_fields, index_state
+from ..base import index_state, tensor_fields
 from .common import random_deals
 from .tree import game_tree
 
@@ -103,7 +103,7 @@ class PokerGame:
                 continue
             rows = going.nonzero().squeeze(1)
             moved = self.step(index_state(state, rows), actions[rows])
-            for name in _tensor_fields(state):
+            for name in tensor_fields(state):
                 getattr(state, name)[rows] = getattr(moved, name)
         return state
 
