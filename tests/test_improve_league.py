@@ -101,6 +101,8 @@ def test_the_population_entry_cycles_the_members_that_play_the_game(start):
     faced = [c.opponent for c in chunks if c.opponent is not None]
     assert faced == [members[k % len(members)] for k in range(len(faced))]
     assert len(faced) == 6 and sum(c.opponent is None and c.opponent_network is None for c in chunks) == 2
+    later = [c.opponent for c in improver.label_chunks(3)[0] if c.opponent is not None]  # round 3 goes on
+    assert later == [members[k % len(members)] for k in range(12, 18)]
 
 
 class SeatRecorder:

@@ -53,7 +53,7 @@ class ImproveConfig(Section):
         "round's batches go to the entries in proportion to their weights, interleaved (smooth weighted "
         "round robin; a list cycles). Entries: `self` (the learner in both seats, both labelled), `past` (the "
         "networks accepted in earlier rounds, the last improve.past_window of them, cycled; self before there "
-        "is one), `population` (the benchmark population's members that play the game, cycled: "
+        "is one), `population` (the benchmark population's members that play the game, cycled on from round to round: "
         "players/population.py), a bot name or a checkpoint spec (only the learner's seat is labelled)",
     )
     past_window: int | None = Field(

@@ -277,8 +277,9 @@ class Improver:
         batches = math.ceil(cfg.games_per_round / cfg.batch_games)
         past = self.past[-cfg.past_window :] if cfg.past_window else self.past
         first_past = len(self.past) - len(past)  # past_J names self.past[J]
+        schedule = cfg.opponent_schedule(batches)
         seen: dict[str, int] = {}  # batches given to each pool entry so far: the cycles of past and population
-        for b, entry in enumerate(cfg.opponent_schedule(batches)):
+        for b, entry in enumerate(schedule):
             k = seen[entry] = seen.get(entry, -1) + 1
             opponent = opponent_network = None
             if entry == "past" and past:
@@ -289,8 +290,9 @@ class Improver:
                     net.load_state_dict(self.past[j])
                     networks[opponent_network] = net.to(self.device).eval()
             elif entry == "population":
+                # the cycle goes on from round to round, so every member is met over the rounds
                 members = self.league_members()
-                opponent = members[k % len(members)].spec
+                opponent = members[((round_index - 1) * schedule.count(entry) + k) % len(members)].spec
             elif entry not in ("self", "past"):
                 opponent = entry
             chunks.append(
