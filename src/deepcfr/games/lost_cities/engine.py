@@ -12,7 +12,7 @@ ops as possible, each on small contiguous tensors:
   by kind; for the draw: the deck and pile heights), so that the legal mask is one row gather
   and two elementwise ops; the deck and the discard piles as stacks; the expeditions as packed
   counters. The row is kept small (560 bytes in the classic game: the mask rows overlap and the
-  piles share words, see ``_Layout``), so that a batch of 4096 games stays in cache: with the
+  piles share words, see ``tables.Layout``), so that a batch of 4096 games stays in cache: with the
   1160-byte rows of the first layout the scattered reads and writes of a step cost 3-5x more.
 - A step reads two bytes (the height of the pile the action touches and the hand entry of the
   kind it plays), then the card that moves, and looks up everything that changes in one table
@@ -38,10 +38,7 @@ from .bots import EVALUATION_OPPONENTS, bot_factories
 from .encoding import LostCitiesEncoder
 from .layout import (
     LOC_HAND,
-    LOC_MY_EXP,
-    LOC_OPP_EXP,
     LOC_OPP_KNOWN,
-    LOC_PILE0,
     LOC_UNKNOWN,
     OBS_DTYPE,
     decode,
@@ -64,12 +61,7 @@ from .state import (  # noqa: F401
     LostCitiesState,
 )
 from .symmetry import ColourRelabelling
-
-_ROW_CACHE_LIMIT = 16
-
-KEY_BITS = 6  # phase, player and discarded colour: the low bits of the turn word
-# Columns of the per-(action, turn) table.
-K_HEIGHT, K_HAND, K_SOURCE, K_SOURCE_STEP, K_MOVE, K_TURN = range(6)
+from .tables import K_HAND, K_HEIGHT, K_MOVE, K_SOURCE, K_SOURCE_STEP, K_TURN, KEY_BITS, Tables
 
 # Sorting networks (comparator pairs) for the wager copies of a colour.
 _SORTING_NETWORKS = {
@@ -83,264 +75,6 @@ _SORTING_NETWORKS = {
 def _sorting_network(width: int) -> list[tuple[int, int]]:
     odd_even_transposition = [(k, k + 1) for s in range(width) for k in range(s % 2, width - 1, 2)]
     return _SORTING_NETWORKS.get(width, odd_even_transposition)
-
-
-def _signed64(value: int) -> int:
-    value &= (1 << 64) - 1
-    return value - (1 << 64) if value >= 1 << 63 else value
-
-
-class _Layout:
-    """Byte offsets of the parts of an arena row (one game), packed small (module docstring)."""
-
-    def __init__(self, rules: LostCitiesRules):
-        r = rules
-        D, C, P = r.deck_size, r.n_colors, r.cards_per_color
-        K, A = r.num_kinds, r.num_actions
-        self.deck_cards = D - 2 * r.hand_size
-        at = 0
-        self.seen = at  # 2 planes of D + 5 bytes: each player's location code of every card
-        at += 2 * (D + 5)
-        # The legal-mask rows overlap: [blocked 0 | hand 0 | blocked 1 | hand 1 | heights]. Player
-        # 0's window (A bytes) reads player 1's first blocked counts as its draw part, player 1's
-        # and the draw's window (the same one) read the heights; the per-turn cap of the legal
-        # mask zeroes the parts that do not apply (the draw part in a card decision, the hand
-        # part in the draw, all of it on finished games).
-        self.mask = at
-        at += 4 * K + C + 1
-        self.draw_row = self.mask + 2 * K
-        self.heights = self.mask + 4 * K  # [deck, pile 0, ..., pile C - 1] heights
-        self.zero = at  # a byte that stays 0 (read where nothing is to be read)
-        at += 1
-        self.deck_stack = at  # the deck's cards, bottom first (the next card on top)
-        at += self.deck_cards
-        at = (at + 7) // 8 * 8
-        # The piles, interleaved: slot h of pile c is byte c % 8 of word (c // 8) * P + h, so that
-        # the word a pile move touches is linear in the pile height and 8 piles share P words.
-        self.piles = at
-        self.pile_groups = (C + 7) // 8
-        at += 8 * self.pile_groups * P
-        self.expedition = at  # [2 players, C] words: cards | wagers << 8 | sum of values << 16
-        at += 8 * 2 * C
-        self.row_bytes = at
-        self.row_words = at // 8
-        self.kinds, self.num_actions, self.cards_per_color = K, A, P
-
-    def blocked(self, player: int) -> int:
-        """Byte offset of the player's blocked counts by kind (mask row, play part)."""
-        return self.mask + player * 2 * self.kinds
-
-    def hand(self, player: int) -> int:
-        """Byte offset of the player's hand entries by kind (mask row, discard part): one base-3
-        digit per copy of the kind (0 absent, 1 in hand, 2 in hand and known to the opponent)."""
-        return self.mask + player * 2 * self.kinds + self.kinds
-
-    def pile_slot(self, color: int, height: int) -> tuple[int, int]:
-        """(word index, byte lane) of slot ``height`` of the colour's discard pile."""
-        return self.piles // 8 + (color // 8) * self.cards_per_color + height, color % 8
-
-
-class _Tables:
-    """Constant lookup tables for one rules object on one device."""
-
-    def __init__(self, rules: LostCitiesRules, device: torch.device):
-        r = rules
-        D, C, P, W, R1 = r.deck_size, r.n_colors, r.cards_per_color, r.n_wagers, r.n_ranks + 1
-        K, A = r.num_kinds, r.num_actions
-        L = _Layout(r)
-        self.layout = L
-        self.device = device
-        self.sizes = (D, C, K, A)
-        self.cards_per_color, self.n_wagers = P, W
-
-        def copies(kind: int) -> int:
-            return W if kind == 0 else 1
-
-        def card_of(color: int, kind: int, copy: int) -> int:
-            return color * P + (copy if kind == 0 else W + kind - 1)
-
-        # A move adds to NW words of the row: row m of ``moves`` holds the NW word indices, then
-        # the NW values. Columns: what each player sees of the card (2), the mover's hand entry,
-        # a pile height, an expedition, the words of a colour's blocked kinds, a pile slot. Only
-        # three entries depend on the pile height h read first: the slot's word and the two codes
-        # (the card's height in its pile); they are contiguous, h times the row's last 3 entries
-        # is added to them.
-        blocked_words = max(
-            ((L.blocked(p) + c * R1 + R1 - 1) // 8 - (L.blocked(p) + c * R1) // 8 + 1)
-            for p in range(2)
-            for c in range(C)
-        )
-        SEEN0, SEEN1, HAND, HEIGHT, EXP, BLOCKED = range(6)
-        SLOT = BLOCKED + blocked_words
-        NW = SLOT + 1
-        self.move_width = NW
-        self.height_columns = slice(SLOT, SLOT + 3)  # the slot's word, then the codes' values
-
-        move_base: list[list[int]] = [[0] * (2 * NW)]  # row 0: the null move (changes nothing)
-        move_step: list[list[int]] = [[0] * (2 * NW)]
-
-        def new_move():
-            base, step = [0] * (2 * NW), [0] * (2 * NW)
-            move_base.append(base)
-            move_step.append(step)
-            return base, step
-
-        def add_byte(base, step, column, byte, delta, delta_per_height=0):
-            """Column ``column`` adds ``delta`` (+ height * delta_per_height) to arena byte ``byte``."""
-            word, lane = divmod(byte, 8)
-            base[column] = word
-            base[NW + column] = _signed64(base[NW + column] + (delta << (8 * lane)))
-            step[NW + column] = _signed64(step[NW + column] + (delta_per_height << (8 * lane)))
-
-        def seen(base, step, mover, card, codes, codes_per_height=(0, 0)):
-            """Change the card's codes by ``codes`` [mover's, opponent's] (+ per height)."""
-            for q in (0, 1):
-                who = 0 if q == mover else 1
-                add_byte(base, step, SEEN0 + q, L.seen + q * (D + 5) + card, codes[who], codes_per_height[who])
-
-        # Per (action, player): the first row of its block of moves (-1: none).
-        card_move = {}
-        for p in range(2):
-            for a in range(2 * K):
-                k = a % K
-                color, kind = divmod(k, R1)
-                play = a < K
-                card_move[a, p] = len(move_base)
-                for digits in range(3 ** copies(kind)):
-                    state = [(digits // 3**j) % 3 for j in range(copies(kind))]
-                    known = [j for j, s in enumerate(state) if s == 2]
-                    held = [j for j, s in enumerate(state) if s == 1]
-                    base, step = new_move()
-                    if not known and not held:
-                        continue  # not in hand: illegal, the null move
-                    copy = (known or held)[0]
-                    card = card_of(color, kind, copy)
-                    was_known = bool(known)
-                    old = (LOC_HAND, LOC_OPP_KNOWN if was_known else 0)
-                    add_byte(base, step, HAND, L.hand(p) + k, -(state[copy] * 3**copy))
-                    if play:
-                        seen(base, step, p, card, (LOC_MY_EXP - old[0], LOC_OPP_EXP - old[1]))
-                        value = r.kind_value(kind)
-                        base[EXP] = L.expedition // 8 + p * C + color
-                        base[NW + EXP] = 1 | int(kind == 0) << 8 | value << 16
-                        if kind > 0:  # kinds up to this one can no longer be played
-                            for j in range(kind + 1):
-                                byte = L.blocked(p) + color * R1 + j
-                                column = BLOCKED + byte // 8 - (L.blocked(p) + color * R1) // 8
-                                word, lane = divmod(byte, 8)
-                                base[column] = word
-                                base[NW + column] = _signed64(base[NW + column] + (1 << (8 * lane)))
-                    else:  # onto the pile at height h
-                        seen(base, step, p, card, (LOC_PILE0 - old[0], LOC_PILE0 - old[1]), (1, 1))
-                        base[SLOT], lane = L.pile_slot(color, 0)
-                        step[SLOT] = 1
-                        base[NW + SLOT] = _signed64(card << (8 * lane))
-                        add_byte(base, step, HEIGHT, L.heights + 1 + color, 1)
-        draw_move = {}
-        for p in range(2):
-            for pile in range(C + 1):  # 0: the deck, 1 + c: pile c
-                draw_move[pile, p] = len(move_base)
-                for card in range(D):
-                    base, step = new_move()
-                    color, kind = r.card_color(card), r.card_kind(card)
-                    copy = card - color * P if kind == 0 else 0
-                    k = color * R1 + kind
-                    add_byte(base, step, HEIGHT, L.heights + pile, -1)
-                    if pile == 0:
-                        seen(base, step, p, card, (LOC_HAND, 0))
-                        add_byte(base, step, HAND, L.hand(p) + k, 3**copy)
-                    else:  # from height h - 1
-                        c = pile - 1
-                        top = LOC_PILE0 - 1
-                        seen(base, step, p, card, (LOC_HAND - top, LOC_OPP_KNOWN - top), (-1, -1))
-                        add_byte(base, step, HAND, L.hand(p) + k, 2 * 3**copy)
-                        base[SLOT], lane = L.pile_slot(c, -1)
-                        step[SLOT] = 1
-                        base[NW + SLOT] = _signed64(-(card << (8 * lane)))
-
-        # Per (action, low turn bits): where to read, which moves, how the turn word changes.
-        zero = L.zero
-        null_key = [zero, zero, zero, 0, 0, 0]
-        keys = [list(null_key) for _ in range((A + 1) << KEY_BITS)]
-        step_turn = 1 << T_DECISIONS | 1 << T_PLY
-        for a in range(A):
-            for p in range(2):
-                if a < 2 * K:
-                    k = a % K
-                    color = k // R1
-                    low = p << T_PLAYER | C << T_DISCARD  # card decision, nothing discarded yet
-                    turn = 1 + step_turn + (0 if a < K else (color - C) << T_DISCARD)
-                    keys[a << KEY_BITS | low] = [L.heights + 1 + color, L.hand(p) + k, zero, 0, card_move[a, p], turn]
-                    continue
-                pile = a - 2 * K
-                if pile == 0:
-                    source, source_step = L.deck_stack - 1, 1
-                else:
-                    word, lane = L.pile_slot(pile - 1, -1)
-                    source, source_step = 8 * word + lane, 8
-                for discarded in range(C + 1):
-                    low = 1 | p << T_PLAYER | discarded << T_DISCARD
-                    turn = (
-                        -1
-                        + ((1 - p) - p) * (1 << T_PLAYER)
-                        + (C - discarded) * (1 << T_DISCARD)
-                        + step_turn
-                        + (1 << T_DECK if pile == 0 else 0)
-                    )
-                    keys[a << KEY_BITS | low] = [L.heights + pile, zero, source, source_step, draw_move[pile, p], turn]
-        i64 = dict(dtype=torch.int64, device=device)
-        self.keys = torch.tensor(keys, **i64)
-        assert all(not any(row[:SLOT]) and not any(row[SLOT + 3 :]) for row in move_step)
-        # One table row per move: the NW word indices, the NW values, then the 3 per-height steps
-        # (one row read per step instead of two).
-        self.moves = torch.tensor([base + step[SLOT : SLOT + 3] for base, step in zip(move_base, move_step)], **i64)
-        self.null_action = A
-        # Legal mask, by the low turn bits (phase, player, colour discarded this turn) and
-        # terminal (bit KEY_BITS): which row to read, and a cap for its hand and draw entries:
-        # 1 (any in hand, a non-empty pile), 0 for the pile discarded onto this turn and for the
-        # parts of the (overlapping) row that do not apply; all 0 on finished games.
-        mask_row = [L.mask] * (2 << KEY_BITS)
-        mask_cap = torch.zeros(2 << KEY_BITS, A - K, dtype=torch.uint8)
-        for low in range(1 << KEY_BITS):
-            phase, player, discarded = low & 1, (low >> 1) & 1, low >> 2
-            mask_row[low] = L.draw_row if phase else L.blocked(player)
-            if phase:
-                mask_cap[low, K:] = 1
-                if discarded < C:
-                    mask_cap[low, K + 1 + discarded] = 0
-            else:
-                mask_cap[low, :K] = 1
-        self.mask_row = torch.tensor(mask_row, **i64)
-        self.mask_cap = mask_cap.to(device)
-        self.card_kind_index = torch.tensor([r.card_kind_index(c) for c in range(D)], **i64)
-        copy_digit = [3 ** (c - r.card_color(c) * P) if r.card_kind(c) == 0 else 1 for c in range(D)]
-        self.copy_digit = torch.tensor(copy_digit, dtype=torch.uint8, device=device)
-        turn0 = C << T_DISCARD | ((1 << DECISION_BITS) - r.ply_cap) << T_PLY | (256 - L.deck_cards) << T_DECK
-        self.turn0 = turn0
-        self._rows: dict[int, dict[str, torch.Tensor]] = {}
-
-    def rows(self, n: int) -> dict[str, torch.Tensor]:
-        """Row-offset vectors for a batch of n (cached: every step needs them)."""
-        r = self._rows.get(n)
-        if r is None:
-            if len(self._rows) >= _ROW_CACHE_LIMIT:
-                self._rows.clear()
-            L = self.layout
-            D, C, K, A = self.sizes
-            P, W = self.cards_per_color, self.n_wagers
-            rows = torch.arange(n, device=self.device)
-            base = rows * L.row_bytes
-            r = self._rows[n] = {
-                "bytes": base,
-                "bytes2": base.unsqueeze(1),
-                "seen": base + L.seen,
-                "wager_cells": (
-                    torch.arange(W, device=self.device).view(W, 1, 1)
-                    + rows.view(1, n, 1) * (D + 5)
-                    + torch.arange(C, device=self.device).view(1, 1, C) * P
-                ),
-            }
-        return r
 
 
 def _windows(flat: torch.Tensor, width: int) -> torch.Tensor:
@@ -371,7 +105,7 @@ class LostCitiesGame:
         self.symmetry = ColourRelabelling(r)
         self.chance_kind_count = r.num_kinds  # capability "chance_kinds": a drawn card's kind (wager copies alike)
         self.hand_kind_count = r.num_kinds  # capability "hidden_hand"
-        self._tables: dict[torch.device, _Tables] = {}
+        self._tables: dict[torch.device, Tables] = {}
 
     variants = tuple(VARIANTS)  # capability "variants": the named rule sets, classic first
     evaluation_opponents = EVALUATION_OPPONENTS  # capability "evaluation_opponents"
@@ -407,11 +141,11 @@ class LostCitiesGame:
     def __repr__(self) -> str:
         return f"LostCitiesGame({self.rules!r})"
 
-    def tables(self, device: torch.device | str) -> _Tables:
+    def tables(self, device: torch.device | str) -> Tables:
         device = torch.device(device)
         t = self._tables.get(device)
         if t is None:
-            t = self._tables[device] = _Tables(self.rules, device)
+            t = self._tables[device] = Tables(self.rules, device)
         return t
 
     # Construction ----------------------------------------------------------------------------
