@@ -338,9 +338,9 @@ def test_a_bot_start_is_its_own_anchor(tmp_path):
             played.gather(1, moves[:, None]).squeeze(1), 0.8 + 0.2 / mask.sum(dim=1).float(), atol=1e-6
         )
     networks = {}
-    assert trainer._sigma_spec(0, networks).kind == "bot" and not networks
+    assert trainer.policies.sigma_spec(0, networks).kind == "bot" and not networks
     trainer.run_iteration()
-    spec = trainer._sigma_spec(1, networks)
+    spec = trainer.policies.sigma_spec(1, networks)
     assert (spec.kind, spec.bot, spec.start, spec.smoothing) == ("regularized", "heuristic_balanced", None, 0.2)
     assert "start" not in networks
     # after the iteration the advantages move sigma_t away from the bot, through kl_regularized

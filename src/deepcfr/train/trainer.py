@@ -42,10 +42,9 @@ from typing import Any
 import torch
 
 from deepcfr.cfr.league import League
-from deepcfr.cfr.memory import ReservoirMemory
 from deepcfr.cfr.networks import DeepCFRMLP, build_network
 from deepcfr.cfr.policies import ExactAveragePolicy
-from deepcfr.cfr.samples import SampleCodec, max_legal_actions, memory_fields
+from deepcfr.cfr.samples import SampleCodec, max_legal_actions
 from deepcfr.cfr.traversal import TraversalStats
 from deepcfr.checkpoints import make_meta, save_checkpoint
 from deepcfr.devices import resolve_device
@@ -54,9 +53,9 @@ from deepcfr.games.base import Policy
 from deepcfr.games.registry import game_params, make_game_from_config
 from deepcfr.host_memory import keep_freed_memory
 from deepcfr.parallel.base import TraversalExecutor
-from deepcfr.parallel.chunks import ChunkSpec, GameSpec, PolicySpec, chunk_sizes
+from deepcfr.parallel.chunks import ChunkSpec, GameSpec
 from deepcfr.parallel.executors import make_executor
-from deepcfr.seeding import chunk_seed, derive_seed
+from deepcfr.seeding import derive_seed
 
 from .agent import Agent
 from .amp import MixedPrecision
@@ -64,7 +63,9 @@ from .config import TrainConfig
 from .critic import Critic
 from .fit import FINAL_LR_FRACTION, FitSchedule, Fitter, advantage_loss, sample_weights, strategy_loss
 from .iteration_metrics import PhaseTimer, iteration_metrics, summary_line, time_metrics
+from .memories import memory_placement, new_memories
 from .trainer_state import load_trainer_state, trainer_state
+from .traversal_policies import TraversalPolicies, anchor_policy
 from .warm_start import StartPolicy, maybe_warm_start
 
 logger = logging.getLogger("deepcfr")
@@ -106,12 +107,13 @@ class Trainer:
         self.num_actions = int(self.game.num_actions)
         self.feature_size = int(self.game.feature_size)
         self._eval_opponents: dict[str, Any] = {}
-        self._anchor = self._anchor_policy(config.league.anchor) if config.league.anchor is not None else None
+        anchor = config.league.anchor
+        if anchor is not None:
+            anchor = anchor_policy(self._player("league.anchor", anchor), anchor, config.network)
+        self.policies = TraversalPolicies(self, anchor)  # what each traversal chunk plays
 
         seed = int(config.run.seed)
-        self.generators: dict[str, torch.Generator] = {}
-        for name in GENERATORS:
-            self.generators[name] = torch.Generator().manual_seed(derive_seed(seed, name))
+        self.generators = {name: torch.Generator().manual_seed(derive_seed(seed, name)) for name in GENERATORS}
 
         self.advantage_nets = [self.new_network() for _ in range(2)]
         self.strategy_net = self.new_network()
@@ -125,12 +127,7 @@ class Trainer:
         self.start_bot: str | None = None
         self.strategy_trained = False
         self.strategy_final_iteration = 0  # the iteration whose end the final strategy training followed
-        # measured, to keep room for the final training and not to start an iteration that would
-        # run over the budget: the median of the last iterations (one slowed by a busy moment
-        # does not decide alone). The advantage networks' steps stand in for the strategy
-        # network's (the same shape and batch) when it trains only at the end (strategy.every:
-        # 0); its one training at a warm start is not timed (a busy start kept 122 s for a 40 s
-        # training to the end of a run)
+        # the seconds of the last iterations and training steps (_record_step_seconds tells why)
         self._strategy_step_seconds: deque[float] = deque(maxlen=9)
         self._advantage_step_seconds: deque[float] = deque(maxlen=9)
         self._iteration_seconds: deque[float] = deque(maxlen=9)
@@ -149,23 +146,8 @@ class Trainer:
             config.memory.augment,
             progress=self.run.progress if self._show_progress() else None,
         )
-        memory_device = self.device if config.memory.device == "train" else torch.device("cpu")
-        pin = config.memory.device == "cpu_pinned"
-        self.advantage_memories = [
-            ReservoirMemory(
-                config.memory.advantage_capacity,
-                memory_fields(self.game, self.codec, "target"),
-                device=memory_device,
-                pin_memory=pin,
-            )
-            for _ in range(2)
-        ]
-        self.strategy_memory = ReservoirMemory(
-            config.memory.strategy_capacity,
-            memory_fields(self.game, self.codec, "policy"),
-            device=memory_device,
-            pin_memory=pin,
-        )
+        placement = memory_placement(config.memory, self.device)
+        self.advantage_memories, self.strategy_memory = new_memories(config.memory, self.game, self.codec, placement)
         self.critic: Critic | None = None
         if config.traversal.algorithm == "critic":
             self.critic = Critic(
@@ -174,13 +156,11 @@ class Trainer:
                 self.fitter,
                 self.new_network,
                 self.new_optimizer,
-                memory_device,
-                pin,
+                *placement,
                 self.log,
             )
 
         self.league = League(config.league, seed=derive_seed(seed, "league-pool"))
-        self._snapshot_nets: dict[str, DeepCFRMLP] = {}  # league snapshots in use, by network name
         self._executor: TraversalExecutor | None = None
         self.exact_average: ExactAveragePolicy | None = None
         if config.eval.exact_average and self._enumerable():
@@ -192,7 +172,6 @@ class Trainer:
         self.elapsed_seconds = 0.0  # training wall time over all sessions of this run
         self.history: list[dict[str, Any]] = []
         self._resumed = False
-        self._opponent_counts: dict[str, int] = {}
         if config.traversal.opponent == "average":
             self.log(
                 "traversal.opponent=average: no traversal plays sigma_t, so the strategy memory "
@@ -201,9 +180,10 @@ class Trainer:
             )
 
     # ------------------------------------------------------------------ construction, and what other modules use
-    # warm_start, trainer_state and iteration_metrics use the Trainer through public names only (log,
-    # new_network, new_optimizer, reseed_generator, forward_for_training, executor_metrics,
-    # opponent_counts): tests/test_trainer_seam.py fails on a private attribute reached from another module
+    # warm_start, trainer_state, iteration_metrics and traversal_policies use the Trainer through public
+    # names only (log, new_network, new_optimizer, reseed_generator, forward_for_training,
+    # executor_metrics, opponent_counts, and public attributes): tests/test_trainer_seam.py fails on a
+    # private attribute reached from another module
     def log(self, message: str, level: int = logging.INFO) -> None:
         """One line of the run's log (train.log through the ``Run``; without one, the ``deepcfr`` logger)."""
         if self.run is not None:
@@ -261,7 +241,7 @@ class Trainer:
     @property
     def opponent_counts(self) -> dict[str, int]:
         """This iteration's traversals per opponent label (``current``, ``recent``, ``anchor``, ...)."""
-        return dict(self._opponent_counts)
+        return dict(self.policies.counts)
 
     def _compiled_forwards(self) -> dict[str, Any]:
         nets = {
@@ -314,81 +294,6 @@ class Trainer:
         except ValueError as e:
             raise ValueError(f"{setting}: {e}") from None
 
-    def _anchor_policy(self, text: str) -> tuple[PolicySpec, Any]:
-        """The league anchor as a chunk policy and its networks (a bot: none; a checkpoint's
-        average policy: its strategy network; its current policy: one advantage network per seat)."""
-        anchor = self._player("league.anchor", text)
-        if hasattr(anchor, "bot"):
-            return PolicySpec("bot", bot=anchor.bot.name), None
-        agent = getattr(anchor, "agent", None)
-        if agent is None or anchor.greedy:
-            raise ValueError(
-                f"league.anchor {text!r}: the anchor is a bot or a checkpoint's sampled policy "
-                "(PATH, PATH@current, champion); traversal samples from it"
-            )
-        if agent.config.network != self.config.network:
-            raise ValueError(
-                f"league.anchor {text!r}: the checkpoint's network differs from this run's "
-                "(the anchor's network travels to the workers with this run's shapes)"
-            )
-        if anchor.kind == "current":
-            return PolicySpec("regret", "anchor"), [net.eval() for net in agent.advantage_nets]
-        return PolicySpec("strategy", "anchor"), {"anchor": agent.strategy_net.eval()}
-
-    def _sigma_spec(self, player: int, networks: dict[str, torch.nn.Module]) -> PolicySpec:
-        """sigma_t of ``player`` as a chunk policy: regret matching on its advantage network
-        (uniform before that network trained); with ``init.kl_temperature``, its advantages over
-        the start network or bot (the start policy itself before that network trained)."""
-        smoothing = self.config.init.smoothing
-        if self.start_bot is not None:
-            if not self.advantage_trained[player]:
-                return PolicySpec("bot", bot=self.start_bot, smoothing=smoothing)
-        elif self.start_net is not None:
-            networks["start"] = self.start_net
-            if not self.advantage_trained[player]:
-                return PolicySpec("strategy", "start")
-        elif not self.advantage_trained[player]:
-            return PolicySpec("uniform")
-        name = f"advantage_{player}"
-        networks[name] = self.advantage_nets[player]
-        if self.start_bot is not None:
-            return PolicySpec(
-                "regularized",
-                name,
-                bot=self.start_bot,
-                smoothing=smoothing,
-                temperature=self.agent().kl_temperature_units(),
-            )
-        if self.start_net is not None:
-            return PolicySpec("regularized", name, start="start", temperature=self.agent().kl_temperature_units())
-        return PolicySpec("regret", name)
-
-    def _opponent_spec(self, opponent: int, networks: dict[str, torch.nn.Module]) -> tuple[PolicySpec, bool, str]:
-        """(policy, plays sigma_t, label) for one chunk; adds the networks it uses to ``networks``."""
-        mode = self.config.traversal.opponent
-        if mode == "current":
-            return self._sigma_spec(opponent, networks), True, "current"
-        if mode == "average":
-            networks["strategy"] = self.strategy_net
-            return PolicySpec("strategy", "strategy"), False, "average"
-        choice = self.league.sample(has_anchor=self._anchor is not None)
-        if choice.kind == "current":
-            return self._sigma_spec(opponent, networks), True, "current"
-        if choice.kind == "anchor":
-            spec, nets = self._anchor
-            if spec.kind == "regret":  # the anchor's sigma for the seat it plays
-                networks[f"anchor_p{opponent}"] = nets[opponent]
-                return PolicySpec("regret", f"anchor_p{opponent}"), False, "anchor"
-            networks.update(nets or {})
-            return spec, False, "anchor"
-        name = f"snapshot_{choice.iteration}_p{opponent}"
-        if name not in self._snapshot_nets:
-            net = build_network(self.config.network, self.feature_size, self.num_actions).to(self.device)
-            net.load_state_dict(self.league.snapshot(choice.index, opponent))
-            self._snapshot_nets[name] = net.eval()
-        networks[name] = self._snapshot_nets[name]
-        return PolicySpec("regret", name), False, choice.category
-
     def executor(self) -> TraversalExecutor:
         """The executor of ``traversal.executor`` (workers start on first use; ``close`` stops them)."""
         if self._executor is None:
@@ -414,37 +319,7 @@ class Trainer:
         with its own opponent draw and a seed derived from (the phase's draw from the traversal
         stream, iteration, player, chunk index): for one chunk size the samples do not depend on
         the executor or the number of workers. Returns the chunks and the networks they name."""
-        cfg = self.config.traversal
-        options = cfg.options()
-        fallback = self.config.regret_matching.fallback
-        networks: dict[str, torch.nn.Module] = {}
-        traverser_policy = self._sigma_spec(player, networks)
-        # One draw per phase from the trainer's (checkpointed) traversal stream seeds every chunk.
-        g = self.generators["traversal"]
-        phase_seed = int(torch.randint(0, 2**62, (1,), generator=g))
-        chunks = []
-        for index, n in enumerate(chunk_sizes(cfg.traversals_per_player, cfg.chunk_size)):
-            opponent_policy, on_policy, label = self._opponent_spec(1 - player, networks)
-            seed = chunk_seed(phase_seed, self.iteration, player, index)
-            chunks.append(
-                ChunkSpec(
-                    index,
-                    n,
-                    seed,
-                    player,
-                    self.iteration,
-                    traverser_policy,
-                    opponent_policy,
-                    on_policy,
-                    options,
-                    fallback,
-                    label,
-                )
-            )
-            self._opponent_counts[label] = self._opponent_counts.get(label, 0) + n
-        live = {f"snapshot_{it}_p{p}" for it, _ in self.league.snapshots for p in range(2)}
-        self._snapshot_nets = {k: v for k, v in self._snapshot_nets.items() if k in live}
-        return chunks, networks
+        return self.policies.chunks(player)
 
     def traverse_player(self, player: int, stats: TraversalStats) -> tuple[list, list]:
         """Run this iteration's traversals for ``player`` through the executor; returns
@@ -708,7 +583,7 @@ class Trainer:
             self.thread_tuner.choose(self.iteration)
         timer = PhaseTimer()
         self.fitter.batch_seconds = 0.0
-        self._opponent_counts = {}
+        self.policies.counts = {}
         return self.iteration, timer
 
     def _accumulate_exact_average(self, opponent: int) -> None:
@@ -725,7 +600,13 @@ class Trainer:
 
     def _record_step_seconds(self, timer: PhaseTimer, strategy_trained: bool) -> None:
         """Seconds a training step took this iteration (both players' advantage steps; the strategy
-        network's where it trained), which size the final strategy training's reserve."""
+        network's where it trained), which size the final strategy training's reserve.
+
+        Measured, to keep room for the final training and not to start an iteration that would run
+        over the budget: the median of the last iterations (one slowed by a busy moment does not
+        decide alone). The advantage networks' steps stand in for the strategy network's (the same
+        shape and batch) when it trains only at the end (strategy.every: 0); its one training at a
+        warm start is not timed (a busy start kept 122 s for a 40 s training to the end of a run)."""
         if self.config.advantage.train_steps:
             self._advantage_step_seconds.append(
                 timer.seconds["advantage_train"] / (2 * self.config.advantage.train_steps)
