@@ -11,7 +11,7 @@ deck is a uniform order of the rest. Everything else
 (hands, expeditions, piles in order, the turn) is copied from the observation.
 
 The states are built directly (no replay of a history), all rows at once: the engine's arena row
-(``engine._Layout``) is written from the sampled card locations with a few scatters.
+(``tables.Layout``) is written from the sampled card locations with a few scatters.
 
 What the compact observation does not hold, and what is chosen for it:
 - which of the observer's own cards the opponent knows (cards the observer took from a pile):

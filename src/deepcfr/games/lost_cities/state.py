@@ -20,7 +20,7 @@ CAP_FLAG, DECK_FLAG = 1 << (T_PLY + DECISION_BITS), 1 << (T_DECK + 8)
 @dataclass
 class LostCitiesState:
     """Batched state; every field has a leading batch dimension n. The layout of ``arena`` is
-    described by ``engine._Layout``; read the game through ``LostCitiesGame``'s methods."""
+    described by ``tables.Layout``; read the game through ``LostCitiesGame``'s methods."""
 
     arena: torch.Tensor  # [n, row_bytes] uint8, 8-byte aligned rows (see the module docstring)
     turn: torch.Tensor  # [n] int64 packed turn word (T_* bits)
