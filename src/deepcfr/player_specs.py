@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 # Longer specs are refused before any file system call (a path over the OS's name limit raised
 # OSError from the check whether it is a file).
@@ -78,7 +78,7 @@ class PlayerSpec:
             return str(self.name)
         if self.kind in ("checkpoint", "network"):
             options = ([self.policy] if self.policy != "average" else []) + (["greedy"] if self.greedy else [])
-            return (self.path if self.kind == "checkpoint" else self.name) + (
+            return cast(str, self.path if self.kind == "checkpoint" else self.name) + (
                 f"@{','.join(options)}" if options else ""
             )
         inline = f"[{','.join(f'{k}={_setting_text(v)}' for k, v in self.settings.items())}]" if self.settings else ""
@@ -87,7 +87,7 @@ class PlayerSpec:
     @property
     def innermost(self) -> PlayerSpec:
         """The spec a search is over (itself for a spec that is no search)."""
-        return self.base if self.kind == "search" else self
+        return cast(PlayerSpec, self.base) if self.kind == "search" else self
 
     @property
     def is_champion(self) -> bool:

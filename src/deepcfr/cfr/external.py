@@ -4,7 +4,7 @@ for all traversals together."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -141,21 +141,27 @@ def _back_up(levels: list[_Level], iteration: int) -> tuple[list[dict[str, torch
     child_values = levels[-1].terminal_value
     for level in reversed(levels[:-1]):
         values = level.terminal_value.clone()
-        values.index_add_(0, level.child_parent, level.child_weight * child_values)
+        # every level above the deepest has children; one with traverser nodes has their fields set
+        values.index_add_(
+            0, cast(torch.Tensor, level.child_parent), cast(torch.Tensor, level.child_weight) * child_values
+        )
         if level.trav_nodes is not None:
-            k = level.trav_child_row.numel()
-            q = torch.zeros_like(level.trav_mask, dtype=torch.float32)
-            q[level.trav_child_row, level.trav_child_action] = child_values[:k]
+            trav_mask = cast(torch.Tensor, level.trav_mask)
+            child_row = cast(torch.Tensor, level.trav_child_row)
+            child_action = cast(torch.Tensor, level.trav_child_action)
+            k = child_row.numel()
+            q = torch.zeros_like(trav_mask, dtype=torch.float32)
+            q[child_row, child_action] = child_values[:k]
             v_h = values[level.trav_nodes]
-            target = (q - v_h[:, None]) * level.trav_mask
+            target = (q - v_h[:, None]) * trav_mask
             adv_parts.append(
                 {
-                    "obs": level.trav_obs,
-                    "mask": level.trav_mask,
+                    "obs": cast(torch.Tensor, level.trav_obs),
+                    "mask": trav_mask,
                     "target": target,
                     "iteration": torch.full((target.shape[0],), iteration, dtype=torch.int32, device=target.device),
                 }
             )
-            adv_roots.append(level.root[level.trav_nodes])
+            adv_roots.append(cast(torch.Tensor, level.root)[level.trav_nodes])
         child_values = values
     return adv_parts, adv_roots

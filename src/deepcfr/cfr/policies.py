@@ -18,6 +18,7 @@ same callables serve traversal (one per player), evaluation (exploitability, are
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from typing import cast
 
 import torch
 
@@ -118,7 +119,7 @@ class KLRegularizedPolicy(_NetworkPolicy):
         with torch.no_grad():
             advantages = self.network(features).float().to(obs.device)
             if self.start_policy is None:
-                start_logits = self.start_network(features).float().to(obs.device)
+                start_logits = cast(NetworkFn, self.start_network)(features).float().to(obs.device)
             else:  # its log-probabilities: their masked softmax is the policy again
                 start_logits = self.start_policy(obs, mask).float().to(obs.device).clamp(min=1e-30).log()
         probs = kl_regularized(advantages, start_logits, mask, self.temperature)

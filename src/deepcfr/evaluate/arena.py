@@ -25,7 +25,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import torch
 
@@ -74,7 +74,7 @@ class MatchResult:
         """(mean, 95% CI half-width) of the score difference: the corrected estimate where there
         is one (the same expectation with less variance), else the plain one."""
         if self.corrected_score_diff is not None:
-            return self.corrected_score_diff, self.corrected_ci95
+            return self.corrected_score_diff, cast(float, self.corrected_ci95)
         return self.mean_score_diff, self.score_diff_ci95
 
     def games_for_ci(self, target_ci95: float, corrected: bool = True) -> int:
@@ -165,21 +165,21 @@ def decide_side(
                     f"{getattr(side, 'name', side)} reads the match's true state, and this match does not pass it"
                 )
             extra = {"history": history} if needs_history(side) else {}
-            return side.act(obs, mask, generator, state=state, **extra), None
+            return cast(Any, side).act(obs, mask, generator, state=state, **extra), None
         if needs_history(side):
             if history is None:
                 raise ValueError(
                     f"{getattr(side, 'name', side)} plays from each game's action history, and none was kept"
                 )
-            return side.act(obs, mask, generator, history=history), None
-        return side.act(obs, mask, generator), None
+            return cast(Any, side).act(obs, mask, generator, history=history), None
+        return cast(Any, side).act(obs, mask, generator), None
     return sample_from_probs(probs, generator), probs
 
 
 def play_out(
     game,
     state,
-    decide: Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], torch.Tensor],
+    decide: Callable[..., torch.Tensor],
     on_step: Callable[[int, int], None] | None = None,
     luck: LuckCorrection | None = None,
     known_probs: Callable[[], tuple[torch.Tensor, torch.Tensor]] | None = None,
@@ -392,9 +392,11 @@ def _result(batches: list[PairedGames]) -> MatchResult:
     games = sum(b.games for b in batches)
     wins, draws = sum(b.wins for b in batches), sum(b.draws for b in batches)
     pair_diff = torch.cat([b.pair_diff for b in batches])
-    corrected = {}
+    corrected: dict[str, Any] = {}
     if batches[0].pair_corrections is not None:
-        pair_fixed, weights = cross_fitted(pair_diff, torch.cat([b.pair_corrections for b in batches]))
+        pair_fixed, weights = cross_fitted(
+            pair_diff, torch.cat([cast(torch.Tensor, b.pair_corrections) for b in batches])
+        )
         corrected = dict(
             corrected_score_diff=pair_fixed.mean().item(),
             corrected_ci95=ci95_of_pairs(pair_fixed),

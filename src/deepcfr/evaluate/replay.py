@@ -29,7 +29,7 @@ import torch
 from ..games.base import IllegalActionError, capability, clone_state, has_capability
 
 FORMAT_VERSION = 1
-REQUIRED_FIELDS = {
+REQUIRED_FIELDS: dict[str, type | tuple[type, ...]] = {
     "format": int,
     "game": str,
     "game_config": dict,

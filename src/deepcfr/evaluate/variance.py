@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from typing import Any, cast
 
 import torch
 
@@ -124,7 +125,7 @@ class LuckCorrection:
         self.chance_total = torch.zeros(games, dtype=torch.float64, device=device)
         self.decision_total = torch.zeros(games, dtype=torch.float64, device=device)
         self.seconds = 0.0
-        self._pending = None
+        self._pending: tuple[torch.Tensor, torch.Tensor] | None = None
 
     @property
     def total(self) -> torch.Tensor:
@@ -155,7 +156,7 @@ class LuckCorrection:
             rows, probs, taken = self.kinds(state, actions)
             if not rows.numel():
                 return rows, empty, empty
-            values = self.value_fn.chance_values(index_state(state, rows)).to(torch.float64)
+            values = cast(Any, self.value_fn).chance_values(index_state(state, rows)).to(torch.float64)
             return rows, (probs * values).sum(1), values.gather(1, taken[:, None]).squeeze(1)
         source, outcomes, weights = self.chance(state, actions, self.chance_samples, self.generator)
         if not source.numel():
@@ -200,7 +201,7 @@ class LuckCorrection:
         # decisions of known movers: Q(move taken) - sum_a pi(a) Q(a), over every legal move
         rows = known.nonzero().squeeze(1)
         if rows.numel():
-            p = probs[rows].to(torch.float64)
+            p = cast(torch.Tensor, probs)[rows].to(torch.float64)
             pair_row, pair_action = (p > 0).nonzero(as_tuple=True)
             q = self._after_values(index_state(state, rows[pair_row]), pair_action)
             taken = pair_action == actions[rows[pair_row]]
@@ -212,7 +213,7 @@ class LuckCorrection:
     def after_step(self, state) -> None:
         """Add this step's corrections (``state``: the state ``before_step`` saw, stepped; every
         value was known before the step, since the full state holds what chance will bring)."""
-        chance, decision = self._pending
+        chance, decision = cast(tuple[torch.Tensor, torch.Tensor], self._pending)
         self._pending = None
         self.chance_total += chance
         self.decision_total += decision

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, cast, runtime_checkable
 
 import torch
 
@@ -178,17 +178,17 @@ def tensor_fields(state: Any):
 
 def index_state(state: S, idx: torch.Tensor) -> S:
     """Rows ``idx`` of a batched state (a copy; ``idx`` may repeat rows or be a bool mask)."""
-    return dataclasses.replace(state, **{k: getattr(state, k)[idx] for k in tensor_fields(state)})
+    return dataclasses.replace(cast(Any, state), **{k: getattr(state, k)[idx] for k in tensor_fields(state)})
 
 
 def clone_state(state: S) -> S:
-    return dataclasses.replace(state, **{k: getattr(state, k).clone() for k in tensor_fields(state)})
+    return dataclasses.replace(cast(Any, state), **{k: getattr(state, k).clone() for k in tensor_fields(state)})
 
 
 def concat_states(states: Sequence[S]) -> S:
     first = states[0]
     return dataclasses.replace(
-        first, **{k: torch.cat([getattr(s, k) for s in states], dim=0) for k in tensor_fields(first)}
+        cast(Any, first), **{k: torch.cat([getattr(s, k) for s in states], dim=0) for k in tensor_fields(first)}
     )
 
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 from itertools import product
+from typing import cast
 
 import torch
 
@@ -256,7 +257,7 @@ class LiarsDiceReference(PokerReference):
 
     def bid_holds(self) -> bool:
         """Whether the standing bid is true: enough dice show its face or the wild 6."""
-        bid = self.last_bid
+        bid = cast(int, self.last_bid)  # asked once a bid stands
         face = bid_face(bid) - 1
         count = sum(1 for d in self.dice if d == face or d == WILD_FACE)
         return count >= bid_quantity(bid)

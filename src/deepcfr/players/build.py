@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any, cast
 
 import torch
 
@@ -80,7 +81,7 @@ class NetworkPlayer:
         if self.greedy:
             probs = self._policy(obs, mask).float() * mask
             return probs.masked_fill(~mask.bool(), -1.0).argmax(dim=1)
-        return sample_from_probs(self.sampling_probabilities(obs, mask), generator)
+        return sample_from_probs(cast(torch.Tensor, self.sampling_probabilities(obs, mask)), generator)
 
 
 class SearchPlayer:
@@ -146,7 +147,7 @@ def checkpoint_file(spec: PlayerSpec) -> Path:
     """The file a checkpoint spec loads (``champion``: the shipped one)."""
     if spec.is_champion:
         return champion_file()
-    return Path(spec.path)
+    return Path(cast(str, spec.path))
 
 
 def load_player(
@@ -166,7 +167,7 @@ def load_player(
             raise ValueError(f"player {spec}: a bot needs a game (pass game=, or use --game / --variant)")
         from ..games.bots import make_bot
 
-        return BotPlayer(make_bot(game, spec.name), game)
+        return BotPlayer(make_bot(game, cast(str, spec.name)), game)
     if spec.kind == "network":
         if networks is None or spec.name not in networks:
             raise PlayerSpecError(
@@ -175,12 +176,13 @@ def load_player(
             )
         if game is None:
             raise ValueError(f"player {spec}: a network needs a game")
-        return NetworkPlayer.of_network(game, networks[spec.name], str(spec), spec.greedy)
+        return NetworkPlayer.of_network(game, networks[cast(str, spec.name)], str(spec), spec.greedy)
     if spec.kind == "checkpoint":
         return _checkpoint_player(spec, game, device)
-    base = load_player(spec.base, game, device, networks=networks)
+    base_spec = cast(PlayerSpec, spec.base)  # a search spec has a base
+    base = load_player(base_spec, game, device, networks=networks)
     # over the champion, the settings its card measured strongest start (the caller's and inline win)
-    shipped = champion_search_settings() if spec.base.is_champion else None
+    shipped = champion_search_settings() if base_spec.is_champion else None
     return search_player(base, str(spec), device, shipped, search_settings, spec.settings)
 
 
@@ -192,7 +194,7 @@ def load_players(
     else the flagship's default rules (``games.registry.DEFAULT_GAME``); every checkpoint must
     match it (``load_player`` raises ValueError naming both)."""
     parsed = [parse_player(s) if isinstance(s, str) else s for s in specs]
-    players = [None] * len(parsed)
+    players: list[Any] = [None] * len(parsed)
     if game is None:
         for i, spec in enumerate(parsed):
             if spec.innermost.kind == "checkpoint":

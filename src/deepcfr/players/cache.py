@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from typing import cast
 
 from ..player_specs import PlayerSpec, parse_player, quote
 from .build import checkpoint_file, describe_game, load_player, same_game
@@ -68,13 +69,13 @@ class PlayerCache:
                 return seated
             pending = self._building.get(key)
             mine = pending is None
-            if mine:
+            if pending is None:
                 pending = self._building[key] = _Build()
         if not mine:
             pending.done.wait()
             if pending.error is not None:
                 raise pending.error
-            return pending.seated
+            return cast(Seated, pending.seated)  # set where no error was
         try:
             pending.seated = build()
         except BaseException as e:
@@ -89,7 +90,7 @@ class PlayerCache:
                         self._players.popitem(last=False)
                 del self._building[key]
             pending.done.set()
-        return pending.seated
+        return cast(Seated, pending.seated)
 
     def __len__(self) -> int:
         return len(self._players)

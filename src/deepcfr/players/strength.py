@@ -11,7 +11,7 @@ calls them.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from ..evaluate.arena import play_match
@@ -78,7 +78,7 @@ def strength_matches(
     games: int,
     search_specs: list[str],
     search_games: int,
-    search_opponents: list[str] = (),
+    search_opponents: Sequence[str] = (),
 ) -> list[tuple[str, str, int]]:
     """The standard table's matches of network ``net``: greedy against ``reference`` (greedy) and
     each opponent; each search spec (``{net}`` stands for the network) against the network alone

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 
 from deepcfr.atomic import atomic_path
 
@@ -40,8 +41,8 @@ def write_report(run_dir: str | Path, out_dir: str | Path | None = None) -> Repo
     out = Path(out_dir) if out_dir is not None else run_dir / "report"
     out.mkdir(parents=True, exist_ok=True)
     config = read_run_config(run_dir) or {}
-    eval_cfg = config.get("eval") if isinstance(config.get("eval"), dict) else {}
-    memory_cfg = config.get("memory") if isinstance(config.get("memory"), dict) else {}
+    eval_cfg = cast(dict, config.get("eval")) if isinstance(config.get("eval"), dict) else {}
+    memory_cfg = cast(dict, config.get("memory")) if isinstance(config.get("memory"), dict) else {}
     capacities = {"advantage": memory_cfg.get("advantage_capacity"), "strategy": memory_cfg.get("strategy_capacity")}
     plots: list[Path] = []
     for name, plot in PLOTS.items():

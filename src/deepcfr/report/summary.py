@@ -97,8 +97,8 @@ def _eval_score(row: dict, groups: dict) -> tuple[float, str] | None:
 
 def best_checkpoint(log: MetricsLog, checkpoints: dict[int, Path], run_dir: Path) -> list[str]:
     groups = eval_groups(log)
-    scored = [(r["iteration"], _eval_score(r, groups)) for r in log.rows]
-    scored = [(it, s) for it, s in scored if s is not None]
+    scores = [(r["iteration"], _eval_score(r, groups)) for r in log.rows]
+    scored = [(it, s) for it, s in scores if s is not None]
     if not scored:
         return ["No evaluation logged yet, so no best checkpoint."]
     lines = []

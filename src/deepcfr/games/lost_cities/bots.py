@@ -29,7 +29,9 @@ and mini.) The ply cap still bounds any game.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -173,7 +175,7 @@ class HeuristicBot:
         # Style margins are in classic points; other rules scale them by the expedition cost.
         cost = abs(rules.expedition_cost) or rules.min_rank + rules.n_ranks - 1
         self._scale = cost / 20.0
-        self._constants: dict[tuple, dict[str, torch.Tensor]] = {}
+        self._constants: dict[tuple, dict[str, Any]] = {}  # tensors, and low_bits an int
 
     # --- public API -----------------------------------------------------------------------------
     def act(self, obs: torch.Tensor, mask: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
@@ -211,7 +213,7 @@ class HeuristicBot:
         return self._scores_torch(obs, n, 0, n)
 
     # --- implementation -------------------------------------------------------------------------
-    def _tables(self, device: torch.device) -> dict[str, torch.Tensor]:
+    def _tables(self, device: torch.device) -> dict[str, Any]:
         """Constant tables on ``device``, built once, with the same float32 ops as the original."""
         key = (device, self.single_table_max_ranks)
         if key in self._constants:
@@ -458,7 +460,7 @@ EVALUATION_OPPONENTS = ("heuristic_careful", "random", "discard_only")
 def bot_factories(rules: LostCitiesRules) -> dict:
     """Bot factories by name for a Lost Cities game with ``rules`` (used by games.bots.make_bot):
     these, then the style bots of the benchmark population (style_bots.py)."""
-    factories = {"discard_only": lambda: DiscardOnlyBot(rules)}
+    factories: dict[str, Callable[..., Any]] = {"discard_only": lambda: DiscardOnlyBot(rules)}
     for name, style in STYLES.items():
         factories[name] = lambda style=style, name=name: HeuristicBot(rules, style, name)
     factories.update(style_bot_factories(rules))

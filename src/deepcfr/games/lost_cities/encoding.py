@@ -31,6 +31,8 @@ broadcasting or bool outputs are many times slower there.
 
 from __future__ import annotations
 
+from typing import Any
+
 import torch
 
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0
@@ -52,9 +54,9 @@ class LostCitiesEncoder:
         D, C, R1 = r.deck_size, r.n_colors, r.n_ranks + 1
         self.feature_size = CARD_GROUPS * D + 12 * C + C * (R1 + 2) + 3 + 1 + len(DECK_FLAGS) + C + 5 + HAND_GROUPS * C
         self.score_scale = float(max(1, abs(r.expedition_cost)) * (1 + r.n_wagers))
-        self._tables: dict[torch.device, dict[str, torch.Tensor]] = {}
+        self._tables: dict[torch.device, dict[str, Any]] = {}  # tensors, and color_total a float
 
-    def _tables_for(self, device: torch.device) -> dict[str, torch.Tensor]:
+    def _tables_for(self, device: torch.device) -> dict[str, Any]:
         t = self._tables.get(device)
         if t is None:
             r = self.rules

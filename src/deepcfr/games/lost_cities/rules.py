@@ -20,6 +20,7 @@ numbering: ``action_id("discard", "red", 5)``, ``action_id("draw_pile", "blue")`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -190,7 +191,7 @@ class LostCitiesRules(BaseModel):
         move = self.action(a)
         if move.kind == "draw_deck":
             return "draw deck"
-        colour = COLOR_NAMES[move.colour]
+        colour = COLOR_NAMES[cast(int, move.colour)]  # every move but draw_deck has a colour
         if move.kind == "draw_pile":
             return f"draw pile {colour}"
         return f"{move.kind} {colour} {'wager' if move.rank == WAGER else move.rank}"

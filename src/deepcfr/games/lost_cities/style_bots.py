@@ -43,6 +43,7 @@ The styles (``STYLE_BOTS``; each defining habit has a test in tests/test_style_b
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 import torch
 
@@ -243,7 +244,7 @@ class StyleBot:
 
     def _card_scores(self, pos: Position) -> tuple[torch.Tensor, torch.Tensor]:
         t, s, value = self.temper, self.s, pos.value
-        committed, w_hand = pos.committed, pos.w_hand[:, None, None]
+        committed, w_hand = cast(torch.Tensor, pos.committed), cast(torch.Tensor, pos.w_hand)[:, None, None]
         # A number: tolerance minus the cards it skips (my lower playable ones, unseen lower ones).
         each = (
             pos.hand * pos.fits_me * value * w_hand
@@ -274,10 +275,11 @@ class StyleBot:
         top_value = value[top.clamp(min=0)]
         fits_me = (top >= 1) & (top > pos.my_top)
         opens = self._would_open(pos, top_value, 1)
-        gain = torch.where(fits_me & (pos.committed | opens), top_value * pos.w_hand[:, None], 0.0)
+        committed, w_hand = cast(torch.Tensor, pos.committed), cast(torch.Tensor, pos.w_hand)  # set by act
+        gain = torch.where(fits_me & (committed | opens), top_value * w_hand[:, None], 0.0)
         wager_gain = torch.where(
             (pos.my_top <= 0)
-            & pos.committed
+            & committed
             & (pos.projection >= t.wager_margin * s)
             & (pos.deck_share >= t.wager_min_deck)[:, None],
             5.0 * s,

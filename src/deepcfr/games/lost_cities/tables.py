@@ -10,6 +10,7 @@ its own: ``move_table``, ``key_table``, ``mask_table``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 import torch
 
@@ -286,7 +287,7 @@ class Tables:
         self.device = device
         self.sizes = (D, C, r.num_kinds, r.num_actions)
         self.cards_per_color, self.n_wagers = P, W
-        i64 = dict(dtype=torch.int64, device=device)
+        i64: dict[str, Any] = dict(dtype=torch.int64, device=device)
         moves = move_table(r, L)
         self.move_width = moves.width
         self.height_columns = slice(moves.slot, moves.slot + 3)  # the slot's word, then the codes' values

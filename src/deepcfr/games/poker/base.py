@@ -4,6 +4,8 @@ enumeration and naming. Subclasses set the class attributes and the game rules."
 from __future__ import annotations
 
 import random
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -20,6 +22,9 @@ class PokerGame:
     num_cards: int
     deal_size: int
     action_names: tuple[str, ...]
+    obs_size: int
+    max_game_length: int
+    step: Callable[..., Any]  # the game's step(state, actions)
 
     def __init__(self, **params):
         if params:
@@ -125,6 +130,11 @@ class PokerReference:
     num_actions: int
     num_cards: int
     deal_size: int
+    cards: tuple[int, ...]
+
+    if TYPE_CHECKING:  # each game's reference takes its deal
+
+        def __init__(self, deal: Sequence[int]) -> None: ...
 
     @classmethod
     def new(cls, seed: int | None = None):
