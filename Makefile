@@ -21,8 +21,8 @@ train: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
 
-# Rebuild the shipped champion network and its model card (one bot round, then sixteen growing rounds in
-# thirteen runs, scripts/make_champion.py's SHIPPED_STAGES: about 7.5 hours on 2 cores; see
+# Rebuild the shipped champion network and its model card (one bot round, then twelve growing rounds in
+# nine runs, scripts/make_champion.py's SHIPPED_STAGES: about 5.5 hours on 2 cores; see
 # src/deepcfr/players/champion/CARD.md)
 champion: $(BIN)/.installed
 	$(BIN)/python scripts/make_champion.py

@@ -165,5 +165,6 @@ def test_strength_population_of_the_champion_plays_the_networks(capsys):
     assert {"reference@greedy", "champion round 19 sampled", "random", "patient_opener"} <= set(members)
     sampled = members["champion round 19 sampled"]
     assert sampled["kind"] == "champion" and sampled["games"] == 2
-    assert members["champion round 19@greedy"]["kind"] == "self"  # the shipped file is round 19's
+    assert members["champion round 13@greedy"]["kind"] == "self"  # the shipped file is round 13's
+    assert members["champion round 19@greedy"]["kind"] == "past_champion"
     assert out["skipped"] == []

@@ -3,7 +3,9 @@ package with its model card beside it (``champion/CARD.md`` for people, ``champi
 for code: the commands that made it, the commit, the file's hash, the rules, the network shape
 and its measured figures), written (``champion_card_of``, ``write_champion_card``: what
 scripts/make_champion.py measured) and read here. ``champion`` is a player spec like a checkpoint path
-(``champion@greedy``, ``search:champion``); a network replaces it only by beating it head to head."""
+(``champion@greedy``, ``search:champion``); a network replaces it only through the gate that asks
+everyone: not worse head to head, a higher score against the benchmark population, no member's
+margin falling past its CI (improve/gate.py)."""
 
 from __future__ import annotations
 
