@@ -24,20 +24,33 @@ What the compact observation does not hold, and what is chosen for it:
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import torch
 
 from ..base import index_state
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, LOC_UNKNOWN, card_kinds
+from .rules import LostCitiesRules
 from .state import CAP_FLAG, DECISION_BITS, DECK_FLAG, T_DECISIONS, T_DECK, T_DISCARD, T_PLAYER, T_PLY, LostCitiesState
+from .tables import Tables
 
-if TYPE_CHECKING:
-    from .engine import LostCitiesGame
+
+class RulesGame(Protocol):
+    """What these functions read of the game (LostCitiesGame; named here, not imported: the engine
+    imports this module)."""
+
+    rules: LostCitiesRules
+    obs_size: int
+
+    def tables(self, device: torch.device | str) -> Tables: ...
+
+    def deck_size(self, state: LostCitiesState) -> torch.Tensor: ...
+
+    def observe(self, state: LostCitiesState, player: int | torch.Tensor) -> torch.Tensor: ...
 
 
 def determinize(
-    game: LostCitiesGame,
+    game: RulesGame,
     obs: torch.Tensor,
     d: int,
     generator: torch.Generator | None = None,
@@ -91,7 +104,7 @@ def _ranks(keys: torch.Tensor) -> torch.Tensor:
     return torch.empty_like(order).scatter_(1, order, torch.arange(D, device=keys.device).expand_as(order))
 
 
-def opponent_hand_size(game: LostCitiesGame, obs: torch.Tensor) -> torch.Tensor:
+def opponent_hand_size(game: RulesGame, obs: torch.Tensor) -> torch.Tensor:
     """[n] cards in the observer's opponent's hand (one fewer while it is to draw)."""
     D = game.rules.deck_size
     phase, observer, to_move = obs[:, D + 1].long(), obs[:, D + 3].long(), obs[:, D + 4].long()
@@ -99,7 +112,7 @@ def opponent_hand_size(game: LostCitiesGame, obs: torch.Tensor) -> torch.Tensor:
 
 
 def state_from_hidden(
-    game: LostCitiesGame, obs: torch.Tensor, to_opp: torch.Tensor, deck_pos: torch.Tensor
+    game: RulesGame, obs: torch.Tensor, to_opp: torch.Tensor, deck_pos: torch.Tensor
 ) -> LostCitiesState:
     """The state of observations ``obs [N, obs_size]`` with the hidden cards placed: ``to_opp
     [N, D]`` bool marks the unknown cards in the opponent's hand, ``deck_pos [N, D]`` gives each
@@ -203,7 +216,7 @@ def state_from_hidden(
 
 
 def shuffle_deck(
-    game: LostCitiesGame, state: LostCitiesState, d: int, generator: torch.Generator | None = None
+    game: RulesGame, state: LostCitiesState, d: int, generator: torch.Generator | None = None
 ) -> LostCitiesState:
     """``n * d`` copies of the full states ``state`` (row ``i * d + j`` is copy ``j`` of game
     ``i``) whose undrawn cards (the deck) lie in a fresh uniform order, everything else exactly as
