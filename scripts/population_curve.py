@@ -71,23 +71,49 @@ def measure(round_: int, file: Path, games: int, seed: int, target_ci: float | N
     return {"round": round_, "commit": SHIPPED[round_], **record}
 
 
+def scored_members(margins) -> set[str]:
+    """The members of a record that count in the population score (the floors do not)."""
+    from deepcfr.players.population import FLOOR_BOTS
+
+    return {name for name in margins if name not in FLOOR_BOTS}
+
+
+def scored_summary(line: dict) -> dict:
+    """A record's population score and worst member under this version's scoring (a record of
+    version 1 holds the floors' margins too: they are left out here)."""
+    from deepcfr.players.population import FLOOR, FLOOR_BOTS, SELF, population_summary
+
+    rows = [
+        {
+            "member": name,
+            "score_diff": v[0],
+            "score_diff_ci": v[1],
+            "kind": FLOOR if name in FLOOR_BOTS else SELF if v[2] == 0 else "member",
+        }
+        for name, v in line["members"].items()
+    ]
+    return population_summary(rows)
+
+
 def markdown(lines: list[dict]) -> str:
     members = list(lines[0]["members"]) if lines else []
     head = "| round | population score | worst member | " + " | ".join(f"`{m}`" for m in members) + " |"
     out = [head, "|" + " ---: |" * (3 + len(members))]
     for line in sorted(lines, key=lambda x: x["round"]):
         cells = [f"{line['members'][m][0]:+.1f}" if m in line["members"] else "-" for m in members]
+        summary = scored_summary(line)
         out.append(
-            f"| {line['round']} | {line['population_score']:+.2f} +- {line['population_ci']:.2f} | "
-            f"`{line['worst_member']}` {line['worst_score_diff']:+.1f} | " + " | ".join(cells) + " |"
+            f"| {line['round']} | {summary['population_score']:+.2f} +- {summary['population_ci']:.2f} | "
+            f"`{summary['worst_member']}` {summary['worst_score_diff']:+.1f} | " + " | ".join(cells) + " |"
         )
     return "\n".join(out)
 
 
-def redecide(lines: list[dict], games: int, seed: int, alpha: float = 0.05) -> list[dict]:
+def redecide(lines: list[dict], games: int, seed: int, alpha: float = 0.05, played: dict | None = None) -> list[dict]:
     """The champion the gate that asks everyone (improve/gate.py) would have kept: from the first
     round of ``lines``, each later round against the one kept so far, head to head (greedy,
-    ``games`` paired games, luck-corrected) and on its population margins."""
+    ``games`` paired games, luck-corrected; ``played``: matches already played, by (round, against))
+    and on its population margins (the scored members)."""
     from deepcfr.games.lost_cities import LostCitiesGame
     from deepcfr.improve.gate import population_verdict
     from deepcfr.players.champion import shipped_value_function
@@ -100,14 +126,19 @@ def redecide(lines: list[dict], games: int, seed: int, alpha: float = 0.05) -> l
         files = {r: round_file(r, Path(tmp)) for r in rounds}
         value_fn = shipped_value_function(game)
         for r in rounds[1:]:
-            row = match_row(game, f"{files[r]}@greedy", f"{files[kept]}@greedy", games, seed + r, value_fn)
+            row = (played or {}).get((r, kept)) or match_row(
+                game, f"{files[r]}@greedy", f"{files[kept]}@greedy", games, seed + r, value_fn
+            )
             margins = {name: tuple(v[:2]) for name, v in by_round[r]["members"].items()}
             current = {name: tuple(v[:2]) for name, v in by_round[kept]["members"].items()}
-            accepted, figures = population_verdict((row["score_diff"], row["score_diff_ci"]), margins, current, alpha)
+            accepted, figures = population_verdict(
+                (row["score_diff"], row["score_diff_ci"]), margins, current, alpha, scored=scored_members(margins)
+            )
             decisions.append(
                 {
                     "round": r,
                     "against": kept,
+                    "h2h_games": games,
                     "head_to_head": round(row["score_diff"], 3),
                     "head_to_head_ci": round(row["score_diff_ci"], 3),
                     "accepted": accepted,
@@ -151,8 +182,18 @@ def main() -> int:
         print(markdown(done))
         return 0
     if args.redecide is not None:
+        # head-to-head matches already in OUT (same games) are reused: the gate's rule changes, not the games
+        earlier = [json.loads(x) for x in args.redecide.read_text().splitlines()] if args.redecide.is_file() else []
+        played = {
+            (d["round"], d["against"]): {"score_diff": d["head_to_head"], "score_diff_ci": d["head_to_head_ci"]}
+            for d in earlier
+            if d.get("h2h_games", args.h2h_games) == args.h2h_games
+        }
         decisions = redecide(
-            [d for d in done if d["games"] == args.games and d["seed"] == args.seed], args.h2h_games, args.seed
+            [d for d in done if d["games"] == args.games and d["seed"] == args.seed],
+            args.h2h_games,
+            args.seed,
+            played=played,
         )
         args.redecide.write_text("".join(json.dumps(d) + "\n" for d in decisions))
         return 0

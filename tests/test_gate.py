@@ -50,6 +50,19 @@ def test_each_of_the_three_questions_rejects_alone():
     assert _verdict(within)[0]
 
 
+def test_only_the_scored_members_count_in_a_version_1_record():
+    """A record of version 1 holds the floors' margins: with ``scored`` they neither raise the
+    score nor fall."""
+    traded = {"random": (130.0, 4.0), "denier": (13.0, 2.0), "heuristic_balanced": (8.0, 2.0)}
+    accepted, figures = population_verdict((0.5, 0.4), traded, CURRENT, 0.05, scored={"denier", "heuristic_balanced"})
+    assert accepted and figures["gate/population_rise"] == pytest.approx(3.0)
+    assert "gate/member/random/diff" not in figures
+    fell = dict(traded, random=(50.0, 4.0))
+    assert population_verdict((0.5, 0.4), fell, CURRENT, 0.05, scored={"denier", "heuristic_balanced"})[0]
+    with pytest.raises(ValueError, match="no scored member"):
+        population_verdict((0.5, 0.4), traded, CURRENT, 0.05, scored={"nobody"})
+
+
 def test_networks_measured_against_other_members_are_refused():
     with pytest.raises(ValueError, match="other members"):
         population_verdict((0.0, 1.0), {"random": (1.0, 1.0)}, CURRENT, 0.05)
@@ -66,8 +79,9 @@ def test_the_loop_asks_the_population_and_keeps_the_current_networks_margins(min
         str(mini_checkpoint), overrides=[*TINY, "improve.gate_games=60", "improve.gate_population_games=40"]
     )
     improver = Improver(config)
-    members = population_members(improver.game)[0]
+    members = [m for m in population_members(improver.game)[0] if m.scored]
     assert [m.name for m in improver.gate_members()] == [m.name for m in members] and members
+    assert not {"random", "discard_only"} & {m.name for m in members}  # the floors are not asked
     start = improver.current
     weak = _wager_happy(improver.game, start)
     accepted, figures = improver.gate(weak, round_index=1)

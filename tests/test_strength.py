@@ -115,8 +115,15 @@ def test_population_rows_have_every_member_and_the_summary_reads_them():
     (itself,) = [r for r in rows if r["kind"] == "self"]
     assert itself["member"] == "heuristic_careful" and itself["score_diff"] == itself["score_diff_ci"] == 0
     summary = population_summary(rows)
-    assert abs(summary["population_score"] - sum(r["score_diff"] for r in rows) / len(rows)) < 1e-12
-    assert summary["worst_score_diff"] == min(r["score_diff"] for r in rows)
+    floors = [r for r in rows if r["kind"] == "floor"]
+    scored = [r for r in rows if r["kind"] != "floor"]
+    assert {r["member"] for r in floors} == {"random", "discard_only"} == set(summary["floors"])
+    assert summary["member_count"] == len(scored) == len(rows) - 2  # the floors are played, not scored
+    assert abs(summary["population_score"] - sum(r["score_diff"] for r in scored) / len(scored)) < 1e-12
+    assert summary["worst_score_diff"] == min(r["score_diff"] for r in scored)
+    # a floor's margin moves the score not at all, any other member's by its share
+    bumped = [dict(r, score_diff=r["score_diff"] + (100 if r["kind"] == "floor" else 0)) for r in rows]
+    assert population_summary(bumped)["population_score"] == summary["population_score"]
 
 
 def test_strength_population_command(capsys):
@@ -149,9 +156,10 @@ def test_strength_population_command(capsys):
     assert out["player"] == "heuristic_careful" and out["population_version"] >= 1
     rows = out["members"]
     assert [r["member"] for r in rows] == list(POPULATION_BOTS)
-    assert abs(out["population_score"] - sum(r["score_diff"] for r in rows) / len(rows)) < 1e-9
-    assert abs(out["population_ci"] - sum(r["score_diff_ci"] ** 2 for r in rows) ** 0.5 / len(rows)) < 1e-9
-    assert out["worst_member"] == min(rows, key=lambda r: r["score_diff"])["member"]
+    scored = [r for r in rows if r["kind"] != "floor"]
+    assert abs(out["population_score"] - sum(r["score_diff"] for r in scored) / len(scored)) < 1e-9
+    assert abs(out["population_ci"] - sum(r["score_diff_ci"] ** 2 for r in scored) ** 0.5 / len(scored)) < 1e-9
+    assert out["worst_member"] == min(scored, key=lambda r: r["score_diff"])["member"]
     assert {s["member"] for s in out["skipped"]} >= {"reference@greedy", "champion round 19 sampled"}
 
 

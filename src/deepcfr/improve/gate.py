@@ -7,10 +7,12 @@ everyone, on the same deals for both networks (one seed per member): the new net
 the current one only if
 
 1. it is not worse head to head: the 95% CI of its score difference reaches 0 or above;
-2. its population score rises: the mean over members of (its margin minus the current
+2. its population score rises: the mean over the members of (its margin minus the current
    network's margin) is above 0, one-sided p < ``gate_alpha``;
 3. no member's margin falls by more than its CI: for every member the difference is at least
    minus its 95% CI half-width.
+
+The members asked are the scored ones: the floors (players/population.py) are not judged.
 
 The two networks' CIs are combined as if independent: conservative, as the shared deals
 correlate the two margins positively. Without a population (or with ``gate_population_games``
@@ -20,7 +22,7 @@ correlate the two margins positively. Without a population (or with ``gate_popul
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 
 GATE_RULES = (
     "head to head not worse (its 95% CI reaches 0)",
@@ -49,17 +51,22 @@ def population_verdict(
     new: Mapping[str, tuple[float, float]],
     current: Mapping[str, tuple[float, float]],
     alpha: float,
+    scored: Collection[str] | None = None,
 ) -> tuple[bool, dict]:
     """The gate's three questions (module docstring) from the head-to-head estimate (new minus
-    current: mean, CI) and each network's margins against the same members; returns (accepted,
-    the figures the gate reports)."""
+    current: mean, CI) and each network's margins against the same members, of which the
+    ``scored`` ones (None: all) count (records of version-1 populations hold the floors' margins
+    too). Returns (accepted, the figures the gate reports)."""
     if set(new) != set(current) or not new:
         raise ValueError(f"the two networks were measured against other members: {sorted(new)} and {sorted(current)}")
     h2h_mean, h2h_ci = head_to_head
-    diffs = {m: (new[m][0] - current[m][0], math.hypot(new[m][1], current[m][1])) for m in new}
-    n = len(diffs)
-    rise = sum(d for d, _ in diffs.values()) / n
-    rise_ci = math.sqrt(sum(ci**2 for _, ci in diffs.values())) / n
+    counted = [m for m in new if scored is None or m in scored]
+    if not counted:
+        raise ValueError(f"no scored member among {sorted(new)}")
+    diffs = {m: (new[m][0] - current[m][0], math.hypot(new[m][1], current[m][1])) for m in counted}
+    n = len(counted)
+    rise = sum(diffs[m][0] for m in counted) / n
+    rise_ci = math.sqrt(sum(diffs[m][1] ** 2 for m in counted)) / n
     worst = min(diffs, key=lambda m: diffs[m][0] + diffs[m][1])  # the member closest to falling past its CI
     checks = {
         "head_to_head_not_worse": h2h_mean + h2h_ci >= 0,
@@ -67,8 +74,8 @@ def population_verdict(
         "no_member_falls": all(d >= -ci for d, ci in diffs.values()),
     }
     figures = {
-        "gate/population_score_new": sum(v[0] for v in new.values()) / n,
-        "gate/population_score_current": sum(v[0] for v in current.values()) / n,
+        "gate/population_score_new": sum(new[m][0] for m in counted) / n,
+        "gate/population_score_current": sum(current[m][0] for m in counted) / n,
         "gate/population_rise": rise,
         "gate/population_rise_ci95": rise_ci,
         "gate/population_rise_p_value": one_sided_p(rise, rise_ci),

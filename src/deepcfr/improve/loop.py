@@ -259,11 +259,13 @@ class Improver:
         return self._executor
 
     def league_members(self) -> list:
-        """The benchmark population's members that play this game (the `population` pool entry)."""
+        """The benchmark population's scored members that play this game: whom the gate asks and the
+        `population` pool entry cycles (the floors are shown on cards and tables, not judged)."""
         if self._league is None:
             from ..players.population import population_members
 
-            self._league, _ = population_members(self.game, device=self.device)
+            members, _ = population_members(self.game, device=self.device)
+            self._league = [m for m in members if m.scored]  # the floors teach nothing a stronger player needs
             if not self._league:
                 raise ValueError(f"improve.opponents: no member of the benchmark population plays {self.game.name}")
         return self._league
@@ -476,12 +478,10 @@ class Improver:
         return games
 
     def gate_members(self) -> list:
-        """The population members the gate asks (none: the head-to-head gate alone)."""
+        """The population members the gate asks: the scored ones (none: the head-to-head gate alone)."""
         if self.population_games() == 0:
             return []
-        from ..players.population import population_members
-
-        return population_members(self.game, device=self.device)[0]
+        return self.league_members()
 
     def evaluate(self) -> dict:
         """The current network alone (and the teacher over it, with ``eval_search``) against the

@@ -122,7 +122,11 @@ def card_markdown(card: dict) -> str:
             "| member | score diff |",
             "|---|---|",
         ]
-        lines += [f"| `{name}` | {v[0]:+.1f} +- {v[1]:.1f} |" for name, v in population["members"].items()]
+        floors = set(population.get("floors", []))
+        lines += [
+            f"| `{name}`{' (floor: played, not scored)' if name in floors else ''} | {v[0]:+.1f} +- {v[1]:.1f} |"
+            for name, v in population["members"].items()
+        ]
         lines.append(
             f"| **population score** | **{population['population_score']:+.2f} +- {population['population_ci']:.2f}** |"
         )
@@ -141,7 +145,8 @@ def population_headline(population: dict) -> str:
     """The card's headline from its ``population`` record: the population score and the worst member."""
     return (
         f"population score {population['population_score']:+.1f} +- {population['population_ci']:.1f} a game over "
-        f"{len(population['members'])} players of distinct styles (version {population['population_version']}, "
+        f"{population.get('member_count', len(population['members']))} players of distinct styles "
+        f"(version {population['population_version']}, "
         f"{population['games']:,} paired games each); worst member `{population['worst_member']}` "
         f"{population['worst_score_diff']:+.1f} +- {population['worst_score_diff_ci']:.1f}."
     )
@@ -214,8 +219,10 @@ def how_strong_lines(card: dict) -> list[str]:
     population = card.get("population")
     if population:
         lines.append(
-            f"| `champion@greedy` (the network alone) | the benchmark population ({len(population['members'])} "
-            f"players) | {population['games']:,} each | | {population['population_score']:+.1f} +- "
+            f"| `champion@greedy` (the network alone) | the benchmark population "
+            f"({population.get('member_count', len(population['members']))} players) | "
+            f"{population['games']:,} each | | "
+            f"{population['population_score']:+.1f} +- "
             f"{population['population_ci']:.1f} (worst: `{population['worst_member']}` "
             f"{population['worst_score_diff']:+.1f}) |"
         )

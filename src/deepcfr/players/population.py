@@ -13,9 +13,15 @@ versions are not comparable).
   every player's population score is the mean over the same members;
 - ``population_rows``: one match of a player against every member, paired deals, the
   luck-corrected estimate where a value function is given (players/strength.py ``match_row``);
-- ``population_summary``: the population score (the mean of the members' score differences,
+- ``population_summary``: the population score (the mean of the scored members' score differences,
   equal weights; members are independent matches, so its 95% CI is sqrt(sum ci_i^2) / n) and the
   worst member (the lowest score difference, the player itself aside).
+
+Floors (``FLOOR_BOTS``: ``random``, ``discard_only``) are played and shown, but neither scored nor
+asked by the gate: a champion wins every game against them by 130-190 points, and that margin
+moves by whole points with nothing a stronger player needs (a league round that met them in
+training raised the version-1 score by +2.0 of its +2.3 through those two, level on the thirteen
+others; docs/log/population.md, "A league round, and version 2: floors out of the score").
 
 Earlier champions: every ``champion/past/round_N.pt`` shipped beside the champion joins the
 population (greedy, ``champion round N@greedy``), in round order, and round
@@ -39,8 +45,8 @@ from .strength import REFERENCE_FILE, match_row
 
 # Version 1 (issue 65): the five bots, five style bots, the reference network (round 1), the
 # earlier champions shipped in champion/past/ (rounds 7, 13 and 19, greedy) and round 19 sampled
-# (the champion when this version was fixed).
-POPULATION_VERSION = 1
+# (the champion when this version was fixed). Version 2: the same members, the floors out of the score.
+POPULATION_VERSION = 2
 SAMPLED_CHAMPION_ROUND = 19
 
 POPULATION_BOTS = (
@@ -55,12 +61,15 @@ POPULATION_BOTS = (
     "wager_gambler",
     "patient_opener",
 )
+# played and guarded by the gate, not scored (module docstring)
+FLOOR_BOTS = ("random", "discard_only")
 # Where earlier champions are shipped: round_N.pt, each a network checkpoint (players/export.py).
 PAST_CHAMPIONS_DIR = CHAMPION_DIR / "past"
 _PAST_NAME = re.compile(r"^round_(\d+)\.pt$")
 
 
 SELF = "self"  # a member that is the player measured: its row is 0 +- 0 without a game
+FLOOR = "floor"  # a member played and guarded, not in the population score
 
 
 @dataclass(frozen=True)
@@ -69,7 +78,12 @@ class Member:
 
     name: str
     spec: str
-    kind: str  # "bot" | "reference" | "champion" | "past_champion" | SELF (the player measured)
+    kind: str  # "bot" | FLOOR | "reference" | "champion" | "past_champion" | SELF (the player measured)
+
+    @property
+    def scored(self) -> bool:
+        """Whether the member counts in the population score (the floors do not)."""
+        return self.kind != FLOOR
 
 
 def past_champion_files(directory: Path = PAST_CHAMPIONS_DIR) -> list[tuple[int, Path]]:
@@ -83,7 +97,7 @@ def past_champion_files(directory: Path = PAST_CHAMPIONS_DIR) -> list[tuple[int,
 def population_specs(past_dir: Path = PAST_CHAMPIONS_DIR) -> list[Member]:
     """Every member of this version of the population, whatever the game (``population_members``
     keeps those that can play one)."""
-    members = [Member(name, name, "bot") for name in POPULATION_BOTS]
+    members = [Member(name, name, FLOOR if name in FLOOR_BOTS else "bot") for name in POPULATION_BOTS]
     members.append(Member("reference@greedy", f"{REFERENCE_FILE}@greedy", "reference"))
     past = past_champion_files(past_dir)
     members += [Member(f"champion round {n}@greedy", f"{path}@greedy", "past_champion") for n, path in past]
@@ -108,12 +122,12 @@ def population_members(
     measured = player_identity(player) if player is not None else None  # hashed once, not per member
     for member in population_specs(past_dir):
         reason = None
-        if member.kind == "bot":
+        if member.kind in ("bot", FLOOR):
             if member.name not in bots:
                 reason = f"not a bot of {game.name}"
         elif member.kind == "reference" and not REFERENCE_FILE.is_file():
             reason = f"the reference network is a file of the source checkout, missing here ({REFERENCE_FILE})"
-        if reason is None and member.kind != "bot":
+        if reason is None and member.kind not in ("bot", FLOOR):
             try:
                 load_player(member.spec, game, device)
             except ValueError as e:  # another game or rule variant (CheckpointError is a ValueError)
@@ -195,17 +209,20 @@ def population_rows(
 
 
 def population_summary(rows: list[dict]) -> dict:
-    """The population score (the mean of the rows' ``score_diff``, equal weights), its 95% CI
-    (independent matches: sqrt(sum ci_i^2) / n) and the worst member (the lowest ``score_diff`` of another player)."""
-    if not rows:
-        raise ValueError("a population summary needs at least one member's row")
-    n = len(rows)
-    others = [r for r in rows if r.get("kind") != SELF] or rows  # the player itself is no opponent to be worst at
+    """The population score (the mean of the scored rows' ``score_diff``, equal weights: every row
+    but the floors'), its 95% CI (independent matches: sqrt(sum ci_i^2) / n) and the worst member
+    (the lowest ``score_diff`` of another scored player)."""
+    scored = [r for r in rows if r.get("kind") != FLOOR]
+    if not scored:
+        raise ValueError("a population summary needs at least one scored member's row")
+    n = len(scored)
+    others = [r for r in scored if r.get("kind") != SELF] or scored  # the player itself is no opponent to be worst at
     worst = min(others, key=lambda r: r["score_diff"])
     return {
-        "population_score": sum(r["score_diff"] for r in rows) / n,
-        "population_ci": math.sqrt(sum(r["score_diff_ci"] ** 2 for r in rows)) / n,
+        "population_score": sum(r["score_diff"] for r in scored) / n,
+        "population_ci": math.sqrt(sum(r["score_diff_ci"] ** 2 for r in scored)) / n,
         "member_count": n,
+        "floors": [r["member"] for r in rows if r.get("kind") == FLOOR],
         "worst_member": worst["member"],
         "worst_score_diff": worst["score_diff"],
         "worst_score_diff_ci": worst["score_diff_ci"],
@@ -221,15 +238,17 @@ def member_target(target_ci: float | None, members: int) -> float | None:
 def population_markdown(player: str, rows: list[dict], summary: dict) -> str:
     """The table as Markdown: a row per member, then the population score and the worst member."""
     lines = [
-        f"Population v{POPULATION_VERSION}: `{player}` against {summary['member_count']} members "
-        "(score difference: the luck-corrected estimate where measured; 95% CIs).",
+        f"Population v{POPULATION_VERSION}: `{player}` against {summary['member_count']} scored members"
+        + (f" and the floors {', '.join(summary['floors'])} (played, not scored)" if summary.get("floors") else "")
+        + " (score difference: the luck-corrected estimate where measured; 95% CIs).",
         "",
         "| member | games | score diff | win rate |",
         "| --- | ---: | ---: | ---: |",
     ]
     for r in rows:
         lines.append(
-            f"| `{r['member']}` | {r['games']} | {r['score_diff']:+.2f} +- {r['score_diff_ci']:.2f} | "
+            f"| `{r['member']}`{' (floor)' if r.get('kind') == FLOOR else ''} | {r['games']} | "
+            f"{r['score_diff']:+.2f} +- {r['score_diff_ci']:.2f} | "
             f"{100 * r['win_rate']:.1f}% +- {100 * r['win_rate_ci95']:.1f} |"
         )
     lines += [
@@ -277,6 +296,8 @@ __all__ = [
     "POPULATION_BOTS",
     "PAST_CHAMPIONS_DIR",
     "SAMPLED_CHAMPION_ROUND",
+    "FLOOR",
+    "FLOOR_BOTS",
     "Member",
     "past_champion_files",
     "population_specs",
