@@ -6,9 +6,9 @@ import pytest
 import torch
 
 from deepcfr.checkpoints import CheckpointError
-from deepcfr.evaluate.arena import legal_probabilities, play_match
+from deepcfr.evaluate.arena import play_match
 from deepcfr.evaluate.variance import cross_fitted, score_difference
-from deepcfr.games.base import clone_state, has_capability, index_state, uniform_policy
+from deepcfr.games.base import clone_state, has_capability, index_state, legal_probabilities, uniform_policy
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.layout import LOC_HAND
 from deepcfr.games.registry import make_game

@@ -29,7 +29,15 @@ from typing import Any, cast
 
 import torch
 
-from ..games.base import capability, clone_state, concat_states, has_capability, index_state, sample_from_probs
+from ..games.base import (
+    capability,
+    clone_state,
+    concat_states,
+    has_capability,
+    index_state,
+    legal_probabilities,
+    sample_from_probs,
+)
 from .variance import LuckCorrection, ValueFn, cross_fitted, match_luck, seat_scores
 
 Side = Any | Callable[[torch.Tensor, torch.Tensor], torch.Tensor]
@@ -97,15 +105,6 @@ class MatchResult:
         diagnostics = d.pop("diagnostics")
         d.update(diagnostics)
         return d
-
-
-def legal_probabilities(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
-    """What a sampling player draws from: ``probs`` on the legal actions, rows normalised (a policy
-    must never put weight on an illegal one; masking keeps a sloppy policy from breaking the game),
-    uniform over them where that leaves nothing."""
-    probs = probs.float() * mask
-    probs = torch.where(probs.sum(dim=1, keepdim=True) > 0, probs, mask.float())
-    return probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
 
 
 def sampling_probabilities(side: Side, obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor | None:

@@ -225,6 +225,15 @@ def sample_uniform_legal(mask: torch.Tensor, generator: torch.Generator | None =
     return torch.searchsorted(counts, pick + 1).squeeze(1).clamp_(max=num_actions - 1)
 
 
+def legal_probabilities(probs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    """What a sampling player draws from: ``probs`` on the legal actions, rows normalised (a policy
+    must never put weight on an illegal one; masking keeps a sloppy policy from breaking the game),
+    uniform over them where that leaves nothing."""
+    probs = probs.float() * mask
+    probs = torch.where(probs.sum(dim=1, keepdim=True) > 0, probs, mask.float())
+    return probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
+
+
 def uniform_policy(obs: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     m = mask.to(torch.float32)
     return m / m.sum(dim=1, keepdim=True)

@@ -16,8 +16,7 @@ from typing import Any, cast
 
 import torch
 
-from ..evaluate.arena import legal_probabilities
-from ..games.base import sample_from_probs
+from ..games.base import legal_probabilities, sample_from_probs
 from ..player_specs import CHAMPION, LEARNER, PlayerSpec, PlayerSpecError, parse_player, quote
 from .champion import champion_file, champion_search_settings
 

@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import torch
 
-from ..evaluate.arena import legal_probabilities
-from ..games.base import uniform_policy
+from ..games.base import legal_probabilities, uniform_policy
 from ..games.bots import RandomBot
 
 
