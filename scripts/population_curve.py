@@ -78,30 +78,15 @@ def scored_members(margins) -> set[str]:
     return {name for name in margins if name not in FLOOR_BOTS}
 
 
-def scored_summary(line: dict) -> dict:
-    """A record's population score and worst member under this version's scoring (a record of
-    version 1 holds the floors' margins too: they are left out here)."""
-    from deepcfr.players.population import FLOOR, FLOOR_BOTS, SELF, population_summary
-
-    rows = [
-        {
-            "member": name,
-            "score_diff": v[0],
-            "score_diff_ci": v[1],
-            "kind": FLOOR if name in FLOOR_BOTS else SELF if v[2] == 0 else "member",
-        }
-        for name, v in line["members"].items()
-    ]
-    return population_summary(rows)
-
-
 def markdown(lines: list[dict]) -> str:
+    from deepcfr.players.population import record_summary
+
     members = list(lines[0]["members"]) if lines else []
     head = "| round | population score | worst member | " + " | ".join(f"`{m}`" for m in members) + " |"
     out = [head, "|" + " ---: |" * (3 + len(members))]
     for line in sorted(lines, key=lambda x: x["round"]):
         cells = [f"{line['members'][m][0]:+.1f}" if m in line["members"] else "-" for m in members]
-        summary = scored_summary(line)
+        summary = record_summary(line["members"])
         out.append(
             f"| {line['round']} | {summary['population_score']:+.2f} +- {summary['population_ci']:.2f} | "
             f"`{summary['worst_member']}` {summary['worst_score_diff']:+.1f} | " + " | ".join(cells) + " |"

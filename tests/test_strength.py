@@ -3,6 +3,7 @@ each row's estimate (corrected where a value function is given), Markdown."""
 
 import json
 
+import pytest
 import torch
 
 from deepcfr.games.registry import make_game
@@ -176,3 +177,18 @@ def test_strength_population_of_the_champion_plays_the_networks(capsys):
     assert members["champion round 13@greedy"]["kind"] == "self"  # the shipped file is round 13's
     assert members["champion round 19@greedy"]["kind"] == "past_champion"
     assert out["skipped"] == []
+
+
+def test_a_version_1_record_is_rescored_without_its_floors():
+    from deepcfr.players.population import record_summary
+
+    members = {
+        "random": [180.0, 2.0, 2000],
+        "denier": [20.0, 1.0, 2000],
+        "me": [0.0, 0.0, 0],
+        "rusher": [10.0, 1.0, 2000],
+    }
+    summary = record_summary(members)
+    assert summary["population_score"] == pytest.approx(10.0) and summary["member_count"] == 3
+    assert summary["floors"] == ["random"] and summary["worst_member"] == "rusher"
+    assert summary["population_ci"] == pytest.approx(2**0.5 / 3)

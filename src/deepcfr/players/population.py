@@ -229,6 +229,22 @@ def population_summary(rows: list[dict]) -> dict:
     }
 
 
+def record_summary(members: dict[str, list]) -> dict:
+    """``population_summary`` of a record's ``members`` (``{name: [score diff, CI, games]}``, as
+    ``population_record`` writes them), under this version's scoring: a record of version 1 holds
+    the floors' margins too, and they are left out here; a member of 0 games is the player itself."""
+    rows = [
+        {
+            "member": name,
+            "score_diff": v[0],
+            "score_diff_ci": v[1],
+            "kind": FLOOR if name in FLOOR_BOTS else SELF if v[2] == 0 else "member",
+        }
+        for name, v in members.items()
+    ]
+    return population_summary(rows)
+
+
 def member_target(target_ci: float | None, members: int) -> float | None:
     """The CI each member's match plays to so that the population score's CI is at most
     ``target_ci`` (the mean of ``members`` independent estimates: target * sqrt(members))."""
@@ -306,6 +322,7 @@ __all__ = [
     "player_identity",
     "population_rows",
     "population_summary",
+    "record_summary",
     "member_target",
     "population_markdown",
 ]
