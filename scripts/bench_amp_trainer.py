@@ -15,7 +15,7 @@ autocast forced on (not reachable from the config; measured to show what it woul
 
 Throughput: samples per second through a training step against the FLOP-bound limit of the
 network on this device: 3 x (2 x weights) FLOPs per sample (forward + backward) against the
-measured matrix-multiply peak in the mode's dtype (``deepcfr.cfr.forward_bench.matmul_peak``).
+measured matrix-multiply peak in the mode's dtype (``deepcfr.bench.forward.matmul_peak``).
 "step-only" excludes the batch draws.
 
     .venv/bin/python scripts/bench_amp_trainer.py                      # CPU: cpu-config shape and 512x3
@@ -37,7 +37,7 @@ from pathlib import Path
 
 import torch
 
-from deepcfr.cfr import forward_bench as fb
+from deepcfr.bench import forward as fb
 from deepcfr.cfr.policies import UniformPolicy
 from deepcfr.cfr.traversal import OutcomeSampling, traverse
 from deepcfr.train.amp import MixedPrecision
@@ -178,7 +178,7 @@ def flop_peaks(device: torch.device, modes: list[str], repeats: int) -> dict[str
 
 
 def cpu_matmul_peak(dtype: torch.dtype, repeats: int, sizes=(512, 1024, 2048)) -> float:
-    """Best square-matmul FLOP/s on CPU in a reduced precision (``forward_bench.matmul_peak``
+    """Best square-matmul FLOP/s on CPU in a reduced precision (``deepcfr.bench.forward.matmul_peak``
     refuses these: most CPUs emulate them; CPUs with AVX512-BF16 or AMX run them natively)."""
     best = 0.0
     for size in sizes:

@@ -28,8 +28,8 @@ import time
 def main() -> int:
     import torch
 
+    from deepcfr.bench.throughput import bench_overrides
     from deepcfr.train.config import load_config
-    from deepcfr.train.throughput_bench import bench_overrides
     from deepcfr.train.trainer import Trainer
 
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])

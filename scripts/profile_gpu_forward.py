@@ -9,7 +9,7 @@ achieved FLOP/s against the device's measured matmul peak, at batch sizes 1 ... 
 Input size defaults to the Lost Cities feature size (and output size to its action count);
 give --input-size/--output-size when that engine is absent. Network shapes default to 512x3
 and the CPU config's size (the shipped lost_cities/cpu.yaml). The measurement functions live in
-deepcfr.cfr.forward_bench.
+deepcfr.bench.forward.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ from pathlib import Path
 
 import torch
 
-from deepcfr.cfr import forward_bench as fb
+from deepcfr.bench import forward as fb
 from deepcfr.cfr.networks import DeepCFRMLP
 
 REPO = Path(__file__).resolve().parents[1]

@@ -268,8 +268,8 @@ def test_lost_cities_critic_run_learns_something_on_mini():
 
 
 def test_traversal_bench_runs_the_critic_phase():
+    from deepcfr.bench.throughput import bench_overrides, bench_traversal
     from deepcfr.train.config import shipped_config_path
-    from deepcfr.train.throughput_bench import bench_overrides, bench_traversal
 
     smoke = shipped_config_path("lost_cities/smoke.yaml")
     config = load_config(

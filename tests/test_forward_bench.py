@@ -1,11 +1,11 @@
-"""forward_bench: the measurement functions return sane, consistent figures (no timed assertions)."""
+"""deepcfr.bench.forward: the measurement functions return sane, consistent figures (no timed assertions)."""
 
 import math
 
 import pytest
 import torch
 
-from deepcfr.cfr import forward_bench as fb
+from deepcfr.bench import forward as fb
 from deepcfr.cfr.networks import DeepCFRMLP
 
 FAST = dict(repeats=2, min_sample_seconds=0.0)

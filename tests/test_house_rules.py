@@ -22,7 +22,7 @@ MAX_FILE_LINES = 700
 # Known offenders ("file::qualified name": ceiling in lines). Split one and delete its entry.
 LONG_FUNCTIONS: dict[str, int] = {
     "cli/exploit_cmd.py::register": 151,
-    "train/throughput_bench.py::bench_traversal": 141,
+    "bench/throughput.py::bench_traversal": 141,
     "search/plan.py::PlanSearch.plan_values": 128,
     "train/value_fn.py::fit_value": 121,
     "games/lost_cities/encoding.py::LostCitiesEncoder._encode": 112,

@@ -10,7 +10,8 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "deepcfr"
 # lower layers must not import these: games -> checkpoints -> cfr -> parallel -> train -> search ->
 # players -> improve -> exploit -> play / serve / cli (evaluate -> games beside cfr; report and the
-# small modules at the bottom, the player spec grammar among them). No row has an exception.
+# small modules at the bottom, the player spec grammar among them; bench, the benchmarks, at the top
+# beside cli, which alone imports it). No row has an exception.
 EVERYTHING = (
     "games",
     "checkpoints",
@@ -25,6 +26,7 @@ EVERYTHING = (
     "play",
     "report",
     "serve",
+    "bench",
     "cli",
 )
 FORBIDDEN = {
@@ -42,9 +44,10 @@ FORBIDDEN = {
         "serve",
         "play",
         "report",
+        "bench",
     ),
-    "cfr": ("parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report"),
-    "parallel": ("train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report"),
+    "cfr": ("parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report", "bench"),
+    "parallel": ("train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report", "bench"),
     "evaluate": (
         "checkpoints",
         "cfr",
@@ -58,15 +61,16 @@ FORBIDDEN = {
         "serve",
         "play",
         "report",
+        "bench",
     ),
-    "train": ("search", "players", "improve", "exploit", "cli", "serve", "play"),
-    "search": ("players", "improve", "exploit", "cli", "serve", "play"),
-    "players": ("improve", "exploit", "cli", "serve", "play"),
-    "improve": ("exploit", "cli", "serve", "play"),
+    "train": ("search", "players", "improve", "exploit", "cli", "serve", "play", "bench"),
+    "search": ("players", "improve", "exploit", "cli", "serve", "play", "bench"),
+    "players": ("improve", "exploit", "cli", "serve", "play", "bench"),
+    "improve": ("exploit", "cli", "serve", "play", "bench"),
     # the learned exploiter (issue 36, piece 3) runs improve's machinery: exploit sits above improve
-    "exploit": ("cli", "serve", "play"),
-    "play": ("improve", "exploit", "cli", "serve"),
-    "serve": ("improve", "exploit", "cli"),
+    "exploit": ("cli", "serve", "play", "bench"),
+    "play": ("improve", "exploit", "cli", "serve", "bench"),
+    "serve": ("improve", "exploit", "cli", "bench"),
     # the one owner of the checkpoint format, below every layer that saves or loads a network
     "checkpoints": tuple(layer for layer in EVERYTHING if layer != "games"),
     "report": (
@@ -81,7 +85,11 @@ FORBIDDEN = {
         "cli",
         "serve",
         "play",
+        "bench",
     ),
+    # the benchmarks measure the layers below them (engine, forward pass, trainer, search) and run
+    # from cli alone
+    "bench": ("players", "improve", "exploit", "cli", "serve", "play"),
     # the bottom: modules that every layer may use and that use none
     "seeding": EVERYTHING,
     "devices": EVERYTHING,

@@ -6,6 +6,7 @@ import random
 import pytest
 import torch
 
+from deepcfr.bench.engine import refill_finished
 from deepcfr.games.base import (
     BatchedGame,
     IllegalActionError,
@@ -14,7 +15,6 @@ from deepcfr.games.base import (
     index_state,
     sample_uniform_legal,
 )
-from deepcfr.games.benchmark import refill_finished
 from deepcfr.games.lost_cities import LostCitiesGame, LostCitiesReference, make_rules
 from deepcfr.games.registry import make_game
 
@@ -405,7 +405,7 @@ def test_refill_keeps_a_batch_of_live_games():
 
 
 def test_bench_counts_decisions_from_the_turn_word_as_from_live_rows():
-    from deepcfr.games.benchmark import _BatchedRun
+    from deepcfr.bench.engine import _BatchedRun
 
     game = LostCitiesGame.from_params("mini")
     results = []

@@ -1,4 +1,4 @@
-"""`deepcfr bench traversal` and deepcfr.train.throughput_bench at toy sizes (figures at a toy
+"""`deepcfr bench traversal` and deepcfr.bench.throughput at toy sizes (figures at a toy
 size mean nothing; these check that every figure is produced, finite and consistent)."""
 
 import json
@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from deepcfr.bench.throughput import bench_overrides, bench_traversal
 from deepcfr.cli.main import main
 from deepcfr.train.config import load_config
-from deepcfr.train.throughput_bench import bench_overrides, bench_traversal
 
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = "lost_cities/smoke.yaml"  # shipped configs by their short names

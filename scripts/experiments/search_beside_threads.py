@@ -25,8 +25,8 @@ def main() -> None:
     p.add_argument("--switch-ms", type=float, nargs="+", default=[5.0, 0.5])
     p.add_argument("--repeats", type=int, default=3)
     args = p.parse_args()
+    from deepcfr.bench.search import decision_positions
     from deepcfr.players import load_player
-    from deepcfr.search.bench import decision_positions
 
     player = load_player(args.spec)
     obs, mask = decision_positions(player.game, args.decisions, 0, seed=1)

@@ -1,4 +1,4 @@
-"""``deepcfr bench``: benchmarks, one subcommand each (``engine`` first; more can be added)."""
+"""``deepcfr bench``: benchmarks, one subcommand each; the measurements live in ``deepcfr.bench``."""
 
 from __future__ import annotations
 
@@ -101,7 +101,7 @@ def run_engine(args) -> int:
     if args.threads < 1:
         raise ValueError(f"--threads must be at least 1, got {args.threads}")
     params = variant_params(args.game, args.variant)
-    from ..games.benchmark import bench_engine
+    from ..bench.engine import bench_engine
 
     result = bench_engine(args.game, args.batch, args.seconds, args.threads, args.seed, **params)
     out = {"bench": "engine", "game": args.game, "batch": args.batch}
@@ -125,8 +125,8 @@ def run_traversal(args) -> int:
         if args.threads < 1:
             raise ValueError(f"--threads must be at least 1, got {args.threads}")
         overrides.append(f"run.threads={args.threads}")
+    from ..bench.throughput import bench_overrides, bench_traversal
     from ..train.config import load_config, shipped_config_path
-    from ..train.throughput_bench import bench_overrides, bench_traversal
     from .train_cmd import DEFAULT_CONFIG
 
     config_path = args.config if args.config is not None else shipped_config_path(DEFAULT_CONFIG)
@@ -140,8 +140,8 @@ def run_traversal(args) -> int:
 def run_search(args) -> int:
     import torch
 
+    from ..bench.search import bench_search
     from ..players import PlayerSpec, parse_player
-    from ..search.bench import bench_search
     from .common import players_and_game
 
     if args.decisions < 1 or args.repeats < 1 or args.threads < 1 or args.plies < 0:

@@ -21,8 +21,8 @@ from typing import Any
 
 import torch
 
-from .base import sample_uniform_legal, tensor_fields
-from .registry import make_game, make_reference
+from ..games.base import sample_uniform_legal, tensor_fields
+from ..games.registry import make_game, make_reference
 
 REFILL_EVERY = 8  # steps between replacing finished games with fresh ones
 

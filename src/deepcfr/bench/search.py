@@ -4,10 +4,12 @@ forward bound of the base network at the batch the rollouts start with."""
 from __future__ import annotations
 
 import time
+from typing import Any
 
 import torch
 
 from ..games.base import sample_from_probs
+from .forward import forward_bound_states_per_second
 
 
 def decision_positions(game, n: int, plies: int, seed: int = 0):
@@ -30,7 +32,7 @@ def bench_search(search, decisions: int = 64, plies: int = 20, repeats: int = 2,
     obs, mask = decision_positions(game, decisions, plies, seed)
     obs, mask = obs.to(search.device), mask.to(search.device)
     search.decide(obs, mask)  # warm-up (tables, allocator)
-    best = None
+    best: dict[str, Any] | None = None
     for _ in range(repeats):
         search.stats.reset()
         start = time.perf_counter()
@@ -49,6 +51,8 @@ def bench_search(search, decisions: int = 64, plies: int = 20, repeats: int = 2,
                 # what an improve round calls its teacher's speed: searched positions a second
                 "positions_per_second": obs.shape[0] / seconds,
             }
+    if best is None:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
     cfg = search.config
     batch = min(obs.shape[0] * cfg.candidates * cfg.determinizations, cfg.max_batch)
     out = {
@@ -63,8 +67,6 @@ def bench_search(search, decisions: int = 64, plies: int = 20, repeats: int = 2,
     }
     net = getattr(getattr(search.base, "agent", None), "strategy_net", None)
     if net is not None:
-        from ..cfr.forward_bench import forward_bound_states_per_second
-
         bound = forward_bound_states_per_second(net, batch, search.device)
         out["forward_bound_states_per_second"] = bound
         out["fraction_of_forward_bound"] = best["rollout_decisions_per_second"] / bound

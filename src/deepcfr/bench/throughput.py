@@ -41,13 +41,12 @@ from typing import Any
 
 import torch
 
-from deepcfr.cfr.forward_bench import forward_bound_states_per_second
-from deepcfr.cfr.traversal import TraversalStats
-from deepcfr.games.registry import game_params
-
-from .config import TrainConfig
-from .iteration_metrics import memory_metrics
-from .trainer import Trainer
+from ..cfr.traversal import TraversalStats
+from ..games.registry import game_params
+from ..train.config import TrainConfig
+from ..train.iteration_metrics import memory_metrics
+from ..train.trainer import Trainer
+from .forward import forward_bound_states_per_second
 
 # Overrides that make a trainer fit for benchmarking: no evaluation, no progress display, the loop
 # from a cold start (a start policy is built above the trainer, by deepcfr train).
