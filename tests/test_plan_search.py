@@ -1,7 +1,9 @@
-"""The search that plans past one decision in the oracle's worlds (search/plan.py, issue 66's
-ceiling): the batched tree equals a plain recursive one, depth 2 finds a two-turn combination
-that depth 1 cannot see, the planner never plays an illegal move, and the oracle's worlds and
-the arena's true state reach it."""
+"""The search that plans past one decision (search/plan.py, issue 66): the batched tree equals a
+plain recursive one in the oracle's worlds and in worlds drawn from a belief, with the opponent
+played by the rollout policy or by the player it faces; depth 2 finds a two-turn combination that
+depth 1 cannot see, knowing the opponent's hand or not; the belief's worlds agree with what the
+decider saw; the planner never plays an illegal move, answers within a time limit with fewer
+worlds, and the oracle's worlds and the arena's true state reach it."""
 
 from __future__ import annotations
 
@@ -71,7 +73,8 @@ def reference_values(search: PlanSearch, state, seat: int, roots: list[int], wor
             if tail < 0 and mine:
                 return "node", (st, turn + int(prev_opp), False, tail)
             obs = game.observe(st, mover)
-            action = int(search.rollout.act(obs, game.legal_mask(st), torch.zeros(1))[0])
+            plays = search.opponent_rollout if not mine and search.opponent_rollout is not None else search.rollout
+            action = int(plays.act(obs, game.legal_mask(st), torch.zeros(1))[0])
             prev_opp = prev_opp or (tail < 0 and not mine)
             tail = tail + 1 if tail >= 0 else tail
             st = step(st, action)
@@ -124,6 +127,14 @@ def lead_and_hands(game):
     return value
 
 
+def small_tree(**settings) -> SearchConfig:
+    """A tree small enough for the recursion (3 root moves, 2 below), valued after 2 decisions,
+    the root's move the best mean (no prior, no paired test); max_batch: a few roots a chunk."""
+    return SearchConfig(
+        candidates=3, plan_candidates=2, rollout_policy="base", rollout_plies=2, min_z=0.0, prior_weight=0.0, **settings
+    )
+
+
 @pytest.mark.parametrize("depth", [1, 2])
 def test_the_batched_plan_equals_a_plain_recursive_one(mini_checkpoint, depth):
     base = load_player(f"{mini_checkpoint}@greedy")
@@ -133,24 +144,13 @@ def test_the_batched_plan_equals_a_plain_recursive_one(mini_checkpoint, depth):
     obs, mask = game.observe(states, player), game.legal_mask(states)
     planned = {}
     for choice in ("infoset", "per_world"):
-        config = SearchConfig(
-            oracle=True,
-            plan_depth=depth,
-            plan_choice=choice,
-            candidates=3,
-            plan_candidates=2,
-            determinizations=3,
-            rollout_policy="base",
-            rollout_plies=2,
-            min_z=0.0,
-            prior_weight=0.0,
-            max_batch=40,
-        )  # a few roots a chunk
+        config = small_tree(oracle=True, plan_depth=depth, plan_choice=choice, determinizations=3, max_batch=40)
         search = PlanSearch(game, base, config, leaf_value=lead_and_hands(game))
         candidates, valid, _, _ = search.root_candidates(obs, mask)
         search.generator.manual_seed(11)
-        planned[choice] = search.plan_values(states, obs, candidates, valid, 3)
-        worlds = game.shuffle_deck(states, 3, torch.Generator().manual_seed(11))
+        worlds = search.deal_worlds(obs, 3, state=states)
+        planned[choice] = search.plan_values(worlds, obs, candidates, valid, 3)
+        assert torch.equal(worlds.arena, game.shuffle_deck(states, 3, torch.Generator().manual_seed(11)).arena)
         for i in range(states.turn.shape[0]):
             roots = [int(a) if bool(v) else int(candidates[i, 0]) for a, v in zip(candidates[i], valid[i])]
             expected = reference_values(
@@ -187,7 +187,9 @@ def two_turn_combination(game):
 
 
 @pytest.mark.parametrize("choice", ["infoset", "per_world"])
-def test_depth_two_finds_the_two_turn_combination_that_depth_one_cannot_see(choice):
+@pytest.mark.parametrize("oracle", [True, False], ids=["oracle", "belief"])
+def test_depth_two_finds_the_two_turn_combination_that_depth_one_cannot_see(choice, oracle):
+    """Knowing the opponent's hand or drawing it: the combination needs no sight of it."""
     game = LostCitiesGame.from_params("mini")
     state, obs = two_turn_combination(game)
     mask = game.legal_mask(state)
@@ -196,7 +198,7 @@ def test_depth_two_finds_the_two_turn_combination_that_depth_one_cannot_see(choi
     picks = {}
     for depth in (1, 2):
         config = SearchConfig(
-            oracle=True,
+            oracle=oracle,
             plan_depth=depth,
             plan_choice=choice,
             candidates=game.num_actions,
@@ -229,7 +231,7 @@ def test_the_planner_never_plays_an_illegal_move_and_the_arena_passes_it_the_tru
     assert bool(game.legal_mask(states).gather(1, actions[:, None]).all())
 
 
-def test_the_oracle_needs_the_true_state_and_the_plan_needs_the_oracle(mini_checkpoint):
+def test_the_oracle_needs_the_true_state_and_the_one_decision_search_does_not_plan(mini_checkpoint):
     base = load_player(f"{mini_checkpoint}@greedy")
     game = base.game
     states = live_states(game, 4, seed=1, plies=6)
@@ -242,8 +244,6 @@ def test_the_oracle_needs_the_true_state_and_the_plan_needs_the_oracle(mini_chec
         with pytest.raises(ValueError, match="true state"):
             search.decide(obs, mask)
         assert bool(mask.gather(1, search.decide(obs, mask, state=states)[:, None]).all())
-    with pytest.raises(ValueError, match="oracle=true"):
-        PlanSearch(game, base, SearchConfig(plan_depth=2, rollout_policy="base"))
     with pytest.raises(ValueError, match="PlanSearch"):
         RolloutSearch(game, base, SearchConfig(oracle=True, plan_depth=2, rollout_policy="base"))
 
@@ -271,3 +271,60 @@ def test_the_oracle_option_reads_true_and_false_on_the_command_line():
         "plan_depth": 2,
     }
     assert search_settings(parser.parse_args(["--search-oracle", "true"])) == {"oracle": True}
+
+
+@pytest.mark.parametrize("faced", [None, "heuristic_balanced"])
+def test_the_plan_over_belief_worlds_equals_a_plain_recursive_one(mini_checkpoint, faced):
+    """Worlds dealt from the decider's observation (its hand and the table known, the opponent's
+    hand and the deck drawn): the same tree as the recursion's over those worlds, the opponent's
+    seat played by the faced bot where there is one."""
+    base = load_player(f"{mini_checkpoint}@greedy")
+    game = base.game
+    states = live_states(game, 5, seed=6, plies=13)
+    player = game.current_player(states)
+    obs, mask = game.observe(states, player), game.legal_mask(states)
+    config = small_tree(plan_depth=2, determinizations=4, max_batch=50)
+    search = PlanSearch(game, base, config, leaf_value=lead_and_hands(game))
+    if faced is not None:
+        search.face(load_player(faced, game))
+    candidates, valid, _, _ = search.root_candidates(obs, mask)
+    worlds = search.deal_worlds(obs, 4)
+    planned = search.plan_values(worlds, obs, candidates, valid, 4)
+    for i in range(states.turn.shape[0]):
+        roots = [int(a) if bool(v) else int(candidates[i, 0]) for a, v in zip(candidates[i], valid[i])]
+        here = index_state(worlds, torch.arange(4 * i, 4 * i + 4))
+        expected = reference_values(search, index_state(states, torch.tensor([i])), int(player[i]), roots, here)
+        assert torch.allclose(planned[i], expected), (i, planned[i], expected)
+
+
+def test_the_belief_worlds_agree_with_what_the_decider_saw_and_differ_where_it_cannot_see(mini_checkpoint):
+    base = load_player(f"{mini_checkpoint}@greedy")
+    game = base.game
+    search = PlanSearch(game, base, SearchConfig(plan_depth=2, rollout_policy="base", determinizations=6))
+    states = live_states(game, 6, seed=9, plies=15)
+    player = game.current_player(states)
+    obs = game.observe(states, player)
+    worlds = search.deal_worlds(obs, 6)
+    seats = player.repeat_interleave(6)
+    assert torch.equal(game.observe(worlds, seats), obs.repeat_interleave(6, dim=0))
+    theirs = game.observe(worlds, 1 - seats).view(6, 6, -1)
+    assert any(not torch.equal(theirs[i, 0], theirs[i, j]) for i in range(6) for j in range(1, 6))
+
+
+def test_the_planner_answers_within_its_time_limit_with_fewer_worlds(mini_checkpoint):
+    base = load_player(f"{mini_checkpoint}@greedy")
+    game = base.game
+    states = live_states(game, 6, seed=3, plies=10)
+    obs, mask = game.observe(states, game.current_player(states)), game.legal_mask(states)
+    done = {}
+    for limit in (None, 1.0, 1000.0):
+        config = SearchConfig(
+            plan_depth=2, rollout_policy="base", determinizations=16, min_determinizations=4, time_limit_s=limit
+        )
+        search = PlanSearch(game, base, config)
+        search.clock = map(float, range(10**6)).__next__  # a second a reading: the first round takes 1 s
+        actions = search.decide(obs, mask)
+        assert bool(mask.gather(1, actions[:, None]).all())
+        done[limit] = search.last.determinizations
+        assert search.last.mean.shape == (6, config.candidates)
+    assert done == {None: 16, 1.0: 4, 1000.0: 16}

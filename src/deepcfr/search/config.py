@@ -75,7 +75,8 @@ class SearchConfig(BaseModel):
         description="wall-clock budget of one call (a batch of "
         "decisions): a first round of min_determinizations always runs, and each "
         "later round (as many as all rounds before it) only when the rounds so far "
-        "predict it ends within the budget; none: every determinization, no limit",
+        "predict it ends within the budget (plan_depth: rounds of worlds); none: every "
+        "determinization, no limit",
     )
     min_determinizations: int = Field(
         8,
@@ -148,9 +149,10 @@ class SearchConfig(BaseModel):
         None,
         ge=1,
         description="the decider's own turns the search plans over (issue "
-        "66; oracle only): a tree over its decisions in those turns (the root's turn "
-        "counts as 1), the opponent's replies by the rollout policy in each world, then "
-        "rollout_plies decisions and the value function; none: the one-decision search",
+        "66): a tree over its decisions in those turns (the root's turn counts as 1) in "
+        "worlds drawn as the belief says, the opponent's replies by the faced player or "
+        "the rollout policy in each world, then rollout_plies decisions and the value "
+        "function; none: the one-decision search",
     )
     plan_candidates: int = Field(
         3,

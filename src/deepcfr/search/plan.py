@@ -1,25 +1,33 @@
-"""A search that plans past one decision, in the oracle's worlds: the ceiling of issue 66.
+"""A search that plans past one decision (issue 66): its own next turns chosen well too.
 
 The one-decision search (rollout.py) rolls each candidate out by the base policy: the decider's
 own later moves are the network's, so it improves on the network by one step. ``PlanSearch``
 chooses this move knowing that its next moves will be chosen well too. For each decision:
 
-- **Worlds**: ``determinizations`` copies of the match's TRUE state with the undrawn deck
-  reshuffled (``oracle``: the opponent's hand is known, only the order still to be dealt is not;
-  the game's ``shuffle_deck``). A research bound that sees the opponent's cards, never a fair
-  player; a tree over worlds drawn from a belief is the issue's next piece.
+- **Worlds**: ``determinizations`` full states, each consistent with what the decider has seen,
+  drawn as the one-decision search draws them (``RolloutSearch.deal_worlds``): the opponent's
+  hidden cards from the learned hand belief (``belief=learned``), the belief's particles, or
+  uniformly, the undrawn deck shuffled; with ``oracle`` the match's TRUE state with only the deck
+  reshuffled (the ceiling's research bound, never a fair player).
 - **Tree**: at every decision of the decider in its next ``plan_depth`` turns (the root's turn
   counts as the first; a turn is its moves between two of the opponent's), the base's top moves
   branch: ``candidates`` at the root, ``plan_candidates`` below it (those under ``plan_min_prior``
-  left out); the opponent's replies and the decider's moves past the plan are played by the
-  rollout policy in each world (greedy, or sampled with the same random numbers in every branch of
-  a world), chance by the world's deck; ``rollout_plies`` decisions after the opponent's first
-  move past the plan, the value function values the state (none: played to the end).
+  left out); the opponent's replies are played in each world on the opponent's own view of it by
+  the player it is known to be (``face``) or else the rollout policy, as are the decider's moves
+  past the plan (greedy, or sampled with the same random numbers in every branch of a world),
+  chance by the world's deck; ``rollout_plies`` decisions after the opponent's first move past
+  the plan, the value function values the state (none: played to the end).
 - **Backup**: below the root, the decider's best move: with ``plan_choice=infoset`` one move for
   all the worlds it cannot tell apart at that node (its observation the same, under the same root
-  move), the best mean over them; with ``per_world`` each world its own best move, which knows the
-  order of the deck (clairvoyant: an optimistic value, strategy fusion). At the root one move for
-  all worlds, by the one-decision search's rule (mean over worlds, the paired test, the prior).
+  move), the best mean over them: the tree is keyed on the decider's information sets; with
+  ``per_world`` each world its own best move, which knows the order of the deck (clairvoyant: an
+  optimistic value, strategy fusion). At the root one move for all worlds, by the one-decision
+  search's rule: the best mean plus ``prior_weight`` times the base's log probability among the
+  moves that pass the paired test (``min_z``), i.e. the greedy move of pi_net exp(Q / tau) with
+  tau = ``prior_weight``.
+- **Anytime**: under ``time_limit_s`` the worlds are planned in rounds (``min_determinizations``
+  first, then as many as all before while the rounds so far predict the next ends within the
+  budget); a node's information set then gathers the worlds of its round.
 
 Shape: all deciding games x root candidates x worlds x the tree's branches advance in one
 lockstep batch, one engine step and one forward per network a ply over every row still running
@@ -89,9 +97,9 @@ class _Frontier:
 
 
 class PlanSearch(RolloutSearch):
-    """The search that plans ``plan_depth`` of the decider's turns in the oracle's worlds (module
-    docstring); the same settings, players and stats as the one-decision search it extends, whose
-    ranking, rollout policy, value function and choice rule it uses."""
+    """The search that plans ``plan_depth`` of the decider's turns (module docstring); the same
+    settings, players and stats as the one-decision search it extends, whose worlds, ranking,
+    rollout policy, value function and choice rule it uses."""
 
     plans = True
 
@@ -111,45 +119,55 @@ class PlanSearch(RolloutSearch):
             raise ValueError(
                 "PlanSearch plans search.plan_depth turns: set it (none is the one-decision RolloutSearch)"
             )
-        if not config.oracle:
-            raise ValueError(
-                f"search.plan_depth={config.plan_depth} plans in the oracle's worlds only (issue 66's "
-                "ceiling): set oracle=true; a tree over worlds drawn from a belief is the issue's next piece"
-            )
-        if config.time_limit_s is not None:
-            raise ValueError("search.plan_depth has no time limit: leave time_limit_s unset")
         super().__init__(game, base, config, rollout_policy, device, leaf_value, opponent, hand_belief)
-        self.rows_per_root: float | None = None  # the most rows in flight per root seen (chunking)
+        self.rows_per_world: float | None = None  # the most rows in flight per root and world seen (chunking)
         self.leaves = 0  # the tree's leaves over all calls: games ended, valued, or played out
         self.expanded = 0  # the decider's decisions expanded inside the plans (the roots' worlds included)
 
     def decide(
         self, obs: torch.Tensor, mask: torch.Tensor, history: torch.Tensor | None = None, state=None
     ) -> torch.Tensor:
-        """The planned actions ``[n]`` for the decisions ``obs [n, obs_size]`` with legal masks ``mask``
-        of the games whose true states are ``state`` (``self.last`` holds the root's figures)."""
+        """The planned actions ``[n]`` for the decisions ``obs [n, obs_size]`` with legal masks
+        ``mask``; ``history`` and ``state`` as the one-decision search reads them (the belief's
+        public histories, the oracle's true states). ``self.last`` holds the root's figures."""
         cfg = self.config
         start = self.clock()
         obs, mask = obs.to(self.device), mask.to(self.device).bool()
-        if state is None:
-            self.oracle_worlds(None, 1)  # the error: no true state
+        history = self.world_inputs(obs, history, state)
         n = obs.shape[0]
         candidates, valid, prior, has_prior = self.root_candidates(obs, mask)
         k = candidates.shape[1]
         single = valid.sum(dim=1) == 1
         todo = (~single).nonzero().squeeze(1)
-        d = cfg.determinizations
-        values = torch.zeros(n, k, d, dtype=torch.float64, device=self.device)
+        total = cfg.determinizations
+        values = torch.zeros(n, k, total, dtype=torch.float64, device=self.device)
+        done_d = 0
         if todo.numel():
-            at = 0
-            while at < todo.numel():
-                per_root = self.rows_per_root or d * k * cfg.plan_candidates ** (2 * cfg.plan_depth - 1)
-                chunk = max(1, int(cfg.max_batch // per_root))
-                rows = todo[at : at + chunk]
-                values[rows] = self.plan_values(
-                    index_state(state, rows.to(state.turn.device)), obs[rows], candidates[rows], valid[rows], d
-                )
-                at += rows.numel()
+            worlds = self.deal_worlds(
+                obs[todo],
+                total,
+                history[todo] if history is not None else None,
+                index_state(state, todo.to(state.turn.device)) if state is not None else None,
+            )  # [len(todo) * total], row i * total + j
+            d = total if cfg.time_limit_s is None else min(total, cfg.min_determinizations)
+            while done_d < total:
+                d = min(d, total - done_d)
+                per_world = self.rows_per_world or k * cfg.plan_candidates ** (2 * cfg.plan_depth - 1)
+                chunk = max(1, int(cfg.max_batch // (per_world * d)))
+                for c0 in range(0, todo.numel(), chunk):
+                    rows = todo[c0 : c0 + chunk]
+                    at = torch.arange(c0, c0 + rows.numel(), device=self.device)[:, None] * total
+                    round_worlds = index_state(worlds, (at + done_d + torch.arange(d, device=self.device)).reshape(-1))
+                    values[rows, :, done_d : done_d + d] = self.plan_values(
+                        round_worlds, obs[rows], candidates[rows], valid[rows], d
+                    )
+                done_d += d
+                if cfg.time_limit_s is not None:
+                    d = done_d  # the next round: as many as all before it
+                    spent = self.clock() - start
+                    if spent + spent * min(d, total - done_d) / done_d > cfg.time_limit_s:
+                        break  # predicted past the budget: answer now
+        values = values[:, :, :done_d]
         base_v = values[:, :1]
         moments = (
             values.sum(dim=2),
@@ -157,20 +175,19 @@ class PlanSearch(RolloutSearch):
             (values - base_v).sum(dim=2),
             ((values - base_v) ** 2).sum(dim=2),
         )
-        return self._choose(
-            n, candidates, valid, prior, has_prior, single, todo, d if todo.numel() else 0, moments, start
-        )
+        return self._choose(n, candidates, valid, prior, has_prior, single, todo, done_d, moments, start)
 
     def plan_values(
-        self, states, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int
+        self, worlds, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int
     ) -> torch.Tensor:
-        """The planned value ``[m, k, d]`` for the decider of each of ``m`` true ``states`` (its
-        observation ``obs``) of each root candidate in each of ``d`` worlds (invalid candidates
-        are played as the base move and get its values): the tree below the move, backed up."""
+        """The planned value ``[m, k, d]`` for the decider of each of ``m`` decisions ``obs`` of
+        each root candidate in each of its ``d`` ``worlds`` (``[m * d]``, row ``i * d + j``; invalid
+        candidates are played as the base move and get its values): the tree below the move,
+        backed up."""
         game, cfg, dev = self.game, self.config, self.device
         m, k = candidates.shape
         seat = game.obs_player(obs)
-        worlds = self.oracle_worlds(states, d)  # [m * d], row i * d + j
+        rollout_act = self._rollout_act(seat)  # the faced opponent, where known, on its seat
         # the root's edges, [m, k, d] layout: candidate-major inside a decision, worlds innermost
         order = torch.arange(m * d, device=dev).view(m, 1, d).expand(m, k, d).reshape(-1)
         M = m * k * d
@@ -239,7 +256,7 @@ class PlanSearch(RolloutSearch):
             if moved.numel():  # the opponent, and everyone past the plan: the rollout policy
                 rows = frontier.take(moved)
                 uniform = torch.rand(m * d, generator=self.generator, device=dev)[rows.stream]
-                act = self.rollout.act(obs_all[moved], mask_all[moved], uniform)
+                act = rollout_act(obs_all[moved], mask_all[moved], player[moved], rows.root, uniform)
                 rows.prev_opp = rows.prev_opp | ((rows.tail < 0) & ~mine[moved])
                 rows.tail = torch.where(rows.tail >= 0, rows.tail + 1, rows.tail)
                 rows.states = game.step(rows.states, act)
@@ -284,7 +301,7 @@ class PlanSearch(RolloutSearch):
             totals = torch.zeros(groups, width, dtype=torch.float64, device=dev).index_add_(0, group, table)
             choice = totals.argmax(dim=1)  # the nodes of a group share their candidates (one observation)
             flat[parent] = table.gather(1, choice[group][:, None]).squeeze(1)
-        self.rows_per_root = max(self.rows_per_root or 0.0, 1.25 * peak / m)
+        self.rows_per_world = max(self.rows_per_world or 0.0, 1.25 * peak / (m * d))
         self.stats.rollouts += M
         self.stats.rollout_decisions += decisions
         self.stats.valued_rollouts += valued

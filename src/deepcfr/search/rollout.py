@@ -350,16 +350,7 @@ class RolloutSearch:
         cfg = self.config
         start = self.clock()
         obs, mask = obs.to(self.device), mask.to(self.device).bool()
-        if cfg.oracle and state is None:
-            self.oracle_worlds(None, 1)  # the error: no true state
-        if self.belief is not None and history is None:
-            if self._history is None:
-                raise ValueError(
-                    f"search.belief={cfg.belief!r} in {self.game.name} needs each game's public action "
-                    "history, which this caller does not pass (the arena's matches do: deepcfr arena, "
-                    "eval, strength and exploit)"
-                )
-            history = self._history(obs)
+        history = self.world_inputs(obs, history, state)
         n = obs.shape[0]
         candidates, valid, prior, has_prior = self.root_candidates(obs, mask)
         k = candidates.shape[1]
@@ -473,6 +464,33 @@ class RolloutSearch:
         self.stats.calls += 1
         self.stats.seconds += seconds
         return chosen
+
+    def world_inputs(self, obs: torch.Tensor, history: torch.Tensor | None, state) -> torch.Tensor | None:
+        """The public histories the belief reads (the caller's, or read from the observations where
+        they hold them); a clear error where the worlds need what the caller did not pass."""
+        if self.config.oracle and state is None:
+            self.oracle_worlds(None, 1)  # the error: no true state
+        if self.belief is not None and history is None:
+            if self._history is None:
+                raise ValueError(
+                    f"search.belief={self.config.belief!r} in {self.game.name} needs each game's public "
+                    "action history, which this caller does not pass (the arena's matches do: deepcfr "
+                    "arena, eval, strength and exploit)"
+                )
+            history = self._history(obs)
+        return history
+
+    def deal_worlds(self, obs: torch.Tensor, d: int, history: torch.Tensor | None = None, state=None):
+        """``d`` worlds of each of the ``n`` decisions ``obs`` (row ``i * d + j``), each consistent
+        with what the decider saw: the oracle's (the true ``state``, the deck reshuffled), the
+        belief's particles (``history``), or the hidden cards dealt weighed by the hand belief,
+        else uniformly."""
+        if self.config.oracle:
+            return self.oracle_worlds(state, d)
+        if self.belief is not None:
+            return self.belief_states(obs, history.to(self.device), d)
+        weighed = {"hand_logits": self.hand_belief(obs)} if self.hand_belief is not None else {}
+        return self._determinize(obs, d, self.generator, **weighed)
 
     def belief_states(self, obs: torch.Tensor, history: torch.Tensor, d: int):
         """``d`` equally weighted determinizations of each of the ``n`` observations (row ``i * d + j``)
