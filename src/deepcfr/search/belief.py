@@ -58,6 +58,7 @@ deck draw brought each card (games/lost_cities/deals.py).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import torch
 
@@ -114,7 +115,7 @@ class DealPosterior:
         self.target = target
         self.retries = retries
         self.deterministic = bool(getattr(target, "deterministic", False))
-        self.particles = None
+        self.particles: Particles | None = None
         if has_capability(game, "carry_deals"):
             self.particles = Particles(
                 game,
@@ -122,6 +123,13 @@ class DealPosterior:
                 capability(game, "swap_deals"),
                 capability(game, "deal_log_weights"),
             )
+
+    @property
+    def _carried(self) -> Particles:
+        """The particles carried from decision to decision (games with ``carry_deals``)."""
+        if self.particles is None:
+            raise ValueError(f"{self.game.name} has no carry_deals: its belief draws fresh proposals only")
+        return self.particles
 
     def sample(
         self,
@@ -178,7 +186,7 @@ class DealPosterior:
         target's moves). The returned states are equally weighted; the effective sample size is
         that of the weights before resampling; ``fallback`` marks rows whose every particle
         contradicts at least one of the target's moves."""
-        particles, device = self.particles, obs.device
+        particles, device = self._carried, obs.device
         n = obs.shape[0]
         fresh, log_prior = self.history_deals(obs, history, d, generator)
         previous, length, found, _, _ = particles.lookup(obs, history, d)
@@ -254,7 +262,7 @@ class DealPosterior:
         the undrawn decks reshuffled. Rows with no stored particles, or none left (``fallback``), take the fresh
         importance-weighted proposals. The effective sample size is that of the weights before
         resampling."""
-        particles, device = self.particles, obs.device
+        particles, device = self._carried, obs.device
         n, N = obs.shape[0], obs.shape[0] * d
         zeros = torch.zeros(N, dtype=torch.float64, device=device)
         fresh, log_prior = self.history_deals(obs, history, d, generator)
@@ -346,7 +354,7 @@ class DealPosterior:
         on that order, so it is uniform given everything else; redrawing it per particle keeps
         resampled copies from sharing one future in the rollouts."""
         now = (history >= 0).sum(dim=1)
-        deals, _ = self.particles.carry(obs, history, fresh, deals, now, generator)
+        deals, _ = self._carried.carry(obs, history, fresh, deals, now, generator)
         N = deals.shape[0]
         never = torch.full((N,), history.shape[1] + 1, dtype=torch.long, device=obs.device)  # ask the target nothing
         states, _, _, _ = self.replay(
@@ -461,7 +469,7 @@ class Particles:
         self._game, self.carry, self.swap, self.weights = game, carry, swap, weights
         self.keep_calls = keep_calls
         self.calls = 0  # stores so far: the age of a stored set
-        self.stored: dict[tuple, list[tuple[object, torch.Tensor, torch.Tensor, int]]] = {}
+        self.stored: dict[tuple, list[tuple[Any, torch.Tensor, torch.Tensor, int]]] = {}  # Any: a host array
 
     @staticmethod
     def _keys(obs: torch.Tensor, history: torch.Tensor, game):

@@ -91,7 +91,7 @@ class OpponentModel:
             return probs.masked_fill(~mask, -1.0), probs.clamp(min=1e-6).log()
         scores = self.probabilities(obs, mask) * 2.0  # a bot's own move (all moves for the random bot)
         bot = getattr(self.player, "bot", None)
-        if hasattr(bot, "action_scores"):  # then the bot's own order of the others, in [0, 1)
+        if bot is not None and hasattr(bot, "action_scores"):  # then the bot's own order of the others, in [0, 1)
             own = bot.action_scores(obs).float()
             own = (own - own.masked_fill(~mask, torch.inf).amin(dim=1, keepdim=True)).masked_fill(~mask, 0)
             scores = scores + own / (1 + own.amax(dim=1, keepdim=True))

@@ -120,6 +120,7 @@ class PlanSearch(RolloutSearch):
                 "PlanSearch plans search.plan_depth turns: set it (none is the one-decision RolloutSearch)"
             )
         super().__init__(game, base, config, rollout_policy, device, leaf_value, opponent, hand_belief)
+        self.depth: int = config.plan_depth
         self.rows_per_world: float | None = None  # the most rows in flight per root and world seen (chunking)
         self.leaves = 0  # the tree's leaves over all calls: games ended, valued, or played out
         self.expanded = 0  # the decider's decisions expanded inside the plans (the roots' worlds included)
@@ -143,16 +144,11 @@ class PlanSearch(RolloutSearch):
         values = torch.zeros(n, k, total, dtype=torch.float64, device=self.device)
         done_d = 0
         if todo.numel():
-            worlds = self.deal_worlds(
-                obs[todo],
-                total,
-                history[todo] if history is not None else None,
-                index_state(state, todo.to(state.turn.device)) if state is not None else None,
-            )  # [len(todo) * total], row i * total + j
+            worlds = self.deal_worlds(obs[todo], total, *self._rows_of(todo, history, state))  # row i * total + j
             d = total if cfg.time_limit_s is None else min(total, cfg.min_determinizations)
             while done_d < total:
                 d = min(d, total - done_d)
-                per_world = self.rows_per_world or k * cfg.plan_candidates ** (2 * cfg.plan_depth - 1)
+                per_world = self.rows_per_world or k * cfg.plan_candidates ** (2 * self.depth - 1)
                 chunk = max(1, int(cfg.max_batch // (per_world * d)))
                 for c0 in range(0, todo.numel(), chunk):
                     rows = todo[c0 : c0 + chunk]
@@ -207,7 +203,8 @@ class PlanSearch(RolloutSearch):
         edge_values = [torch.zeros(M, dtype=torch.float64, device=dev)]
         edges = M
         events = []  # the branchings, in order: (parent edges [R], group [R], first edge, node [E], slot [E], width)
-        plies = cfg.rollout_plies if self.leaf_value is not None else None
+        leaf_value = self.leaf_value
+        plies = cfg.rollout_plies if leaf_value is not None else None
         peak, decisions, valued = M, 0, 0
         cut_off = getattr(game, "cut_off", None)  # games without a ply cap have none
 
@@ -236,11 +233,11 @@ class PlanSearch(RolloutSearch):
             # the opponent's first move past the plan starts the tail of rollout_plies decisions
             starts = (frontier.tail < 0) & ~mine & (frontier.turn >= cfg.plan_depth)
             frontier.tail = torch.where(starts, 0, frontier.tail)
-            if plies is not None:
+            if plies is not None and leaf_value is not None:
                 cut = frontier.tail >= plies
                 if bool(cut.any()):
                     at = cut.nonzero().squeeze(1)
-                    value = self.leaf_value(index_state(frontier.states, at)).to(dev).double()
+                    value = leaf_value(index_state(frontier.states, at)).to(dev).double()
                     record(frontier.edge[at], torch.where(seat[frontier.root[at]] == 0, value, -value))
                     valued += at.numel()
                     self.leaves += at.numel()

@@ -38,7 +38,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 import torch
 
@@ -132,7 +132,8 @@ class SearchStats:
     seconds: float = 0.0
 
     def reset(self) -> None:
-        self.__init__()
+        for field in fields(self):
+            setattr(self, field.name, field.default)
 
     def to_dict(self) -> dict:
         return {
@@ -227,11 +228,12 @@ class RolloutSearch:
                 "(deepcfr.players.search_player does)"
             )
         self.leaf_value = leaf_value if self.config.rollout_plies is not None else None
-        self.belief = None
+        self.belief: DealPosterior | None = None
         self.hand_belief = None
-        self._shuffle_deck = None
-        if self.config.oracle:  # issue 66's bound deals its worlds from the match's true state: no belief
-            self._shuffle_deck = capability(game, "shuffle_deck")
+        # issue 66's bound deals its worlds from the match's true state: no belief
+        self._shuffle_deck = capability(game, "shuffle_deck") if self.config.oracle else None
+        if self.config.oracle:
+            pass
         elif self.config.belief == "learned":
             if hand_belief is None:
                 raise ValueError(
@@ -298,10 +300,12 @@ class RolloutSearch:
                 "search.oracle=true reads the match's true state, and this caller passes none (the "
                 "arena's matches do: deepcfr arena, eval, strength)"
             )
+        if self._shuffle_deck is None:
+            raise ValueError("oracle_worlds: this search was built without search.oracle=true")
         return self._shuffle_deck(state, d, self.generator)
 
     # Candidates ------------------------------------------------------------------------------
-    def rank(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def rank(self, obs: torch.Tensor, mask: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor | None]:
         """(ranking scores [n, A], -inf on illegal actions; base probabilities [n, A] or None)."""
         if hasattr(self.base, "policy"):
             probs = self.base.policy(obs, mask).float() * mask
@@ -358,10 +362,8 @@ class RolloutSearch:
         todo = (~single).nonzero().squeeze(1)
 
         pool = hand_logits = None
-        if cfg.oracle and todo.numel():
-            pool = self.oracle_worlds(index_state(state, todo.to(state.turn.device)), cfg.determinizations)
-        if self.belief is not None and todo.numel():
-            pool = self.belief_states(obs[todo], history.to(self.device)[todo], cfg.determinizations)
+        if (cfg.oracle or self.belief is not None) and todo.numel():
+            pool = self.deal_worlds(obs[todo], cfg.determinizations, *self._rows_of(todo, history, state))
         if self.hand_belief is not None and todo.numel():  # one forward for the call's decisions
             hand_logits = self.hand_belief(obs[todo])
         sums = torch.zeros(n, k, dtype=torch.float64, device=self.device)
@@ -470,15 +472,25 @@ class RolloutSearch:
         they hold them); a clear error where the worlds need what the caller did not pass."""
         if self.config.oracle and state is None:
             self.oracle_worlds(None, 1)  # the error: no true state
-        if self.belief is not None and history is None:
-            if self._history is None:
-                raise ValueError(
-                    f"search.belief={self.config.belief!r} in {self.game.name} needs each game's public "
-                    "action history, which this caller does not pass (the arena's matches do: deepcfr "
-                    "arena, eval, strength and exploit)"
-                )
-            history = self._history(obs)
-        return history
+        return self._belief_history(obs, history) if self.belief is not None else history
+
+    def _belief_history(self, obs: torch.Tensor, history: torch.Tensor | None) -> torch.Tensor:
+        if history is not None:
+            return history
+        if self._history is None:
+            raise ValueError(
+                f"search.belief={self.config.belief!r} in {self.game.name} needs each game's public "
+                "action history, which this caller does not pass (the arena's matches do: deepcfr "
+                "arena, eval, strength and exploit)"
+            )
+        return self._history(obs)
+
+    def _rows_of(self, rows: torch.Tensor, history: torch.Tensor | None, state) -> tuple:
+        """(history, state) of the decisions ``rows`` (each None where the caller passed none)."""
+        return (
+            None if history is None else history.to(self.device)[rows],
+            None if state is None else index_state(state, rows.to(state.turn.device)),
+        )
 
     def deal_worlds(self, obs: torch.Tensor, d: int, history: torch.Tensor | None = None, state=None):
         """``d`` worlds of each of the ``n`` decisions ``obs`` (row ``i * d + j``), each consistent
@@ -488,7 +500,7 @@ class RolloutSearch:
         if self.config.oracle:
             return self.oracle_worlds(state, d)
         if self.belief is not None:
-            return self.belief_states(obs, history.to(self.device), d)
+            return self.belief_states(obs, self._belief_history(obs, history).to(self.device), d)
         weighed = {"hand_logits": self.hand_belief(obs)} if self.hand_belief is not None else {}
         return self._determinize(obs, d, self.generator, **weighed)
 
@@ -496,12 +508,15 @@ class RolloutSearch:
         """``d`` equally weighted determinizations of each of the ``n`` observations (row ``i * d + j``)
         with public action histories ``history [n, L]``, drawn from the belief's
         ``belief_particles`` weighted particles (belief.py, ``DealPosterior.sample``'s draws)."""
+        belief = self.belief
+        if belief is None:
+            raise ValueError("belief_states draws from the belief of search.belief, and this search has none")
         start = self.clock()
         n, horizon = obs.shape[0], self.config.belief_horizon
         within = torch.arange(n, device=self.device)
         if horizon is not None:  # past it the hidden cards are dealt uniformly (the setting's description)
             within = ((history >= 0).sum(dim=1) < horizon).nonzero().squeeze(1)
-        sample = self.belief.sample(obs[within], history[within], self.config.belief_particles, self.generator, draws=d)
+        sample = belief.sample(obs[within], history[within], self.config.belief_particles, self.generator, draws=d)
         ess, fallbacks = to_host(torch.stack([sample.ess.sum(), sample.fallback.sum().double()]))
         self.stats.belief_ess += float(ess)
         self.stats.belief_fallbacks += int(fallbacks)
