@@ -7,6 +7,7 @@ import sys
 
 from .common import (
     DEFAULT_GAME,
+    add_chance_samples_option,
     add_json_flag,
     add_search_options,
     add_value_option,
@@ -48,14 +49,7 @@ def register(subparsers) -> None:
     )
     add_search_options(p)
     add_value_option(p)
-    p.add_argument(
-        "--chance-samples",
-        type=int,
-        default=None,
-        metavar="M",
-        help="with a value function without a chance head, average each luck correction over M "
-        "chance outcomes drawn without replacement (cheaper, still unbiased; default: all of them)",
-    )
+    add_chance_samples_option(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 

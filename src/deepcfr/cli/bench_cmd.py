@@ -2,7 +2,16 @@
 
 from __future__ import annotations
 
-from .common import DEFAULT_GAME, add_json_flag, add_search_options, emit, game_help, search_settings, variant_params
+from .common import (
+    DEFAULT_GAME,
+    add_json_flag,
+    add_search_options,
+    add_set_option,
+    emit,
+    game_help,
+    search_settings,
+    variant_params,
+)
 
 
 def register(subparsers) -> None:
@@ -37,14 +46,7 @@ def register(subparsers) -> None:
         default=None,
         help="YAML config file or shipped config name, e.g. kuhn/default.yaml (default: lost_cities/cpu.yaml)",
     )
-    t.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config field, e.g. --set traversal.traversals_per_player=1024 (repeatable)",
-    )
+    add_set_option(t, "override a config field, e.g. --set traversal.traversals_per_player=1024 (repeatable)")
     t.add_argument(
         "--iterations-warmup",
         type=int,

@@ -43,6 +43,20 @@ def add_json_flag(parser) -> None:
     parser.add_argument("--json", action="store_true", help="print exactly one JSON object with the figures")
 
 
+def add_options_flag(parser) -> None:
+    """``--options``: list the config's options and exit (the command's run does the listing)."""
+    parser.add_argument(
+        "--options",
+        action="store_true",
+        help="list every config option (section.key) with its default and description, then exit",
+    )
+
+
+def add_set_option(parser, help: str) -> None:
+    """``--set KEY=VALUE``, repeatable, into ``args.overrides``: a field of the config the command runs."""
+    parser.add_argument("--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE", help=help)
+
+
 # Search settings: a --search-KEY option for every SearchConfig field (its description the help).
 def _option_type(annotation):
     import typing
@@ -193,6 +207,18 @@ def add_value_option(parser, target_ci: bool = True) -> None:
         help="play batches of new deals until the 95%% CI half-width of the score difference "
         "(the corrected one where there is a value function) is at most POINTS; --games is "
         "then the most to play",
+    )
+
+
+def add_chance_samples_option(parser) -> None:
+    """``--chance-samples M``: beside ``--value-fn``, where a match's luck corrections are averaged."""
+    parser.add_argument(
+        "--chance-samples",
+        type=int,
+        default=None,
+        metavar="M",
+        help="with a value function without a chance head, average each luck correction over M "
+        "chance outcomes drawn without replacement (cheaper, still unbiased; default: all of them)",
     )
 
 

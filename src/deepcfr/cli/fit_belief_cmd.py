@@ -4,11 +4,8 @@ players, and save it."""
 
 from __future__ import annotations
 
-import sys
-import time
-
-from .common import add_json_flag, emit, make_named_game
-from .fit_value_cmd import add_fit_arguments, matchup_positions
+from .common import add_json_flag, make_named_game
+from .fitting import add_fit_arguments, fit_and_save
 
 
 def register(subparsers) -> None:
@@ -28,53 +25,13 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
-    import torch
-
     from ..games.base import capability
     from ..train.hand_belief import HandBelief, fit_hand_belief, save_hand_belief
 
     game = make_named_game(args.game, args.variant)
     capability(game, "hidden_hand")  # before the matches: names the game that has no such belief
-    start = time.perf_counter()
-    positions, names, collect_seconds = matchup_positions(args, game)
 
-    def fitted(step, steps, loss):
-        print(
-            f"fit: step {step}/{steps}, train log loss {loss:.4f} ({time.perf_counter() - start:.0f}s)",
-            file=sys.stderr,
-            flush=True,
-        )
+    def save(net, trained_on):
+        save_hand_belief(args.out, HandBelief(game, net, trained_on))
 
-    net, info = fit_hand_belief(
-        game,
-        positions,
-        args.hidden_size,
-        args.num_layers,
-        args.steps,
-        args.batch_size,
-        args.lr,
-        seed=args.seed,
-        device=args.device,
-        on_progress=fitted,
-    )
-    trained_on = {
-        "matchups": [f"{a} vs {b}" for a, b in names],
-        "games_each": args.games,
-        "keep": args.keep,
-        "seed": args.seed,
-        "torch_threads": torch.get_num_threads(),
-        **info,
-    }
-    save_hand_belief(args.out, HandBelief(game, net, trained_on))
-    emit(
-        {
-            "out": args.out,
-            "game": game.name,
-            **trained_on,
-            "collect_seconds": collect_seconds,
-            "seconds": time.perf_counter() - start,
-        },
-        args.json,
-        title=f"fit-belief: {args.out}",
-    )
-    return 0
+    return fit_and_save(args, game, "fit-belief", fit_hand_belief, save, "log loss {:.4f}")

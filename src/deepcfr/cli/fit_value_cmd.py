@@ -3,10 +3,8 @@
 
 from __future__ import annotations
 
-import sys
-import time
-
-from .common import DEFAULT_GAME, add_json_flag, emit, game_help, make_named_game
+from .common import add_json_flag, make_named_game
+from .fitting import add_fit_arguments, fit_and_save
 
 
 def register(subparsers) -> None:
@@ -32,125 +30,25 @@ def register(subparsers) -> None:
     p.set_defaults(func=run)
 
 
-def add_fit_arguments(p, steps: int) -> None:
-    """The options ``fit-value`` and ``fit-belief`` share: the game, the matches whose positions
-    they fit, and the network and its training."""
-    p.add_argument("--game", default=None, help=game_help(DEFAULT_GAME))
-    p.add_argument("--variant", default=None, help="Lost Cities rule variant (classic, mini)")
-    p.add_argument(
-        "--matchup",
-        nargs=2,
-        action="append",
-        metavar=("A", "B"),
-        default=None,
-        help="a pair of player specs whose games are training positions (repeat it; default: the "
-        "champion greedy against each heuristic bot and sampled against itself where the champion "
-        "plays this game, else every pair of the game's evaluation bots)",
-    )
-    p.add_argument("--games", type=int, default=4000, help="games per matchup (even)")
-    p.add_argument("--keep", type=float, default=0.3, help="fraction of the positions kept (they are correlated)")
-    p.add_argument("--steps", type=int, default=steps, help="training steps")
-    p.add_argument("--batch-size", type=int, default=1024)
-    p.add_argument("--lr", type=float, default=1e-3)
-    p.add_argument("--hidden-size", type=int, default=256)
-    p.add_argument("--num-layers", type=int, default=2)
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--device", default="cpu")
-
-
-def matchup_positions(args, game, teacher=None):
-    """(the positions of ``args``' matchups, their names, the seconds it took), progress on stderr."""
-    from ..players import load_player
-    from ..train.value_fn import collect_positions
-
-    if args.games < 2 or args.games % 2:
-        raise ValueError(f"--games must be a positive even number (paired deals), got {args.games}")
-    if not 0 < args.keep <= 1:
-        raise ValueError(f"--keep must be in (0, 1], got {args.keep}")
-    names = [tuple(pair) for pair in args.matchup] if args.matchup else default_matchups(game)
-    players = {name: load_player(name, game, args.device) for pair in names for name in pair}
-    start = time.perf_counter()
-
-    def collected(done, total, seconds):
-        print(f"positions: {done}/{total} games ({seconds:.0f}s)", file=sys.stderr, flush=True)
-
-    positions = collect_positions(
-        game,
-        [(players[a], players[b]) for a, b in names],
-        args.games,
-        args.seed,
-        args.keep,
-        teacher=teacher,
-        on_batch=collected,
-    )
-    print(f"fitting on {len(positions)} positions", file=sys.stderr, flush=True)
-    return positions, names, time.perf_counter() - start
-
-
-def default_matchups(game) -> list[tuple[str, str]]:
-    from ..games.bots import evaluation_opponents
-    from ..players.champion import champion_game
-
-    bots = evaluation_opponents(game)
-    champ = champion_game()
-    if champ is not None and champ.config_dict() == game.config_dict() and champ.name == game.name:
-        return [("champion@greedy", bot) for bot in bots if bot not in ("random", "discard_only")] + [
-            ("champion", "champion")
-        ]
-    return [(a, b) for i, a in enumerate(bots) for b in bots[i + 1 :]] or [(bots[0], bots[0])]
-
-
 def run(args) -> int:
-    import torch
-
     from ..games.base import has_capability
     from ..train.value_fn import FullStateValue, fit_value, load_value_function, save_value_function
 
     game = make_named_game(args.game, args.variant)
     start_value = load_value_function(args.start, game) if args.start else None
     teacher = start_value if start_value is not None and has_capability(game, "chance_kinds") else None
-    start = time.perf_counter()
-    positions, names, collect_seconds = matchup_positions(args, game, teacher)
 
-    def fitted(step, steps, mse):
-        print(
-            f"fit: step {step}/{steps}, train mse {mse:.1f} ({time.perf_counter() - start:.0f}s)",
-            file=sys.stderr,
-            flush=True,
-        )
+    def save(net, trained_on):
+        save_value_function(args.out, FullStateValue(game, net, trained_on))
 
-    net, info = fit_value(
+    return fit_and_save(
+        args,
         game,
-        positions,
-        args.hidden_size,
-        args.num_layers,
-        args.steps,
-        args.batch_size,
-        args.lr,
-        seed=args.seed,
-        device=args.device,
+        "fit-value",
+        fit_value,
+        save,
+        "mse {:.1f}",
+        teacher=teacher,
+        settings={"start": args.start},
         start=start_value.net if start_value is not None else None,
-        on_progress=fitted,
     )
-    trained_on = {
-        "matchups": [f"{a} vs {b}" for a, b in names],
-        "games_each": args.games,
-        "keep": args.keep,
-        "seed": args.seed,
-        "start": args.start,
-        "torch_threads": torch.get_num_threads(),
-        **info,
-    }
-    save_value_function(args.out, FullStateValue(game, net, trained_on))
-    emit(
-        {
-            "out": args.out,
-            "game": game.name,
-            **trained_on,
-            "collect_seconds": collect_seconds,
-            "seconds": time.perf_counter() - start,
-        },
-        args.json,
-        title=f"fit-value: {args.out}",
-    )
-    return 0

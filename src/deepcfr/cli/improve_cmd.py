@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import add_json_flag, emit
+from .common import add_json_flag, add_options_flag, add_set_option, emit
 from .train_cmd import TrainingProgress, default_run_dir, next_steps, print_options
 
 
@@ -31,14 +31,7 @@ def register(subparsers) -> None:
         "from scratch on that teacher's games)",
     )
     p.add_argument("--config", default=None, help="YAML file whose sections override the checkpoint's config")
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config field, e.g. --set improve.games_per_round=400 (repeatable)",
-    )
+    add_set_option(p, "override a config field, e.g. --set improve.games_per_round=400 (repeatable)")
     p.add_argument("--run-dir", default=None, help="run directory (default: runs/improve-<game>-<timestamp>)")
     p.add_argument("--resume", default=None, metavar="RUN_DIR", help="resume the improvement run in RUN_DIR")
     p.add_argument("--rounds", type=int, default=None, help="total rounds (same as --set improve.rounds=N)")
@@ -50,11 +43,7 @@ def register(subparsers) -> None:
         help="an earlier improvement run's checkpoint whose kept positions this run also trains on "
         "(repeatable, oldest first; improve.positions_from): continue a campaign of separate runs",
     )
-    p.add_argument(
-        "--options",
-        action="store_true",
-        help="list every config option (section.key) with its default and description, then exit",
-    )
+    add_options_flag(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 

@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from .common import add_json_flag, emit
+from .common import add_json_flag, add_options_flag, add_set_option, emit
 
 DEFAULT_CONFIG = "lost_cities/cpu.yaml"
 
@@ -29,14 +29,7 @@ def register(subparsers) -> None:
         default=None,
         help="YAML config file or shipped config name, e.g. kuhn/default.yaml (default: lost_cities/cpu.yaml)",
     )
-    p.add_argument(
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="override a config field, e.g. --set traversal.epsilon=0.5 (repeatable)",
-    )
+    add_set_option(p, "override a config field, e.g. --set traversal.epsilon=0.5 (repeatable)")
     p.add_argument("--run-dir", default=None, help="run directory (default: runs/<game>-<timestamp>)")
     p.add_argument(
         "--resume", default=None, metavar="RUN_DIR", help="resume the run in RUN_DIR from its latest checkpoint"
@@ -49,11 +42,7 @@ def register(subparsers) -> None:
         help="start from a policy (same as --set init.spec=SPEC): champion, a checkpoint path, PATH@current, "
         "a bot (random: the uniform policy); it counts as init.weight iterations in the average strategy",
     )
-    p.add_argument(
-        "--options",
-        action="store_true",
-        help="list every config option (section.key) with its default and description, then exit",
-    )
+    add_options_flag(p)
     add_json_flag(p)
     p.set_defaults(func=run)
 
