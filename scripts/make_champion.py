@@ -50,8 +50,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # game (today's cuts them after 4 decisions and values the rest with the shipped value function;
 # docs/log/results.md, "The search cut short by the value function")
 FULL_ROLLOUT_TEACHER = ["improve.teacher=search[candidates=3,rollout_policy=base]:learner"]
-# the shipped campaign's rounds were gated head to head alone (today's grow.yaml also asks the benchmark
-# population: improve/gate.py)
+# the shipped campaign's rounds 1-13 were gated head to head alone (today's grow.yaml also asks the
+# benchmark population: improve/gate.py); a stage without it is gated as grow.yaml says
 HEAD_TO_HEAD_GATE = ["improve.gate_population_games=0"]
 # grow.yaml's settings for the shipped campaign's first five rounds (today's: colder targets,
 # trained longer, a 10,000-game gate; docs/log/results.md, "Round 6 again, and distillation settings" and
@@ -81,15 +81,15 @@ UNIFORM_DEALS_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=bas
 # round the gate that asks everyone keeps (rounds 15-19 won head to head and lowered the population
 # score: docs/log/population.md)
 SHIPPED_STAGES = [
-    (4, FIRST_GROW_SETTINGS),
-    (1, FIRST_GROW_SETTINGS),
-    (1, FULL_ROLLOUT_TEACHER),
-    (1, FULL_ROLLOUT_TEACHER),
-    (1, CUT_ROLLOUT_K3_TEACHER),
-    (1, CUT_ROLLOUT_K3_TEACHER),
-    (1, UNIFORM_DEALS_TEACHER),
-    (1, UNIFORM_DEALS_TEACHER),
-    (1, DEALS_144_TEACHER),
+    (4, HEAD_TO_HEAD_GATE + FIRST_GROW_SETTINGS),
+    (1, HEAD_TO_HEAD_GATE + FIRST_GROW_SETTINGS),
+    (1, HEAD_TO_HEAD_GATE + FULL_ROLLOUT_TEACHER),
+    (1, HEAD_TO_HEAD_GATE + FULL_ROLLOUT_TEACHER),
+    (1, HEAD_TO_HEAD_GATE + CUT_ROLLOUT_K3_TEACHER),
+    (1, HEAD_TO_HEAD_GATE + CUT_ROLLOUT_K3_TEACHER),
+    (1, HEAD_TO_HEAD_GATE + UNIFORM_DEALS_TEACHER),
+    (1, HEAD_TO_HEAD_GATE + UNIFORM_DEALS_TEACHER),
+    (1, HEAD_TO_HEAD_GATE + DEALS_144_TEACHER),
 ]
 # the search settings measured strongest over the champion (docs/log/results.md, "A teacher that
 # grows", "The search cut short by the value function" and "Round 10"): the network plays its
@@ -169,7 +169,7 @@ def recipe(
             "--run-dir",
             str(run_dir),
         ]
-        for override in HEAD_TO_HEAD_GATE + overrides + (QUICK_GROW if quick else []):
+        for override in overrides + (QUICK_GROW if quick else []):
             grow += ["--set", override]
         commands.append(grow)
         checkpoints.append(run_dir / "checkpoints" / "latest.pt")
@@ -279,7 +279,8 @@ def main() -> int:
     p.add_argument(
         "--grow-rounds",
         help="rounds of lost_cities/grow.yaml as it is after the bot round, one run per comma-separated "
-        "count, each from the network of the one before (default: the shipped champion's runs, "
+        "count, each from the network of the one before and gated head to head as the shipped rounds "
+        "were (default: the shipped champion's runs, "
         f"{','.join(str(n) for n, _ in SHIPPED_STAGES)}, with the settings each ran with; 0: none)",
     )
     p.add_argument("--network-games", type=int, default=2000)
@@ -303,7 +304,7 @@ def main() -> int:
         grow_stages = (
             SHIPPED_STAGES
             if args.grow_rounds is None
-            else [(int(n), []) for n in args.grow_rounds.split(",") if int(n) > 0]
+            else [(int(n), HEAD_TO_HEAD_GATE) for n in args.grow_rounds.split(",") if int(n) > 0]
         )
     except ValueError:
         p.error(f"--grow-rounds: comma-separated round counts, e.g. 4,3 (got {args.grow_rounds!r})")
