@@ -59,6 +59,19 @@ def observation_keys(obs: torch.Tensor, salt: torch.Tensor) -> torch.Tensor:
     return key ^ (key >> 29)
 
 
+def backed_up(flat: torch.Tensor, events: list) -> torch.Tensor:
+    """The edges' values ``flat`` with every branching's parent edge given its best child's value,
+    deepest first: one move for the nodes of a group (``events``: parent edges, their groups, the
+    first child edge, each child's node and slot, the width)."""
+    for parent, group, first, which, slot, width in reversed(events):
+        table = torch.full((parent.numel(), width), -math.inf, dtype=torch.float64, device=flat.device)
+        table[which, slot] = flat[first : first + which.numel()]
+        totals = torch.zeros(int(group.max()) + 1, width, dtype=torch.float64, device=flat.device)
+        choice = totals.index_add_(0, group, table).argmax(dim=1)  # a group's nodes share one observation
+        flat[parent] = table.gather(1, choice[group][:, None]).squeeze(1)
+    return flat
+
+
 class _Frontier:
     """The rows of the tree still running, and what each carries."""
 
@@ -289,15 +302,7 @@ class PlanSearch(RolloutSearch):
         else:
             raise RuntimeError(f"{game.name}: plans still running after {game.max_game_length} decisions")
 
-        flat = torch.cat(edge_values) if len(edge_values) > 1 else edge_values[0]
-        for parent, group, first, which, slot, width in reversed(events):
-            nodes = parent.numel()
-            table = torch.full((nodes, width), -math.inf, dtype=torch.float64, device=dev)
-            table[which, slot] = flat[first : first + which.numel()]
-            groups = int(group.max()) + 1
-            totals = torch.zeros(groups, width, dtype=torch.float64, device=dev).index_add_(0, group, table)
-            choice = totals.argmax(dim=1)  # the nodes of a group share their candidates (one observation)
-            flat[parent] = table.gather(1, choice[group][:, None]).squeeze(1)
+        flat = backed_up(torch.cat(edge_values) if len(edge_values) > 1 else edge_values[0], events)
         self.rows_per_world = max(self.rows_per_world or 0.0, 1.25 * peak / (m * d))
         self.stats.rollouts += M
         self.stats.rollout_decisions += decisions
