@@ -13,7 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from deepcfr.players.champion import card_table_lines, champion_card, how_strong_lines
+from deepcfr.players.shipped import card_table_lines, champion_card, how_strong_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 

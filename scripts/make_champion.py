@@ -13,7 +13,7 @@
    run starts from the network of the one before and with no positions, as a campaign that goes on
    from a shipped network does). The champion is round 13: the rounds after it won head to head
    and lowered the population score (docs/log/population.md);
-3. the distilled network exported into the package (``deepcfr.players.champion``);
+3. the distilled network exported into the package (``deepcfr.players.shipped``);
 4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
    ``search:champion`` plays) against every bot, and the search against the network alone head
    to head (what the search adds), on paired deals with 95% CIs, written with the commands,
@@ -35,7 +35,7 @@ import sys
 import time
 from pathlib import Path
 
-from deepcfr.players.champion import (
+from deepcfr.players.shipped import (
     CARD_FILE,
     CHAMPION_FILE,
     HERE,
@@ -189,7 +189,7 @@ def evaluate(
     """The network alone (greedy) and the search over it (``search_settings``) against every bot,
     and the search against the network alone (``search_vs_network``); and the search settings."""
     from deepcfr.cli.common import make_named_game
-    from deepcfr.players.champion import resolve_hand_belief, resolve_value_function
+    from deepcfr.players.shipped import resolve_hand_belief, resolve_value_function
     from deepcfr.players.strength import match_row
 
     game = make_named_game(None, variant)
@@ -321,8 +321,7 @@ def main() -> int:
         [
             "python",
             "-c",
-            f'\'from deepcfr.players.champion import export_champion; export_champion("{improved}", '
-            f'"{_shown(file)}")\'',
+            f'\'from deepcfr.players.shipped import export_champion; export_champion("{improved}", "{_shown(file)}")\'',
         ]
     ]
     keep_provenance = args.evaluate_only and previous and not args.made_by_recipe
@@ -376,8 +375,8 @@ def main() -> int:
     )
     if args.population_games:  # the card's headline: the network alone against the benchmark population
         from deepcfr.cli.common import make_named_game
-        from deepcfr.players.champion import resolve_value_function
         from deepcfr.players.population import population_record
+        from deepcfr.players.shipped import resolve_value_function
 
         game = make_named_game(None, args.variant)
         card["population"] = population_record(

@@ -55,8 +55,8 @@ def round_file(round_: int, directory: Path) -> Path:
 
 def measure(round_: int, file: Path, games: int, seed: int, target_ci: float | None) -> dict:
     from deepcfr.games.lost_cities import LostCitiesGame
-    from deepcfr.players.champion import shipped_value_function
     from deepcfr.players.population import population_record
+    from deepcfr.players.shipped import shipped_value_function
 
     def shown(row):
         print(
@@ -101,7 +101,7 @@ def redecide(lines: list[dict], games: int, seed: int, alpha: float = 0.05, play
     and on its population margins (the scored members)."""
     from deepcfr.games.lost_cities import LostCitiesGame
     from deepcfr.improve.gate import population_verdict
-    from deepcfr.players.champion import shipped_value_function
+    from deepcfr.players.shipped import shipped_value_function
     from deepcfr.players.strength import match_row
 
     game, by_round = LostCitiesGame(), {line["round"]: line for line in lines}

@@ -15,7 +15,7 @@ from deepcfr.checkpoints import network_meta
 from deepcfr.evaluate.arena import play_match
 from deepcfr.games.registry import make_game
 from deepcfr.players import load_player
-from deepcfr.players.champion import CARD_FILE, CHAMPION_FILE, champion_card, file_sha256
+from deepcfr.players.shipped import CARD_FILE, CHAMPION_FILE, champion_card, file_sha256
 from deepcfr.train.agent import load_agent
 from script_helpers import load_script
 from search_helpers import decision_batch
@@ -40,7 +40,7 @@ def test_the_card_is_written_from_the_file_it_describes_and_reads_back(tmp_path)
     """The card's hash is the hash of the file it names, taken when it is written (a hash of
     another file, the improvement checkpoint say, fails here); CARD.md is rendered from card.json."""
     from deepcfr.checkpoints import export_network
-    from deepcfr.players.champion import CARD_MARKDOWN_FILE, card_markdown, champion_card_of, write_champion_card
+    from deepcfr.players.shipped import CARD_MARKDOWN_FILE, card_markdown, champion_card_of, write_champion_card
 
     assert card_markdown(champion_card()) == CARD_MARKDOWN_FILE.read_text()  # the shipped card, unchanged
     improved = ROOT / "tests" / "fixtures" / "checkpoints" / "improve_run.pt"
@@ -60,7 +60,7 @@ def test_the_export_ships_the_strategy_network_not_an_advantage_network(tmp_path
     """The exported champion plays the improvement run's strategy network: its policy equals the
     run's strategy_net's on real decisions and differs from every advantage network's."""
     from deepcfr.players import NetworkPlayer
-    from deepcfr.players.champion import export_champion
+    from deepcfr.players.shipped import export_champion
 
     improved = ROOT / "tests" / "fixtures" / "checkpoints" / "improve_run.pt"
     out = tmp_path / "lost_cities.pt"
@@ -169,7 +169,7 @@ def test_the_end_of_make_train_names_the_champion_and_the_next_step():
     assert "deepcfr improve --checkpoint runs/x/checkpoints/latest.pt --config lost_cities/improve.yaml" in text
     assert "Deep CFR average policy" in text and "loses" in text  # what the network is, and is not
     assert "deepcfr play" in text and "champion@greedy" in text
-    from deepcfr.players.champion import champion_card
+    from deepcfr.players.shipped import champion_card
 
     assert champion_card()["summary"] in text  # the card's figures, not a copy that goes stale
     assert "--checkpoint champion --config lost_cities/grow.yaml" in text
@@ -211,12 +211,12 @@ def test_search_over_the_champion_starts_from_the_settings_its_card_measured():
 
 
 def test_the_search_is_offered_first_only_where_its_card_shows_it_beating_the_network(monkeypatch):
-    from deepcfr.players import champion
+    from deepcfr.players import shipped
 
-    shipped = champion_card()
-    row = shipped["figures"].get("search_vs_network")
-    assert champion.strongest_champion_spec() == (
-        "search:champion" if row and champion.search_beats_network(row) else "champion@greedy"
+    the_card = champion_card()
+    row = the_card["figures"].get("search_vs_network")
+    assert shipped.strongest_champion_spec() == (
+        "search:champion" if row and shipped.search_beats_network(row) else "champion@greedy"
     )
     plain = [
         ({"mean_score_diff": 3.1, "score_diff_ci95": 3.8}, "champion@greedy"),
@@ -235,6 +235,6 @@ def test_the_search_is_offered_first_only_where_its_card_shows_it_beating_the_ne
         ),
     ]
     for row, expected in plain + corrected:
-        card = {**shipped, "figures": {**shipped["figures"], "search_vs_network": row}}
-        monkeypatch.setattr(champion, "champion_card", lambda card=card: card)
-        assert champion.strongest_champion_spec() == expected, row
+        card = {**the_card, "figures": {**the_card["figures"], "search_vs_network": row}}
+        monkeypatch.setattr(shipped, "champion_card", lambda card=card: card)
+        assert shipped.strongest_champion_spec() == expected, row

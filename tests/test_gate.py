@@ -111,7 +111,7 @@ def test_the_default_gate_asks_the_population_only_for_the_champions_rules(mini_
 
 
 def test_the_champions_rules_get_the_population_gate_by_default():
-    from deepcfr.players.champion import CHAMPION_FILE
+    from deepcfr.players.shipped import CHAMPION_FILE
 
     if not CHAMPION_FILE.is_file():
         pytest.skip("the champion is not shipped")

@@ -137,7 +137,7 @@ def test_a_saved_belief_loads_and_weighs_the_same(game, fitted, tmp_path, positi
 
 
 def test_a_file_of_another_kind_is_not_a_hand_belief(game, tmp_path):
-    from deepcfr.players.champion import VALUE_FILE
+    from deepcfr.players.shipped import VALUE_FILE
 
     with pytest.raises(CheckpointError, match="is not a hand belief.*fit-belief"):
         load_hand_belief(VALUE_FILE, game)

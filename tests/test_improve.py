@@ -372,7 +372,7 @@ def test_the_growing_recipe_starts_from_the_champion_and_searches_over_the_learn
     """lost_cities/grow.yaml over `--checkpoint champion`: the shipped network's game and network,
     a teacher with the learner in its own rollouts, and the champion among the evaluation
     opponents (the fixed reference)."""
-    from deepcfr.players.champion import champion_file
+    from deepcfr.players.shipped import champion_file
 
     config = improve_config("champion", "lost_cities/grow.yaml")
     assert config.improve.checkpoint == str(champion_file())

@@ -68,7 +68,7 @@ def test_the_champion_exports_and_answers_as_pytorch_does(tmp_path):
     assert meta["deepcfr.encoding_version"] == str(ENCODING_VERSION)
     assert int(meta["deepcfr.feature_size"]) == player.game.feature_size
     assert json.loads(meta["deepcfr.action_names"])[player.game.rules.draw_deck_action] == "draw deck"
-    from deepcfr.players.champion import champion_card
+    from deepcfr.players.shipped import champion_card
 
     assert meta["deepcfr.source_sha256"] == champion_card()["sha256"]
 

@@ -14,7 +14,7 @@ import torch
 from deepcfr.cli.main import main
 from deepcfr.games.lost_cities.engine import LostCitiesGame
 from deepcfr.players import PlayerSpecError, load_player, parse_player
-from deepcfr.players.champion import CHAMPION_FILE
+from deepcfr.players.shipped import CHAMPION_FILE
 from search_helpers import tiny_checkpoint
 
 FAST = "search[determinizations=2,candidates=2]"
@@ -227,7 +227,7 @@ def test_the_champion_is_a_spec_everywhere(ck, capsys, monkeypatch, tmp_path):
     client = TestClient(create_app(ServeSettings(runs=str(tmp_path))))  # served without --checkpoint
     champions = client.get("/api/info").json()["champions"]
     # the strongest measured (its card: the search where it beats the network head to head) first
-    from deepcfr.players.champion import strongest_champion_spec
+    from deepcfr.players.shipped import strongest_champion_spec
 
     first = strongest_champion_spec()
     assert [c["spec"] for c in champions] == [first] + [s for s in ("champion@greedy", "search:champion") if s != first]

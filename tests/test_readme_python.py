@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from deepcfr.players.champion import CHAMPION_FILE
+from deepcfr.players.shipped import CHAMPION_FILE
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

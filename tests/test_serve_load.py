@@ -327,7 +327,7 @@ def test_a_search_process_that_died_is_started_again_and_rebuilds_its_players(tm
 
 
 def test_the_server_builds_the_players_the_page_offers_before_the_first_game(tmp_path):
-    from deepcfr.players.champion import CHAMPION_FILE
+    from deepcfr.players.shipped import CHAMPION_FILE
     from deepcfr.serve.app import offered_champions, warm_players
 
     if not CHAMPION_FILE.is_file():

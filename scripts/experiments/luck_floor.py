@@ -22,7 +22,7 @@ import torch
 from deepcfr.evaluate.arena import play_pairs
 from deepcfr.evaluate.variance import cross_fitted
 from deepcfr.players import load_players
-from deepcfr.players.champion import resolve_value_function
+from deepcfr.players.shipped import resolve_value_function
 
 
 def hand_deals(game, hands: int, orders: int, seed: int) -> torch.Tensor:

@@ -17,7 +17,7 @@ import sys
 import torch
 
 from deepcfr.players import load_players
-from deepcfr.players.champion import resolve_value_function
+from deepcfr.players.shipped import resolve_value_function
 from deepcfr.players.strength import match_row
 
 

@@ -27,7 +27,7 @@ import torch
 from deepcfr.evaluate.arena import ci95_of_pairs, play_pairs
 from deepcfr.evaluate.variance import cross_fitted
 from deepcfr.players import load_players
-from deepcfr.players.champion import resolve_value_function
+from deepcfr.players.shipped import resolve_value_function
 
 
 def measure(spec: str, opponent: str, games: int, seed: int) -> dict:

@@ -26,7 +26,7 @@ import torch
 from deepcfr.evaluate.arena import play_match
 from deepcfr.games.lost_cities.layout import LOC_HAND, LOC_OPP_KNOWN
 from deepcfr.players import load_players
-from deepcfr.players.champion import resolve_value_function
+from deepcfr.players.shipped import resolve_value_function
 
 
 class HandOracle:

@@ -2,7 +2,7 @@
 
 Spec forms (``parse_player``):
   BOT                          a bot name: random, discard_only, heuristic_careful, ...
-  champion                     the shipped champion network of the game (``deepcfr.players.champion``)
+  champion                     the shipped champion network of the game (``deepcfr.players.shipped``)
   PATH                         a checkpoint (a path with a '/' or ending in .pt): its average
                                policy (the strategy network), sampled, as in ``eval``
   PATH@current                 its current policy, sigma_t (regret matching on the advantage networks,
@@ -42,7 +42,7 @@ VALID_FORMS = """valid player specs:
   search[key=value,...]:SPEC   the same with inline settings, e.g. search[determinizations=64,candidates=4]:PATH"""
 
 CHECKPOINT_OPTIONS = ("average", "current", "greedy")
-CHAMPION = "champion"  # the shipped network (players.champion)
+CHAMPION = "champion"  # the shipped network (players.shipped)
 LEARNER = "learner"  # improve: the network being trained
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_\-]{0,63}$")  # a bot name: a word of at most 64 characters
 

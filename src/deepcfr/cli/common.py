@@ -188,7 +188,7 @@ def search_figures(player, prefix: str) -> dict:
 
 def add_value_option(parser, target_ci: bool = True) -> None:
     """``--value-fn`` (and, where the command plays batches until a CI is reached, ``--target-ci``)."""
-    from ..players.champion import VALUE_CHOICES
+    from ..players.shipped import VALUE_CHOICES
 
     parser.add_argument(
         "--value-fn",
@@ -224,6 +224,6 @@ def add_chance_samples_option(parser) -> None:
 
 def value_function(args, game):
     """The value function ``--value-fn`` names for ``game`` (None: no corrections)."""
-    from ..players.champion import resolve_value_function
+    from ..players.shipped import resolve_value_function
 
     return resolve_value_function(getattr(args, "value_fn", "none"), game, getattr(args, "device", "cpu"))

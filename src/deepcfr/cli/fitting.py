@@ -67,7 +67,7 @@ def matchup_positions(args, game, teacher=None):
 
 def default_matchups(game) -> list[tuple[str, str]]:
     from ..games.bots import evaluation_opponents
-    from ..players.champion import champion_game
+    from ..players.shipped import champion_game
 
     bots = evaluation_opponents(game)
     champ = champion_game()

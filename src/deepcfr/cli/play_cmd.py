@@ -81,10 +81,10 @@ def opponent_spec(args) -> str:
 
 
 def default_opponent(game_name: str | None, variant: str | None) -> str:
-    """The strongest shipped champion player (``players.champion.strongest_champion_spec``), where
+    """The strongest shipped champion player (``players.shipped.strongest_champion_spec``), where
     the champion plays the game asked for; elsewhere a ValueError asking for --vs."""
     from ..players import describe_game, same_game
-    from ..players.champion import champion_game, strongest_champion_spec
+    from ..players.shipped import champion_game, strongest_champion_spec
 
     game, champion = make_named_game(game_name, variant), champion_game()
     if champion is not None and same_game(game, champion):

@@ -325,7 +325,7 @@ def what_comes_next(checkpoint: str, start: str | None = None, regularized: bool
     ``init.kl_temperature``), how to measure it, the stronger agents, and how to get them. No figure
     is written here: the run's own are printed above these lines (``last_evaluation_lines``), the
     champion's come from its card, and every other is in the docs (docs/training.md)."""
-    from ..players.champion import CARD_FILE, CHAMPION_FILE, champion_card
+    from ..players.shipped import CARD_FILE, CHAMPION_FILE, champion_card
 
     if start is None:
         lines = [

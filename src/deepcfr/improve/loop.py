@@ -55,7 +55,7 @@ from ..checkpoints import (
 )
 from ..evaluate.arena import play_match
 from ..players import CHAMPION, LEARNER, NetworkPlayer, parse_player
-from ..players.champion import champion_file, resolve_value_function
+from ..players.shipped import champion_file, resolve_value_function
 from ..seeding import derived_seed
 from ..train.agent import load_agent
 from .config import ImproveRunConfig
@@ -94,7 +94,7 @@ def improve_config(
     ``overrides``; improve.checkpoint set."""
     from ..train.config import config_from_dict, read_config_file, upgrade_saved_config
 
-    if checkpoint == CHAMPION:  # the shipped network (players.champion)
+    if checkpoint == CHAMPION:  # the shipped network (players.shipped)
         checkpoint = str(champion_file())
     if checkpoint is None:
         data, source = {}, "the defaults"
@@ -471,7 +471,7 @@ class Improver:
         games = self.cfg.gate_population_games
         if games is None:
             from ..players import same_game
-            from ..players.champion import champion_game
+            from ..players.shipped import champion_game
 
             champion = champion_game()
             games = 1000 if champion is not None and same_game(champion, self.game) else 0

@@ -7,7 +7,8 @@
   several players and the game they play, the one rule for which game a spec plays);
 - ``seated``: a player at a table deciding one move at a time with what a person may see of it;
 - ``cache``: loaded players by spec for a long-lived process (the web server);
-- ``champion``: the shipped champion network, its model card and value function;
+- ``shipped``: what ships with the package, read from its data folder ``players/champion/``: the
+  champion network, its model card, its value function and hand belief;
 - ``strength``: strength tables (a player against opponents, head to head, searches);
 - ``population``: the versioned benchmark population (bots of distinct styles, the reference
   network, the sampled champion, earlier champions) and a player's population score;

@@ -18,7 +18,7 @@ import torch
 
 from ..games.base import legal_probabilities, sample_from_probs
 from ..player_specs import CHAMPION, LEARNER, PlayerSpec, PlayerSpecError, parse_player, quote
-from .champion import champion_file, champion_search_settings
+from .shipped import champion_file, champion_search_settings
 
 
 class BotPlayer:
@@ -272,7 +272,7 @@ def search_player(base, name: str, device: str | torch.device = "cpu", *settings
 def search_hand_belief(choice: str, game, device: str | torch.device):
     """The hand belief ``choice`` (a ``hand_belief`` setting) names for ``game``; an error naming
     the setting where there is none."""
-    from .champion import HAND_BELIEF_CHOICES, resolve_hand_belief
+    from .shipped import HAND_BELIEF_CHOICES, resolve_hand_belief
 
     belief = resolve_hand_belief(choice, game, device)
     if belief is None:
@@ -299,7 +299,7 @@ def rollout_value_function(choice: str, game, device: str | torch.device, settin
     """The value function ``choice`` (a ``value_fn`` setting) names for ``game``, which values the
     rollouts a ``setting`` cuts short (the search's, the exploiter's); an error naming both where
     there is none."""
-    from .champion import VALUE_CHOICES, resolve_value_function
+    from .shipped import VALUE_CHOICES, resolve_value_function
 
     value = None if choice == "none" else resolve_value_function(choice, game, device)
     if value is None:

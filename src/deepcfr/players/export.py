@@ -94,7 +94,7 @@ def _variant_of(game) -> str:
 
 def _metadata(player, spec: PlayerSpec, source: Path | None) -> dict[str, str]:
     from .. import __version__
-    from .champion import file_sha256
+    from .shipped import file_sha256
 
     game = player.game
     encoder = getattr(game, "encoder", None)

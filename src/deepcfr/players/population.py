@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..player_specs import parse_player
-from .champion import HERE as CHAMPION_DIR
+from .shipped import HERE as CHAMPION_DIR
 from .strength import REFERENCE_FILE, match_row
 
 # Version 1 (issue 65): the five bots, five style bots, the reference network (round 1), the
@@ -146,7 +146,7 @@ def player_identity(text: str):
     champion taken from its commit is the member shipped in champion/past/); a spec that cannot be
     read is its own text."""
     from .build import checkpoint_file
-    from .champion import file_sha256
+    from .shipped import file_sha256
 
     try:
         spec = parse_player(text)

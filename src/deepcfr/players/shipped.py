@@ -1,11 +1,13 @@
-"""The shipped champion: the strongest Lost Cities network measured, a small file inside the
-package with its model card beside it (``champion/CARD.md`` for people, ``champion/card.json``
-for code: the commands that made it, the commit, the file's hash, the rules, the network shape
-and its measured figures), written (``champion_card_of``, ``write_champion_card``: what
-scripts/make_champion.py measured) and read here. ``champion`` is a player spec like a checkpoint path
-(``champion@greedy``, ``search:champion``); a network replaces it only through the gate that asks
-everyone: not worse head to head, a higher score against the benchmark population, no member's
-margin falling past its CI (improve/gate.py)."""
+"""What ships with the package, in the data folder ``players/champion/`` beside this module: the
+shipped champion, the strongest Lost Cities network measured, a small file with its model card
+beside it (``champion/CARD.md`` for people, ``champion/card.json`` for code: the commands that made
+it, the commit, the file's hash, the rules, the network shape and its measured figures), written
+(``champion_card_of``, ``write_champion_card``: what scripts/make_champion.py measured) and read
+here; and the value function and hand belief fitted beside it (``resolve_value_function``,
+``resolve_hand_belief``). ``champion`` is a player spec like a checkpoint path (``champion@greedy``,
+``search:champion``); a network replaces it only through the gate that asks everyone: not worse
+head to head, a higher score against the benchmark population, no member's margin falling past its
+CI (improve/gate.py)."""
 
 from __future__ import annotations
 

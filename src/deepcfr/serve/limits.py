@@ -73,7 +73,7 @@ def check_built_search(seated) -> None:
 def offered_champions() -> list[str]:
     """The champion players the page offers (none where the champion is not shipped), the
     strongest measured first."""
-    from ..players.champion import CHAMPION_FILE, strongest_champion_spec
+    from ..players.shipped import CHAMPION_FILE, strongest_champion_spec
 
     if not CHAMPION_FILE.is_file():
         return []
