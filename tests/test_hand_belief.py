@@ -11,14 +11,14 @@ import pytest
 import torch
 
 from deepcfr.checkpoints import CheckpointError
+from deepcfr.fitted.hand_belief import HandBelief, fit_hand_belief, load_hand_belief, save_hand_belief
+from deepcfr.fitted.value_fn import Positions, collect_positions
 from deepcfr.games.base import index_state
 from deepcfr.games.bots import make_bot
 from deepcfr.games.lost_cities.determinize import determinize, opponent_hand_size
 from deepcfr.games.lost_cities.engine import LostCitiesGame
 from deepcfr.games.lost_cities.layout import LOC_HAND, LOC_UNKNOWN
 from deepcfr.players import BotPlayer, load_player
-from deepcfr.train.hand_belief import HandBelief, fit_hand_belief, load_hand_belief, save_hand_belief
-from deepcfr.train.value_fn import Positions, collect_positions
 from test_determinize import mid_game_states
 
 

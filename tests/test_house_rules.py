@@ -24,7 +24,7 @@ LONG_FUNCTIONS: dict[str, int] = {
     "cli/exploit_cmd.py::register": 140,
     "bench/throughput.py::bench_traversal": 141,
     "search/plan.py::PlanSearch.plan_values": 122,
-    "train/value_fn.py::fit_value": 121,
+    "fitted/value_fn.py::fit_value": 121,
     "games/lost_cities/encoding.py::LostCitiesEncoder._encode": 112,
     "games/lost_cities/bots.py::HeuristicBot._scores_torch": 109,
     "games/lost_cities/determinize.py::state_from_hidden": 102,

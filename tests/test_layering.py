@@ -9,7 +9,8 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src"
 PACKAGE = SRC / "deepcfr"
 # lower layers must not import these: games -> checkpoints -> cfr -> parallel -> train -> search ->
-# players -> improve -> exploit -> play / serve / cli (evaluate -> games beside cfr; report and the
+# players -> improve -> exploit -> play / serve / cli (evaluate -> games beside cfr; fitted, the
+# fitted value function and hand belief, above cfr and evaluate beside parallel and train; report and the
 # small modules at the bottom, the player spec grammar among them; bench, the benchmarks, at the top
 # beside cli, which alone imports it). No row has an exception.
 EVERYTHING = (
@@ -18,6 +19,7 @@ EVERYTHING = (
     "cfr",
     "parallel",
     "evaluate",
+    "fitted",
     "train",
     "search",
     "players",
@@ -34,6 +36,7 @@ FORBIDDEN = {
         "checkpoints",
         "cfr",
         "parallel",
+        "fitted",
         "train",
         "evaluate",
         "search",
@@ -46,11 +49,51 @@ FORBIDDEN = {
         "report",
         "bench",
     ),
-    "cfr": ("parallel", "train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report", "bench"),
-    "parallel": ("train", "search", "players", "improve", "exploit", "cli", "serve", "play", "report", "bench"),
+    "cfr": (
+        "parallel",
+        "fitted",
+        "train",
+        "search",
+        "players",
+        "improve",
+        "exploit",
+        "cli",
+        "serve",
+        "play",
+        "report",
+        "bench",
+    ),
+    "parallel": (
+        "fitted",
+        "train",
+        "search",
+        "players",
+        "improve",
+        "exploit",
+        "cli",
+        "serve",
+        "play",
+        "report",
+        "bench",
+    ),
     "evaluate": (
         "checkpoints",
         "cfr",
+        "parallel",
+        "fitted",
+        "train",
+        "search",
+        "players",
+        "improve",
+        "exploit",
+        "cli",
+        "serve",
+        "play",
+        "report",
+        "bench",
+    ),
+    # the fitted artefacts read games, cfr's network, checkpoints and evaluate's arena only
+    "fitted": (
         "parallel",
         "train",
         "search",
@@ -63,7 +106,8 @@ FORBIDDEN = {
         "report",
         "bench",
     ),
-    "train": ("search", "players", "improve", "exploit", "cli", "serve", "play", "bench"),
+    # fitted artefacts are for players, search and evaluation; the Trainer fits none of them
+    "train": ("fitted", "search", "players", "improve", "exploit", "cli", "serve", "play", "bench"),
     "search": ("players", "improve", "exploit", "cli", "serve", "play", "bench"),
     "players": ("improve", "exploit", "cli", "serve", "play", "bench"),
     "improve": ("exploit", "cli", "serve", "play", "bench"),
@@ -77,6 +121,7 @@ FORBIDDEN = {
         "checkpoints",
         "cfr",
         "parallel",
+        "fitted",
         "train",
         "search",
         "players",

@@ -16,12 +16,12 @@ import torch
 from deepcfr.checkpoints import FORMAT_NAME, FORMAT_VERSION, CheckpointError, convert_checkpoint, load_checkpoint
 from deepcfr.cli.main import main
 from deepcfr.exploit import ExploiterConfig
+from deepcfr.fitted.hand_belief import load_hand_belief
+from deepcfr.fitted.value_fn import load_value_function
 from deepcfr.games.lost_cities import LostCitiesGame
 from deepcfr.player_specs import named_settings
 from deepcfr.players import load_player
 from deepcfr.search.config import SearchConfig
-from deepcfr.train.hand_belief import load_hand_belief
-from deepcfr.train.value_fn import load_value_function
 
 with warnings.catch_warnings():
     warnings.simplefilter("ignore")

@@ -6,9 +6,9 @@ import json
 import pytest
 import torch
 
+from deepcfr.fitted.value_fn import FullStateValue, value_network
 from deepcfr.games.registry import make_game
 from deepcfr.players.strength import markdown, match_row, strength_matches
-from deepcfr.train.value_fn import FullStateValue, value_network
 
 
 def test_standard_matches_include_what_the_search_adds():

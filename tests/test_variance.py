@@ -8,11 +8,7 @@ import torch
 from deepcfr.checkpoints import CheckpointError
 from deepcfr.evaluate.arena import play_match
 from deepcfr.evaluate.variance import cross_fitted, score_difference
-from deepcfr.games.base import clone_state, has_capability, index_state, legal_probabilities, uniform_policy
-from deepcfr.games.bots import make_bot
-from deepcfr.games.lost_cities.layout import LOC_HAND
-from deepcfr.games.registry import make_game
-from deepcfr.train.value_fn import (
+from deepcfr.fitted.value_fn import (
     FullStateValue,
     collect_positions,
     fit_value,
@@ -20,6 +16,10 @@ from deepcfr.train.value_fn import (
     save_value_function,
     value_network,
 )
+from deepcfr.games.base import clone_state, has_capability, index_state, legal_probabilities, uniform_policy
+from deepcfr.games.bots import make_bot
+from deepcfr.games.lost_cities.layout import LOC_HAND
+from deepcfr.games.registry import make_game
 
 
 # ------------------------------------------------------------------ exact values of small games

@@ -25,8 +25,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ..fitted.hand_belief import HandBelief, fit_hand_belief, save_hand_belief
     from ..games.base import capability
-    from ..train.hand_belief import HandBelief, fit_hand_belief, save_hand_belief
 
     game = make_named_game(args.game, args.variant)
     capability(game, "hidden_hand")  # before the matches: names the game that has no such belief

@@ -31,8 +31,8 @@ def register(subparsers) -> None:
 
 
 def run(args) -> int:
+    from ..fitted.value_fn import FullStateValue, fit_value, load_value_function, save_value_function
     from ..games.base import has_capability
-    from ..train.value_fn import FullStateValue, fit_value, load_value_function, save_value_function
 
     game = make_named_game(args.game, args.variant)
     start_value = load_value_function(args.start, game) if args.start else None

@@ -38,8 +38,8 @@ def add_fit_arguments(p, steps: int) -> None:
 
 def matchup_positions(args, game, teacher=None):
     """(the positions of ``args``' matchups, their names, the seconds it took), progress on stderr."""
+    from ..fitted.value_fn import collect_positions
     from ..players import load_player
-    from ..train.value_fn import collect_positions
 
     if args.games < 2 or args.games % 2:
         raise ValueError(f"--games must be a positive even number (paired deals), got {args.games}")

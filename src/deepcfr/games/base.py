@@ -79,7 +79,7 @@ CAPABILITIES: dict[str, str] = {
     "kind of card (copies no observer can tell apart share one), the cards obs's observer cannot "
     "see and how many of them the other seat holds (other_obs: its view of the same states); "
     "card_kinds(device) -> [cards] each card's kind: what a learned belief of the opponent's hand "
-    "is fitted to (train/hand_belief.py)",
+    "is fitted to (fitted/hand_belief.py)",
     "symmetry": "a relabelling the rules cannot tell apart, with sample(n, generator, device), obs(obs, r), "
     "action_columns(r), actions(actions, r) and inverse(r)",
     "scores": "scores(state) -> [n, 2] points of each seat (the utilities are a function of them)",

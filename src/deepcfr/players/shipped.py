@@ -331,7 +331,7 @@ def shipped_value_function(game, device="cpu"):
     version and rules), else None: what ``arena``, ``eval`` and the gate correct for luck with."""
     if not VALUE_FILE.is_file():
         return None
-    from ..train.value_fn import load_value_function
+    from ..fitted.value_fn import load_value_function
 
     return load_value_function(VALUE_FILE, game, device, required=False)
 
@@ -349,7 +349,7 @@ def resolve_value_function(choice: str | None, game, device="cpu"):
         return None
     if choice == "auto":
         return shipped_value_function(game, device)
-    from ..train.value_fn import load_value_function
+    from ..fitted.value_fn import load_value_function
 
     return load_value_function(choice, game, device)
 
@@ -366,7 +366,7 @@ HAND_BELIEF_CHOICES = (
 def resolve_hand_belief(choice: str, game, device="cpu"):
     """The hand belief a ``hand_belief`` setting names for ``game`` (HAND_BELIEF_CHOICES); None
     where ``auto`` finds nothing shipped for the game and rules."""
-    from ..train.hand_belief import load_hand_belief
+    from ..fitted.hand_belief import load_hand_belief
 
     if choice != "auto":
         return load_hand_belief(choice, game, device)

@@ -83,7 +83,7 @@ class SearchConfig(BaseModel):
         ge=1,
         description="determinizations of the first round under a time limit, always made (the fewest a decision gets)",
     )
-    # Rollouts cut short and valued by the full-state value function (train/value_fn.py): a
+    # Rollouts cut short and valued by the full-state value function (fitted/value_fn.py): a
     # determinization is a full state, exactly what that function values, so a few plies and
     # one forward replace the rest of the game (cheaper rounds, less rollout noise, its bias).
     rollout_plies: int | None = Field(

@@ -191,11 +191,11 @@ class RolloutSearch:
     ``determinize`` capability (games.base; Lost Cities). ``rollout_policy`` is the object that plays
     the rollouts, built from ``config.rollout_policy`` by the caller (None: the base, where that
     setting is "base"); ``leaf_value`` values the rollouts cut at ``config.rollout_plies``
-    (``states -> [n]`` seat 0 minus seat 1, e.g. train.value_fn.FullStateValue), built from
+    (``states -> [n]`` seat 0 minus seat 1, e.g. fitted.value_fn.FullStateValue), built from
     ``config.value_fn`` by the caller; ``opponent`` models the opponent for ``config.belief``
     (an ``OpponentModel``, built from that setting by the caller); ``hand_belief`` weighs the
     opponent's unknown cards for ``belief=learned`` (``obs -> [n, cards]`` logits, e.g.
-    train.hand_belief.HandBelief, built from ``config.hand_belief`` by the caller)."""
+    fitted.hand_belief.HandBelief, built from ``config.hand_belief`` by the caller)."""
 
     plans = False  # the one-decision search (PlanSearch plans past it)
 

@@ -60,7 +60,7 @@ def determinize(
     layout.py, any observer), on ``obs.device``; row ``i * d + j`` is sample ``j`` of ``obs[i]``.
     ``generator`` must be on ``obs.device`` (or None for the default one).
 
-    ``hand_logits [n, deck_size]`` (a learned belief: train/hand_belief.py): each unknown card's
+    ``hand_logits [n, deck_size]`` (a learned belief: fitted/hand_belief.py): each unknown card's
     log-weight of being in the opponent's hand. The opponent's unknown cards are then drawn one
     after another, each with probability in proportion to exp(logit) among the cards left (the
     Gumbel top-k draw), and the undrawn deck is still a uniform order of the rest."""
