@@ -37,6 +37,7 @@ import math
 import os
 import statistics
 import time
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -82,48 +83,24 @@ def bench_traversal(
         raise ValueError(f"bound_repeats must be a positive int, got {bound_repeats!r}")
     load_start = _load()
     with Trainer(config) as trainer:
-        warmup_seconds = 0.0
-        for _ in range(warmup_iterations):
-            t0 = time.perf_counter()
-            trainer.run_iteration()
-            warmup_seconds += time.perf_counter() - t0
+        warmup_seconds = _warm_up(trainer, warmup_iterations)
         # The timed traversals are those of the next iteration (run_iteration counts up first),
         # so samples carry iteration t + 1 and get non-zero linear-CFR weights.
         trainer.iteration += 1
         networks_used = [trainer.advantage_trained[p] for p in range(2)]
 
         chunk = int(min(config.traversal.traversals_per_player, config.traversal.chunk_size))
-        stats = TraversalStats()
-        produced: list[tuple[int, list]] = []
-        round_rates, bounds, bound_cpu_shares = [], [], []
-        wall = cpu = 0.0
-        for _ in range(repeats):
-            round_stats = TraversalStats()
-            w0, c0 = time.perf_counter(), time.process_time()
-            for player in range(2):
-                advantage, _strategy = trainer.traverse_player(player, round_stats)
-                produced.append((player, advantage))
-            w, c = time.perf_counter() - w0, time.process_time() - c0
-            wall += w
-            cpu += c
-            round_rates.append(round_stats.decisions / w if w > 0 else math.nan)
-            stats.merge(round_stats)
-            # The bound is measured after every round, so that both see the same machine load
-            # (shared machines: other processes take the core for seconds at a time).
-            batch = max(1, round(round_stats.avg_batch)) if round_stats.forward_calls else chunk
-            w0, c0 = time.perf_counter(), time.process_time()
-            bounds.append(
-                forward_bound_states_per_second(trainer.advantage_nets[0], batch, trainer.device, repeats=bound_repeats)
-            )
-            w, c = time.perf_counter() - w0, time.process_time() - c0
-            bound_cpu_shares.append(c / w if w > 0 else 1.0)
+        rounds = _timed_rounds(trainer, repeats, bound_repeats, chunk)
+        stats, wall, cpu, bounds = rounds.stats, rounds.wall, rounds.cpu, rounds.bounds
 
         threads = torch.get_num_threads()
         bound_batch = max(1, round(stats.avg_batch)) if stats.forward_calls else chunk
         bound = statistics.median(bounds)
         # Per CPU second of this process (the share of wall time it got the CPU): with one thread,
         # an estimate of the uncontended rates; meaningless with several threads.
-        bound_per_cpu_second = statistics.median(b / max(share, 1e-9) for b, share in zip(bounds, bound_cpu_shares))
+        bound_per_cpu_second = statistics.median(
+            b / max(share, 1e-9) for b, share in zip(bounds, rounds.bound_cpu_shares)
+        )
         decisions_per_cpu_second = stats.decisions / cpu if cpu > 0 else math.nan
         decisions_per_second = stats.decisions / wall
         out: dict[str, Any] = {
@@ -146,7 +123,7 @@ def bench_traversal(
             "traversal_seconds": wall,
             "traversal_cpu_seconds": cpu,
             "decisions_per_second": decisions_per_second,
-            "decisions_per_second_per_round": round_rates,
+            "decisions_per_second_per_round": rounds.round_rates,
             "decisions_per_cpu_second": decisions_per_cpu_second,
             "traversals_per_second": stats.traversals / wall,
             "decisions_per_traversal": stats.decisions / stats.traversals if stats.traversals else 0.0,
@@ -163,46 +140,110 @@ def bench_traversal(
             "forward_bound_states_per_cpu_second": bound_per_cpu_second,
             "fraction_of_bound_cpu": decisions_per_cpu_second / bound_per_cpu_second,
         }
-
         if train:
-            if trainer.critic is not None:  # traversal.algorithm=critic: the critic fills in the targets
-                t0 = time.perf_counter()
-                produced = [
-                    (player, trainer.critic.phase(player, chunks, f"critic p{player}")[0])
-                    for player, chunks in produced
-                ]
-                out["critic_seconds"] = time.perf_counter() - t0
-            t0 = time.perf_counter()
-            for player, chunks in produced:
-                for samples in chunks:
-                    trainer.add_advantage_samples(player, samples)
-            out["memory_add_seconds"] = time.perf_counter() - t0
-            cfg = config.advantage
-            # The fitter accumulates its batch-building time in batch_seconds (reported per
-            # iteration as time/batch_seconds); its difference over the phase is this phase's share.
-            batch_before = trainer.fitter.batch_seconds
-            t0 = time.perf_counter()
-            for player in range(2):
-                trainer.train_advantage(player)
-            train_seconds = time.perf_counter() - t0
-            batch_seconds = trainer.fitter.batch_seconds - batch_before
-            samples = 2 * cfg.train_steps * cfg.batch_size
-            out.update(
-                {
-                    "advantage_train_steps": cfg.train_steps,
-                    "advantage_batch_size": cfg.batch_size,
-                    "advantage_aggregate": bool(getattr(cfg, "aggregate", False)),
-                    "advantage_train_seconds": train_seconds,
-                    "advantage_train_samples_per_second": samples / train_seconds if train_seconds > 0 else math.nan,
-                    "batch_build_seconds": batch_seconds,
-                    "batch_build_share": batch_seconds / train_seconds if train_seconds > 0 else math.nan,
-                }
-            )
-
-        memory = memory_metrics(trainer)
-        out["advantage_memory_size"] = int(memory["memory/advantage_p0_size"] + memory["memory/advantage_p1_size"])
-        out["bytes_per_sample"] = int(memory["memory/advantage_bytes_per_sample"])
-        out["feature_bytes_per_sample"] = int(memory["memory/feature_bytes_per_sample"])
-        out["bytes_fraction_of_features"] = out["bytes_per_sample"] / out["feature_bytes_per_sample"]
+            out.update(_training_figures(trainer, config, rounds.produced))
+        out.update(_memory_figures(trainer))
         out["load_average_end"] = _load()
     return out
+
+
+def _warm_up(trainer: Trainer, iterations: int) -> float:
+    """Run ``iterations`` real (untimed in the figures) iterations; their seconds."""
+    warmup_seconds = 0.0
+    for _ in range(iterations):
+        t0 = time.perf_counter()
+        trainer.run_iteration()
+        warmup_seconds += time.perf_counter() - t0
+    return warmup_seconds
+
+
+@dataclass
+class _Rounds:
+    """What the timed traversal rounds give: their merged stats, the samples they produced (for the
+    training phase), their decision rates, wall and CPU seconds, and the bound measured after each."""
+
+    stats: TraversalStats = field(default_factory=TraversalStats)
+    produced: list[tuple[int, list]] = field(default_factory=list)
+    round_rates: list[float] = field(default_factory=list)
+    bounds: list[float] = field(default_factory=list)
+    bound_cpu_shares: list[float] = field(default_factory=list)
+    wall: float = 0.0
+    cpu: float = 0.0
+
+
+def _timed_rounds(trainer: Trainer, repeats: int, bound_repeats: int, chunk: int) -> _Rounds:
+    """``repeats`` rounds of both players' traversals, each followed by the forward bound at its
+    realized mean batch (``chunk`` if no policy call was made)."""
+    rounds = _Rounds()
+    for _ in range(repeats):
+        round_stats = TraversalStats()
+        w0, c0 = time.perf_counter(), time.process_time()
+        for player in range(2):
+            advantage, _strategy = trainer.traverse_player(player, round_stats)
+            rounds.produced.append((player, advantage))
+        w, c = time.perf_counter() - w0, time.process_time() - c0
+        rounds.wall += w
+        rounds.cpu += c
+        rounds.round_rates.append(round_stats.decisions / w if w > 0 else math.nan)
+        rounds.stats.merge(round_stats)
+        # The bound is measured after every round, so that both see the same machine load
+        # (shared machines: other processes take the core for seconds at a time).
+        batch = max(1, round(round_stats.avg_batch)) if round_stats.forward_calls else chunk
+        w0, c0 = time.perf_counter(), time.process_time()
+        rounds.bounds.append(
+            forward_bound_states_per_second(trainer.advantage_nets[0], batch, trainer.device, repeats=bound_repeats)
+        )
+        w, c = time.perf_counter() - w0, time.process_time() - c0
+        rounds.bound_cpu_shares.append(c / w if w > 0 else 1.0)
+    return rounds
+
+
+def _training_figures(trainer: Trainer, config: TrainConfig, produced: list[tuple[int, list]]) -> dict[str, Any]:
+    """Add the timed traversals' samples to the memories, then time both players' advantage fits."""
+    out: dict[str, Any] = {}
+    if trainer.critic is not None:  # traversal.algorithm=critic: the critic fills in the targets
+        t0 = time.perf_counter()
+        produced = [
+            (player, trainer.critic.phase(player, chunks, f"critic p{player}")[0]) for player, chunks in produced
+        ]
+        out["critic_seconds"] = time.perf_counter() - t0
+    t0 = time.perf_counter()
+    for player, chunks in produced:
+        for samples in chunks:
+            trainer.add_advantage_samples(player, samples)
+    out["memory_add_seconds"] = time.perf_counter() - t0
+    cfg = config.advantage
+    # The fitter accumulates its batch-building time in batch_seconds (reported per
+    # iteration as time/batch_seconds); its difference over the phase is this phase's share.
+    batch_before = trainer.fitter.batch_seconds
+    t0 = time.perf_counter()
+    for player in range(2):
+        trainer.train_advantage(player)
+    train_seconds = time.perf_counter() - t0
+    batch_seconds = trainer.fitter.batch_seconds - batch_before
+    samples = 2 * cfg.train_steps * cfg.batch_size
+    out.update(
+        {
+            "advantage_train_steps": cfg.train_steps,
+            "advantage_batch_size": cfg.batch_size,
+            "advantage_aggregate": bool(getattr(cfg, "aggregate", False)),
+            "advantage_train_seconds": train_seconds,
+            "advantage_train_samples_per_second": samples / train_seconds if train_seconds > 0 else math.nan,
+            "batch_build_seconds": batch_seconds,
+            "batch_build_share": batch_seconds / train_seconds if train_seconds > 0 else math.nan,
+        }
+    )
+    return out
+
+
+def _memory_figures(trainer: Trainer) -> dict[str, Any]:
+    """The advantage memories' size and bytes per sample, against the float32 feature vector."""
+    memory = memory_metrics(trainer)
+    bytes_per_sample = int(memory["memory/advantage_bytes_per_sample"])
+    feature_bytes_per_sample = int(memory["memory/feature_bytes_per_sample"])
+    return {
+        "advantage_memory_size": int(memory["memory/advantage_p0_size"] + memory["memory/advantage_p1_size"]),
+        "bytes_per_sample": bytes_per_sample,
+        "feature_bytes_per_sample": feature_bytes_per_sample,
+        "bytes_fraction_of_features": bytes_per_sample / feature_bytes_per_sample,
+    }
