@@ -290,38 +290,11 @@ def fit_value(
     net = net.to(device)
     opt = torch.optim.Adam(net.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
-    views, targets = positions.views, positions.targets
-    symmetry = capability(game, "symmetry") if has_capability(game, "symmetry") else None
-    head = net.output_size > 1
-    if symmetry is not None and head:
-        every_kind = torch.arange(net.output_size - 1)
-
-        def kind_columns(relabel):  # [n, kinds] the source column of each relabelled kind
-            inverse = symmetry.inverse(relabel)
-            return symmetry.kinds(
-                every_kind.expand(relabel.shape[0], -1).reshape(-1), inverse.repeat_interleave(every_kind.numel(), 0)
-            ).reshape(relabel.shape[0], -1)
-
+    batch_loss = _BatchLoss(game, net, positions, scale, device)
     running = None
     for step in range(1, steps + 1):
         idx = train[torch.randint(train.numel(), (batch_size,), generator=gen)]
-        batch = views[idx]
-        if symmetry is not None:  # the same relabelling of both views: a position the rules cannot tell apart
-            relabel = symmetry.sample(batch_size, gen)
-            batch = torch.stack([symmetry.obs(batch[:, 0], relabel), symmetry.obs(batch[:, 1], relabel)], dim=1)
-        out = net(encode_views(game, batch).to(device))
-        target = targets[idx].to(device) / scale
-        loss = ((out[:, 0] - target) ** 2).mean()
-        if head:  # every kind the draw could bring, toward the teacher's values
-            taught = teacher[idx]
-            if symmetry is not None:
-                taught = taught.gather(1, kind_columns(relabel))
-            taught = taught.to(device) / scale
-            known = ~taught.isnan()
-            # every kind a target: a draw teaches all it could bring (weighed as one position, the
-            # head fitted the centred values 0.44 of the way, not 0.54, in the mini game)
-            loss = loss + ((out[:, 1:] - taught.nan_to_num()) ** 2 * known).sum() / known.any(1).sum().clamp(min=1)
-
+        loss = batch_loss(idx, gen)
         opt.zero_grad(set_to_none=True)
         loss.backward()
         opt.step()
@@ -336,7 +309,9 @@ def fit_value(
         net.head.bias.mul_(scale)
     net.eval()
     with torch.no_grad():
-        preds = torch.cat([net(encode_views(game, views[chunk]).to(device)).cpu() for chunk in held.split(8192)])
+        preds = torch.cat(
+            [net(encode_views(game, positions.views[chunk]).to(device)).cpu() for chunk in held.split(8192)]
+        )
     info = {
         "positions": len(positions),
         "held_out": int(n_held),
@@ -346,27 +321,71 @@ def fit_value(
         "hidden_size": hidden_size,
         "num_layers": num_layers,
         "continued": start is not None,
-        **_explained("", preds[:, 0], targets[held]),
+        **_explained("", preds[:, 0], positions.targets[held]),
     }
-    if head:  # what the corrections use: each kind's value minus the draw's mean, the head's beside the teacher's
-        taught = teacher[held]
-        known = ~taught.isnan()
-        drawn = known.any(1)
-        taught, head_values, known = taught[drawn].nan_to_num(), preds[drawn, 1:] * known[drawn], known[drawn]
-
-        def centred(values):
-            return (values - values.sum(1, keepdim=True) / known.sum(1, keepdim=True)) * known
-
-        spread = float((centred(taught) ** 2).sum() / known.sum())
-        error = float(((centred(head_values) - centred(taught)) ** 2).sum() / known.sum())
-        info.update(
-            {
-                "chance_teacher_spread": spread,
-                "chance_held_out_mse": error,
-                "chance_explained": 1.0 - error / spread if spread > 0 else float("nan"),
-            }
-        )
+    if teacher is not None:
+        info.update(_chance_explained(teacher[held], preds[:, 1:]))
     return net.cpu(), info
+
+
+class _BatchLoss:
+    """The fit's loss on a batch of training rows (``__call__(idx, generator)``): the batch
+    relabelled by a random symmetry where the game has one (both views alike, and the teacher's
+    kinds with them), its targets in units of their spread (``scale``)."""
+
+    def __init__(self, game, net: DeepCFRMLP, positions: Positions, scale: float, device: str | torch.device):
+        self.game, self.net, self.scale, self.device = game, net, scale, device
+        self.views, self.targets, self.teacher = positions.views, positions.targets, positions.chance_targets
+        self.symmetry = capability(game, "symmetry") if has_capability(game, "symmetry") else None
+        self.head = net.output_size > 1
+        self.every_kind = torch.arange(net.output_size - 1)
+
+    def _kind_columns(self, relabel: torch.Tensor) -> torch.Tensor:
+        """[n, kinds] the source column of each relabelled kind."""
+        every_kind, symmetry = self.every_kind, self.symmetry
+        inverse = symmetry.inverse(relabel)
+        return symmetry.kinds(
+            every_kind.expand(relabel.shape[0], -1).reshape(-1), inverse.repeat_interleave(every_kind.numel(), 0)
+        ).reshape(relabel.shape[0], -1)
+
+    def __call__(self, idx: torch.Tensor, gen: torch.Generator) -> torch.Tensor:
+        game, symmetry, device, scale = self.game, self.symmetry, self.device, self.scale
+        batch = self.views[idx]
+        if symmetry is not None:  # the same relabelling of both views: a position the rules cannot tell apart
+            relabel = symmetry.sample(idx.numel(), gen)
+            batch = torch.stack([symmetry.obs(batch[:, 0], relabel), symmetry.obs(batch[:, 1], relabel)], dim=1)
+        out = self.net(encode_views(game, batch).to(device))
+        target = self.targets[idx].to(device) / scale
+        loss = ((out[:, 0] - target) ** 2).mean()
+        if self.head:  # every kind the draw could bring, toward the teacher's values
+            taught = self.teacher[idx]
+            if symmetry is not None:
+                taught = taught.gather(1, self._kind_columns(relabel))
+            taught = taught.to(device) / scale
+            known = ~taught.isnan()
+            # every kind a target: a draw teaches all it could bring (weighed as one position, the
+            # head fitted the centred values 0.44 of the way, not 0.54, in the mini game)
+            loss = loss + ((out[:, 1:] - taught.nan_to_num()) ** 2 * known).sum() / known.any(1).sum().clamp(min=1)
+        return loss
+
+
+def _chance_explained(taught: torch.Tensor, head_values: torch.Tensor) -> dict:
+    """The chance head's held-out figures on what the corrections use: each kind's value minus the
+    draw's mean, the head's (``head_values``) beside the teacher's (``taught``)."""
+    known = ~taught.isnan()
+    drawn = known.any(1)
+    taught, head_values, known = taught[drawn].nan_to_num(), head_values[drawn] * known[drawn], known[drawn]
+
+    def centred(values):
+        return (values - values.sum(1, keepdim=True) / known.sum(1, keepdim=True)) * known
+
+    spread = float((centred(taught) ** 2).sum() / known.sum())
+    error = float(((centred(head_values) - centred(taught)) ** 2).sum() / known.sum())
+    return {
+        "chance_teacher_spread": spread,
+        "chance_held_out_mse": error,
+        "chance_explained": 1.0 - error / spread if spread > 0 else float("nan"),
+    }
 
 
 def _explained(prefix: str, preds: torch.Tensor, targets: torch.Tensor) -> dict:
