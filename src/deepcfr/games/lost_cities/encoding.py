@@ -88,17 +88,33 @@ class LostCitiesEncoder:
 
     def _encode(self, obs: torch.Tensor) -> torch.Tensor:
         r = self.rules
-        D, C, P, W, R1 = r.deck_size, r.n_colors, r.cards_per_color, r.n_wagers, r.n_ranks + 1
+        D, C, R1 = r.deck_size, r.n_colors, r.n_ranks + 1
         if obs.dim() != 2 or obs.shape[1] != D + 5:
             raise ValueError(f"obs must have shape [n, {D + 5}], got {tuple(obs.shape)}")
         t = self._tables_for(obs.device)
         n = obs.shape[0]
-        f32 = torch.float32
-        out = torch.empty(n, self.feature_size, dtype=f32, device=obs.device)
+        out = torch.empty(n, self.feature_size, dtype=torch.float32, device=obs.device)
         codes = obs[:, :D].contiguous()
+        # Each block below writes its columns of ``out`` through a view (no copy).
+        card_out = out[:, : CARD_GROUPS * D].view(n, CARD_GROUPS, D)
+        height = self._card_places(codes, card_out)
+        at = CARD_GROUPS * D
+        sums, score = self._expeditions(codes, height, t, card_out, out[:, at : at + 12 * C])
+        at += 12 * C
+        self._piles(sums, t, out[:, at : at + C * (R1 + 2)])
+        at += C * (R1 + 2)
+        self._totals_deck_turn(obs, score, t, out[:, at : at + 3 + 5 + C + 5])
+        at += 3 + 5 + C + 5
+        self._hand_outlook(codes, card_out, sums, t, out[:, at:])
+        return out
 
-        # Per card: groups 0-6 in uint8 (group-major, so every op is on contiguous rows).
-        cards = torch.empty(7, n, D, dtype=torch.uint8, device=obs.device)
+    def _card_places(self, codes: torch.Tensor, card_out: torch.Tensor) -> torch.Tensor:
+        """Per card groups 0-6 (where each card is, its height in its pile) into ``card_out``, in
+        uint8 (group-major, so every op is on contiguous rows); returns [n, C] the pile heights."""
+        r = self.rules
+        D, C, P = r.deck_size, r.n_colors, r.cards_per_color
+        n = codes.shape[0]
+        cards = torch.empty(7, n, D, dtype=torch.uint8, device=codes.device)
         for g, code in enumerate((LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN)):
             torch.bitwise_xor(codes, code, out=cards[g]).clamp_max_(1).bitwise_xor_(1)  # 1 where equal
         # In a pile: codes >= LOC_PILE0. Height in the pile: code - LOC_PILE0 (0 elsewhere).
@@ -109,29 +125,36 @@ class LostCitiesEncoder:
         top_code = (height + (LOC_PILE0 - 1)).repeat_interleave(P, dim=1)
         torch.bitwise_xor(codes, top_code, out=cards[5]).clamp_max_(1).bitwise_xor_(1)
         cards[5] &= cards[4]
-        card_out = out[:, : CARD_GROUPS * D].view(n, CARD_GROUPS, D)
         card_out[:, :7].copy_(cards.transpose(0, 1))
         card_out[:, 6] *= 1.0 / P
-        at = CARD_GROUPS * D
+        return height
 
+    def _expeditions(
+        self, codes: torch.Tensor, height: torch.Tensor, t: dict[str, Any], card_out: torch.Tensor, block: torch.Tensor
+    ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The per expedition block, and per card groups 7-8 (still playable on each expedition);
+        returns the per colour sums [sum, group, n, C] and [2 sides, n, C] the expeditions' scores."""
+        r = self.rules
+        D, C, P, W = r.deck_size, r.n_colors, r.cards_per_color, r.n_wagers
+        n = codes.shape[0]
         # Per colour sums, computed with the cards of a colour along the first dimension (sums
         # over an inner dimension of 12 are slow on a CPU, and so is a matmul with 12 x 5 weights):
         # groups my expedition, the opponent's, piles, pile tops, cards whose place I know.
         by_rank = codes.view(n, C, P).permute(2, 0, 1).contiguous()  # [P, n, C]
-        groups = torch.empty(P, 5, n, C, dtype=torch.uint8, device=obs.device)
+        groups = torch.empty(P, 5, n, C, dtype=torch.uint8, device=codes.device)
         for g, code in enumerate((LOC_MY_EXP, LOC_OPP_EXP)):
             torch.bitwise_xor(by_rank, code, out=groups[:, g]).clamp_max_(1).bitwise_xor_(1)
         torch.clamp(by_rank, LOC_PILE0 - 1, LOC_PILE0, out=groups[:, 2]).sub_(LOC_PILE0 - 1)
         torch.bitwise_xor(by_rank, height + (LOC_PILE0 - 1), out=groups[:, 3]).clamp_max_(1).bitwise_xor_(1)
         groups[:, 3] &= groups[:, 2]
         torch.clamp(by_rank, 0, 1, out=groups[:, 4])  # known place: any code but unknown (0)
-        sums = torch.mm(t["colour_sums"], groups.view(P, -1).to(f32)).view(5, 5, n, C)  # [sum, group, n, C]
+        sums = torch.mm(t["colour_sums"], groups.view(P, -1).to(torch.float32)).view(5, 5, n, C)
         n_cards, wagers, total = sums[0, :2], sums[1, :2], sums[2, :2]  # [2 sides, n, C]
         top_kind = torch.frexp(sums[3, :2])[1].clamp_(min=1) - 1  # exponent of the sum of 2^kind
         card_out[:, 7:9] = t["playable"].index_select(0, top_kind.transpose(0, 1).reshape(-1)).view(n, 2, D)
         opened = n_cards.clamp(max=1)
         score = ((total + r.expedition_cost) * (1 + wagers) + r.bonus * (n_cards >= r.bonus_threshold)) * opened
-        side = out[:, at : at + 12 * C].view(n, 6, 2, C)
+        side = block.view(n, 6, 2, C)
         values = (
             opened,
             n_cards * (1.0 / P),
@@ -142,46 +165,57 @@ class LostCitiesEncoder:
         )
         for f, value in enumerate(values):
             side[:, f] = value.transpose(0, 1)
-        at += 12 * C
+        return sums, score
 
-        # Per colour: pile height, its top card's kind, cards I cannot see.
-        out[:, at : at + C] = sums[0, 2] * (1.0 / P)
+    def _piles(self, sums: torch.Tensor, t: dict[str, Any], block: torch.Tensor) -> None:
+        """Per colour: pile height, its top card's kind, cards I cannot see."""
+        r = self.rules
+        C, P, R1 = r.n_colors, r.cards_per_color, r.n_ranks + 1
+        n = block.shape[0]
+        block[:, :C] = sums[0, 2] * (1.0 / P)
         top_card = t["one_hot_kind"].index_select(0, sums[4, 3].reshape(-1).long())  # kind + 1 of each top card
-        out[:, at + C : at + C * (R1 + 1)] = top_card.view(n, C * R1)
-        out[:, at + C * (R1 + 1) : at + C * (R1 + 2)] = (P - sums[0, 4]) * (1.0 / P)
-        at += C * (R1 + 2)
+        block[:, C : C * (R1 + 1)] = top_card.view(n, C * R1)
+        block[:, C * (R1 + 1) :] = (P - sums[0, 4]) * (1.0 / P)
 
-        # Totals, deck, turn.
+    def _totals_deck_turn(self, obs: torch.Tensor, score: torch.Tensor, t: dict[str, Any], block: torch.Tensor) -> None:
+        """The totals, the deck and the turn."""
+        r = self.rules
+        D, C = r.deck_size, r.n_colors
+        f32 = torch.float32
         scores = score.sum(dim=2).t() * (1.0 / (C * self.score_scale))  # [n, 2]
-        out[:, at : at + 2] = scores
-        out[:, at + 2] = scores[:, 0] - scores[:, 1]
-        at += 3
+        block[:, 0:2] = scores
+        block[:, 2] = scores[:, 0] - scores[:, 1]
         deck = obs[:, D].to(f32)
-        out[:, at] = deck * (1.0 / max(1, D - 2 * r.hand_size))
-        out[:, at + 1 : at + 5] = (deck.unsqueeze(1) <= t["deck_flags"]).to(f32)
-        at += 5
+        block[:, 3] = deck * (1.0 / max(1, D - 2 * r.hand_size))
+        block[:, 4:8] = (deck.unsqueeze(1) <= t["deck_flags"]).to(f32)
         scalars = obs[:, D + 1 :].long()
-        out[:, at] = (scalars[:, 0] == 0).to(f32)
-        out[:, at + 1] = (scalars[:, 0] == 1).to(f32)
-        out[:, at + 2 : at + 3 + C] = t["one_hot_color"].index_select(0, scalars[:, 1].clamp(0, C))
-        out[:, at + 3 + C] = scalars[:, 2].to(f32)
-        out[:, at + 4 + C] = (scalars[:, 3] == scalars[:, 2]).to(f32)
-        at += C + 5
+        block[:, 8] = (scalars[:, 0] == 0).to(f32)
+        block[:, 9] = (scalars[:, 0] == 1).to(f32)
+        block[:, 10 : 11 + C] = t["one_hot_color"].index_select(0, scalars[:, 1].clamp(0, C))
+        block[:, 11 + C] = scalars[:, 2].to(f32)
+        block[:, 12 + C] = (scalars[:, 3] == scalars[:, 2]).to(f32)
 
-        # Hand outlook: sums per colour of my hand, its cards playable on my expedition, and the
-        # unseen cards playable there (cards of a colour along the first dimension, as above).
+    def _hand_outlook(
+        self, codes: torch.Tensor, card_out: torch.Tensor, sums: torch.Tensor, t: dict[str, Any], block: torch.Tensor
+    ) -> None:
+        """Hand outlook: sums per colour of my hand, its cards playable on my expedition, and the
+        unseen cards playable there (cards of a colour along the first dimension, as above)."""
+        r = self.rules
+        C, P, W = r.n_colors, r.cards_per_color, r.n_wagers
+        n = codes.shape[0]
         in_hand, playable = card_out[:, 0], card_out[:, 7]
-        unseen = codes.clamp_max(1).bitwise_xor_(1).to(f32)
+        unseen = codes.clamp_max(1).bitwise_xor_(1).to(torch.float32)
         outlook = torch.stack((in_hand, in_hand * playable, unseen * playable))  # [3, n, D]
         outlook = outlook.view(3, n, C, P).permute(3, 0, 1, 2).reshape(P, -1)
         hand_sums = torch.mm(t["colour_sums"][:3], outlook).view(3, 3, n, C)  # [sum, group, n, C]
         hand_cards, hand_wagers, hand_total = hand_sums[:, 0]
         play_cards, play_wagers, play_total = hand_sums[:, 1]
         unseen_total = hand_sums[2, 2]
-        mine = 0  # my side of the expedition sums
-        cards_after = n_cards[mine] + play_cards
+        mine = 0  # my side of the expedition sums [sum, side, n, C]
+        n_cards, wagers, total = sums[0, mine], sums[1, mine], sums[2, mine]
+        cards_after = n_cards + play_cards
         projected = (
-            (total[mine] + play_total + r.expedition_cost) * (1 + wagers[mine] + play_wagers)
+            (total + play_total + r.expedition_cost) * (1 + wagers + play_wagers)
             + r.bonus * (cards_after >= r.bonus_threshold)
         ) * cards_after.clamp(max=1)
         inv_total = 1.0 / t["color_total"]
@@ -196,5 +230,4 @@ class LostCitiesEncoder:
                 projected * (1.0 / self.score_scale),
             )
         ):
-            out[:, at + f * C : at + (f + 1) * C] = value
-        return out
+            block[:, f * C : (f + 1) * C] = value
