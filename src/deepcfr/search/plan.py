@@ -116,23 +116,14 @@ class PlanSearch(RolloutSearch):
 
     plans = True
 
-    def __init__(
-        self,
-        game,
-        base,
-        config: SearchConfig | None = None,
-        rollout_policy=None,
-        device: str | torch.device = "cpu",
-        leaf_value=None,
-        opponent=None,
-        hand_belief=None,
-    ):
+    def __init__(self, game, base, config: SearchConfig | None = None, **parts):
+        """``parts``: the one-decision search's (rollout_policy, device, leaf_value, opponent, hand_belief)."""
         config = config or SearchConfig()
         if config.plan_depth is None:
             raise ValueError(
                 "PlanSearch plans search.plan_depth turns: set it (none is the one-decision RolloutSearch)"
             )
-        super().__init__(game, base, config, rollout_policy, device, leaf_value, opponent, hand_belief)
+        super().__init__(game, base, config, **parts)
         self.depth: int = config.plan_depth
         self.rows_per_world: float | None = None  # the most rows in flight per root and world seen (chunking)
         self.leaves = 0  # the tree's leaves over all calls: games ended, valued, or played out
