@@ -31,7 +31,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -151,6 +151,29 @@ STYLES: dict[str, HeuristicStyle] = {
         end_turns=4,
     ),
 }
+
+
+class _Outlook(NamedTuple):
+    """What a heuristic bot's observer knows and projects, per row (and colour: [m, C]) of a batch:
+    computed once, read by the card and the draw scores."""
+
+    where_is: torch.Tensor  # [m, 4, C, P] unknown, in my hand, on my / their expedition
+    tops: torch.Tensor  # [m, 2, C] highest number on my / their expedition, 0 if none
+    exp_cards: torch.Tensor  # [m, 2, C] cards on my / their expedition
+    exp_wagers: torch.Tensor  # [m, 2, C] wagers on them
+    exp_sum: torch.Tensor  # [m, 2, C] sum of their numbers
+    hand_count: torch.Tensor  # numbered cards in my hand above my top
+    opp_open: torch.Tensor  # the opponent's expedition is open
+    deck_share: torch.Tensor  # [m] the deck left, a share of the deck after the deal
+    p_get: torch.Tensor  # [m] the chance that I draw a given unseen card
+    turns: torch.Tensor  # [m] my turns left
+    future: torch.Tensor  # [m, 1] the weight of the unseen cards above my top
+    base: torch.Tensor  # the projection of each expedition
+    committed: torch.Tensor  # open, or worth opening now
+    promise: torch.Tensor  # how near the opening margin the projection is, in [0, 1]
+    committed_cards: torch.Tensor  # [m] cards in my hand for committed colours
+    w_hand: torch.Tensor  # [m] the weight of a hand card: turns left per committed card, at most 1
+    danger_row: torch.Tensor  # [m, C] row of the danger table of each opponent expedition
 
 
 class HeuristicBot:
@@ -282,21 +305,32 @@ class HeuristicBot:
     def _scores_torch(self, obs: torch.Tensor, card_end: int, draw_start: int, draw_end: int) -> torch.Tensor:
         """Scores ``[n, A]``: card actions of rows ``[0, card_end)`` and draw actions of rows
         ``[draw_start, draw_end)``; the other entries are left uninitialised."""
-        r, st = self.rules, self.style
-        s = self._scale
+        r = self.rules
         n, dev = obs.shape[0], obs.device
-        C, P, R = r.n_colors, r.cards_per_color, r.n_ranks
-        D, K = r.deck_size, r.num_kinds
-        f32 = torch.float32
         t = self._tables(dev)
-        zero = t["zero"]
-        scores = torch.empty(n, r.num_actions, dtype=f32, device=dev)
+        scores = torch.empty(n, r.num_actions, dtype=torch.float32, device=dev)
         m = max(card_end, draw_end)  # rows past m need nothing
         if m == 0:
             return scores
+        loc = obs[:m, : r.deck_size].reshape(m, 1, r.n_colors, r.cards_per_color)  # location codes (layout.py)
+        outlook = self._outlook(obs, loc, t)
+        if card_end > 0:
+            rows = slice(0, card_end)
+            self._card_scores_torch(scores, t, outlook, rows)
+        if draw_end > draw_start:
+            rows = slice(draw_start, draw_end)
+            self._draw_scores_torch(scores, t, outlook, rows, loc)
+        return scores
 
+    def _outlook(self, obs: torch.Tensor, loc: torch.Tensor, t: dict[str, Any]) -> _Outlook:
+        """What the observer of rows ``[0, m)`` knows per colour, and the projections and
+        commitments that both decisions' scores read (``loc``: [m, 1, C, P] the location codes)."""
+        r, st = self.rules, self.style
+        s = self._scale
+        m, dev = loc.shape[0], loc.device
+        f32 = torch.float32
+        zero = t["zero"]
         # --- what the observer knows, per colour (sums of small integers: exact) ------------
-        loc = obs[:m, :D].reshape(m, 1, C, P)  # location codes (layout.py)
         where_is = loc == t["codes"]  # [m, 4, C, P]: unknown, in my hand, on my / their expedition
         with torch.autocast(
             device_type=dev.type, enabled=False
@@ -320,7 +354,7 @@ class HeuristicBot:
         my_open = exp_cards[:, 0] > 0
         opp_open = exp_cards[:, 1] > 0
 
-        deck_size = obs[:m, D].long()
+        deck_size = obs[:m, r.deck_size].long()
         deck = deck_size.to(f32)
         unseen_total = stats[:, 0, :, 0].sum(dim=1).clamp(min=1)  # cards of unknown location
         deck_share = deck / float(r.deck_size - 2 * r.hand_size)
@@ -336,83 +370,41 @@ class HeuristicBot:
         committed_cards = torch.where(committed, hand_count, zero).sum(dim=1)
         w_hand = (turns / committed_cards.clamp(min=1)).clamp(max=1.0)  # [m]
         # Row of the danger table of each opponent expedition (were it open).
-        danger_row = (exp_wagers[:, 1] * (R + 1)).long() + opp_top
+        danger_row = (exp_wagers[:, 1] * (r.n_ranks + 1)).long() + opp_top
+        return _Outlook(
+            where_is=where_is,
+            tops=tops,
+            exp_cards=exp_cards,
+            exp_wagers=exp_wagers,
+            exp_sum=exp_sum,
+            hand_count=hand_count,
+            opp_open=opp_open,
+            deck_share=deck_share,
+            p_get=p_get,
+            turns=turns,
+            future=future,
+            base=base,
+            committed=committed,
+            promise=promise,
+            committed_cards=committed_cards,
+            w_hand=w_hand,
+            danger_row=danger_row,
+        )
 
-        if card_end > 0:
-            rows = slice(0, card_end)
-            self._card_scores_torch(
-                scores[rows],
-                t,
-                where_is[rows],
-                tops[rows],
-                committed[rows],
-                w_hand[rows],
-                p_get[rows],
-                promise[rows],
-                base[rows],
-                exp_wagers[rows, 0],
-                hand_count[rows],
-                deck_share[rows],
-                opp_open[rows],
-                danger_row[rows],
-            )
-        if draw_end > draw_start:
-            rows = slice(draw_start, draw_end)
-            top_code, top_copy = loc[rows, 0].max(dim=2)  # a pile's top card has its highest code
-            top_slot = torch.where(top_code >= LOC_PILE0, top_copy + 1, t["zero_long"])
-            top = t["top_kind"][top_slot]  # [d, C] kind, -1 when empty
-            top_value = t["top_value"][top_slot]
-            my_top, committed, base, w_hand = my_top[rows], committed[rows], base[rows], w_hand[rows]
-            opens_with_it = (base + top_value * (1 - future[rows]) >= st.open_margin * s) & (
-                hand_count[rows] >= st.min_open_cards - 1
-            )
-            # (top > my_top >= 0: a numbered card that fits.)
-            gain = torch.where((top > my_top) & (committed | opens_with_it), top_value * w_hand[:, None], zero)
-            wager_gain = torch.where((my_top == 0) & committed & (base >= st.wager_margin * s), 5.0 * s, 0.0)
-            gain = torch.where(top == 0, wager_gain, gain)
-            # Denial: the danger of the top's kind (the wager's for an empty pile), open expeditions only.
-            top_danger = t["danger_open"].view(-1)[danger_row[rows] * (R + 1) + top.clamp(min=0)]
-            top_danger = torch.where(opp_open[rows], top_danger, zero)
-            pile_scores = gain + st.deny_weight * top_danger - st.pile_threshold * s
-
-            # Expedition scores (integers, exact): mine minus theirs.
-            cards = exp_cards[rows]
-            raw = (exp_sum[rows] + r.expedition_cost) * (1 + exp_wagers[rows]) + r.bonus * (cards >= r.bonus_threshold)
-            score_by_player = torch.where(cards > 0, raw, zero).sum(dim=2)
-            lead = score_by_player[:, 0] - score_by_player[:, 1]
-            near_end = turns[rows] <= st.end_turns
-            scores[rows, 2 * K] = torch.where(near_end & (lead > 0), 20.0 * s, 0.0)
-            if st.stall_when_behind:
-                stall = near_end & (lead < 0) & (committed_cards[rows] > turns[rows])
-                # Any pile card beats shortening the game while behind.
-                pile_scores = torch.where(stall[:, None], pile_scores.clamp(min=0) + 1.0, pile_scores)
-            scores[rows, 2 * K + 1 :] = pile_scores
-        return scores
-
-    def _card_scores_torch(
-        self,
-        scores,
-        t,
-        where_is,
-        tops,
-        committed,
-        w_hand,
-        p_get,
-        promise,
-        base,
-        my_wagers,
-        hand_count,
-        deck_share,
-        opp_open,
-        danger_row,
-    ) -> None:
-        """Write the play and discard scores of these rows into ``scores[:, :2K]``."""
+    def _card_scores_torch(self, scores: torch.Tensor, t: dict[str, Any], outlook: _Outlook, rows: slice) -> None:
+        """Write the play and discard scores of ``rows`` of the batch into ``scores[rows, :2K]``."""
         r, st = self.rules, self.style
         s = self._scale
-        n, C, W, R1 = scores.shape[0], r.n_colors, r.n_wagers, r.n_ranks + 1
+        C, W, R1 = r.n_colors, r.n_wagers, r.n_ranks + 1
         value, zero = t["value"], t["zero"]
-        play = scores[:, : C * R1].view(n, C, R1)
-        discard = scores[:, C * R1 : 2 * C * R1].view(n, C, R1)
+        o = outlook
+        where_is, tops, committed, w_hand = o.where_is[rows], o.tops[rows], o.committed[rows], o.w_hand[rows]
+        p_get, promise, base, my_wagers = o.p_get[rows], o.promise[rows], o.base[rows], o.exp_wagers[rows, 0]
+        hand_count, deck_share, opp_open = o.hand_count[rows], o.deck_share[rows], o.opp_open[rows]
+        danger_row = o.danger_row[rows]
+        n = where_is.shape[0]
+        play = scores[rows, : C * R1].view(n, C, R1)
+        discard = scores[rows, C * R1 : 2 * C * R1].view(n, C, R1)
         above = t["kinds"] > tops[:, :, :, None]  # [n, 2, C, R] numbers that fit my / their expedition
         above_mine = above[:, 0]
         fits = where_is[:, :2, :, W:] & above[:, :1]  # unseen / in my hand, and above my top
@@ -450,6 +442,46 @@ class HeuristicBot:
         keep_wager = base.clamp(min=0) * torch.where(committed, 1.0, promise) * 0.5
         minus_keep_wager = torch.where(my_has_num, zero, keep_wager.neg_())
         torch.sub(minus_keep_wager, danger[:, :, 0], out=discard[:, :, 0])
+
+    def _draw_scores_torch(
+        self, scores: torch.Tensor, t: dict[str, Any], outlook: _Outlook, rows: slice, loc: torch.Tensor
+    ) -> None:
+        """Write the draw scores (the deck, each discard pile) of ``rows`` of the batch into
+        ``scores[rows, 2K:]``."""
+        r, st = self.rules, self.style
+        s = self._scale
+        R, K = r.n_ranks, r.num_kinds
+        zero = t["zero"]
+        o = outlook
+        top_code, top_copy = loc[rows, 0].max(dim=2)  # a pile's top card has its highest code
+        top_slot = torch.where(top_code >= LOC_PILE0, top_copy + 1, t["zero_long"])
+        top = t["top_kind"][top_slot]  # [d, C] kind, -1 when empty
+        top_value = t["top_value"][top_slot]
+        my_top, committed, base, w_hand = o.tops[rows, 0], o.committed[rows], o.base[rows], o.w_hand[rows]
+        opens_with_it = (base + top_value * (1 - o.future[rows]) >= st.open_margin * s) & (
+            o.hand_count[rows] >= st.min_open_cards - 1
+        )
+        # (top > my_top >= 0: a numbered card that fits.)
+        gain = torch.where((top > my_top) & (committed | opens_with_it), top_value * w_hand[:, None], zero)
+        wager_gain = torch.where((my_top == 0) & committed & (base >= st.wager_margin * s), 5.0 * s, 0.0)
+        gain = torch.where(top == 0, wager_gain, gain)
+        # Denial: the danger of the top's kind (the wager's for an empty pile), open expeditions only.
+        top_danger = t["danger_open"].view(-1)[o.danger_row[rows] * (R + 1) + top.clamp(min=0)]
+        top_danger = torch.where(o.opp_open[rows], top_danger, zero)
+        pile_scores = gain + st.deny_weight * top_danger - st.pile_threshold * s
+
+        # Expedition scores (integers, exact): mine minus theirs.
+        cards = o.exp_cards[rows]
+        raw = (o.exp_sum[rows] + r.expedition_cost) * (1 + o.exp_wagers[rows]) + r.bonus * (cards >= r.bonus_threshold)
+        score_by_player = torch.where(cards > 0, raw, zero).sum(dim=2)
+        lead = score_by_player[:, 0] - score_by_player[:, 1]
+        near_end = o.turns[rows] <= st.end_turns
+        scores[rows, 2 * K] = torch.where(near_end & (lead > 0), 20.0 * s, 0.0)
+        if st.stall_when_behind:
+            stall = near_end & (lead < 0) & (o.committed_cards[rows] > o.turns[rows])
+            # Any pile card beats shortening the game while behind.
+            pile_scores = torch.where(stall[:, None], pile_scores.clamp(min=0) + 1.0, pile_scores)
+        scores[rows, 2 * K + 1 :] = pile_scores
 
 
 # What `deepcfr eval` plays a checkpoint against when no opponent is named: the middle heuristic
