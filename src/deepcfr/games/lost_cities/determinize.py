@@ -32,7 +32,7 @@ from ..base import index_state
 from .layout import LOC_HAND, LOC_MY_EXP, LOC_OPP_EXP, LOC_OPP_KNOWN, LOC_PILE0, LOC_UNKNOWN, card_kinds
 from .rules import LostCitiesRules
 from .state import CAP_FLAG, DECISION_BITS, DECK_FLAG, T_DECISIONS, T_DECK, T_DISCARD, T_PLAYER, T_PLY, LostCitiesState
-from .tables import Tables
+from .tables import Layout, Tables
 
 
 class RulesGame(Protocol):
@@ -119,7 +119,7 @@ def state_from_hidden(
     deck card's position in the deck (0 = bottom, deck size - 1 = the next card drawn; -1 for
     cards not in the deck)."""
     r = game.rules
-    D, C, P, R1 = r.deck_size, r.n_colors, r.cards_per_color, r.n_ranks + 1
+    D, C = r.deck_size, r.n_colors
     device = obs.device
     t = game.tables(device)
     L = t.layout
@@ -128,35 +128,82 @@ def state_from_hidden(
     deck_count = obs[:, D].long()
     phase, discarded, observer, to_move = (obs[:, D + i].long() for i in range(1, 5))
     in_deck = deck_pos >= 0
-
-    # Each player's location codes (the arena's "seen" planes), observer's plane = its obs.
-    seen_obs = loc
-    swap = torch.tensor([LOC_UNKNOWN, LOC_UNKNOWN, LOC_OPP_EXP, LOC_MY_EXP, LOC_HAND], device=device)
-    seen_opp = torch.where(loc >= LOC_PILE0, loc, swap[loc.clamp(max=LOC_OPP_KNOWN)])
-    seen_opp = torch.where(to_opp, LOC_HAND, seen_opp)
     first = observer == 0
-    seen0 = torch.where(first[:, None], seen_obs, seen_opp)
-    seen1 = torch.where(first[:, None], seen_opp, seen_obs)
+    obs_hand = loc == LOC_HAND
+    opp_in_hand = to_opp | (loc == LOC_OPP_KNOWN)
 
+    seen0, seen1 = _seen_planes(loc, to_opp, first)
     arena = torch.zeros(N, L.row_bytes, dtype=torch.uint8, device=device)
     arena[:, L.seen : L.seen + D] = seen0.to(torch.uint8)
     arena[:, L.seen + D + 5 : L.seen + 2 * D + 5] = seen1.to(torch.uint8)
+    hands = _hands_by_kind(r, t, loc, first, obs_hand, opp_in_hand)
+    blocked, exp_words = _expeditions(r, t, seen0, seen1)
+    for seat in range(2):
+        arena[:, L.blocked(seat) : L.blocked(seat) + r.num_kinds] = blocked[:, seat].reshape(N, -1).to(torch.uint8)
+        arena[:, L.hand(seat) : L.hand(seat) + r.num_kinds] = hands[:, seat].to(torch.uint8)
+    ev = arena.view(torch.int64)
+    ev[:, L.expedition // 8 : L.expedition // 8 + 2 * C] = exp_words.view(N, 2 * C)
+    _place_table_cards(r, L, arena, loc, deck_count, deck_pos, in_deck)
 
-    # Hand entries by kind: one base-3 digit per copy (1 in hand, 2 in hand and known to the other).
+    # The turn word (state.T_*): phase, player, colour discarded, decisions, ply and deck counters.
+    decisions = 2 * (L.deck_cards - deck_count) + phase
+    turn = (
+        phase
+        | to_move << T_PLAYER
+        | discarded << T_DISCARD
+        | decisions << T_DECISIONS
+        | ((1 << DECISION_BITS) - r.ply_cap + decisions) << T_PLY
+        | (256 - deck_count) << T_DECK
+    )
+    deal = _deal_order(first, obs_hand, opp_in_hand, in_deck, deck_pos)
+    terminal = (turn & (CAP_FLAG | DECK_FLAG)) != 0
+    return LostCitiesState(arena=arena, turn=turn, terminal=terminal, deck=deal)
+
+
+def _seen_planes(loc: torch.Tensor, to_opp: torch.Tensor, first: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each seat's location codes (the arena's "seen" planes): the observer's is its observation,
+    the opponent's its mirror with the cards of ``to_opp`` in its hand."""
+    swap = torch.tensor([LOC_UNKNOWN, LOC_UNKNOWN, LOC_OPP_EXP, LOC_MY_EXP, LOC_HAND], device=loc.device)
+    seen_opp = torch.where(loc >= LOC_PILE0, loc, swap[loc.clamp(max=LOC_OPP_KNOWN)])
+    seen_opp = torch.where(to_opp, LOC_HAND, seen_opp)
+    seen0 = torch.where(first[:, None], loc, seen_opp)
+    seen1 = torch.where(first[:, None], seen_opp, loc)
+    return seen0, seen1
+
+
+def _hands_by_kind(
+    r: LostCitiesRules,
+    t: Tables,
+    loc: torch.Tensor,
+    first: torch.Tensor,
+    obs_hand: torch.Tensor,
+    opp_in_hand: torch.Tensor,
+) -> torch.Tensor:
+    """[N, 2 seats, kinds] hand entries by kind: one base-3 digit per copy (1 in hand, 2 in hand
+    and known to the other)."""
+    N, D = loc.shape
     kind_index = t.card_kind_index  # [D]
     copy_digit = t.copy_digit.long()  # [D] 3^copy for wagers, 1 for numbers
-    obs_hand = loc == LOC_HAND
-    opp_in_hand = to_opp | (loc == LOC_OPP_KNOWN)
     opp_digit = torch.where(loc == LOC_OPP_KNOWN, 2, 1) * copy_digit
-    hands = torch.zeros(N, 2, r.num_kinds, dtype=torch.long, device=device)
+    hands = torch.zeros(N, 2, r.num_kinds, dtype=torch.long, device=loc.device)
     hands[:, 0].scatter_add_(
         1, kind_index.expand(N, D), torch.where(first[:, None], obs_hand * copy_digit, opp_in_hand * opp_digit)
     )
     hands[:, 1].scatter_add_(
         1, kind_index.expand(N, D), torch.where(first[:, None], opp_in_hand * opp_digit, obs_hand * copy_digit)
     )
+    return hands
 
-    # Expeditions per seat: the codes of the seat's own plane.
+
+def _expeditions(
+    r: LostCitiesRules, t: Tables, seen0: torch.Tensor, seen1: torch.Tensor
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each seat's expeditions from the codes of its own plane: [N, 2, C, R1] the blocked counts
+    and [N, 2, C] the expedition words."""
+    N, D = seen0.shape
+    C, P, R1 = r.n_colors, r.cards_per_color, r.n_ranks + 1
+    device = seen0.device
+    kind_index = t.card_kind_index  # [D]
     kinds = card_kinds(r, device).reshape(D)  # card ids run colour-major, as in the layout
     values = torch.where(kinds == 0, 0, r.min_rank + kinds - 1)
     color = torch.arange(D, device=device) // P
@@ -171,13 +218,23 @@ def state_from_hidden(
         per_kind.scatter_add_(1, kind_index.expand(N, D), (on_exp & (kinds > 0)).long())
         per_kind = per_kind.view(N, C, R1)
         blocked[:, seat] = per_kind.flip(2).cumsum(2).flip(2)
-    for seat in range(2):
-        arena[:, L.blocked(seat) : L.blocked(seat) + r.num_kinds] = blocked[:, seat].reshape(N, -1).to(torch.uint8)
-        arena[:, L.hand(seat) : L.hand(seat) + r.num_kinds] = hands[:, seat].to(torch.uint8)
-    ev = arena.view(torch.int64)
-    ev[:, L.expedition // 8 : L.expedition // 8 + 2 * C] = exp_words.view(N, 2 * C)
+    return blocked, exp_words
 
-    # Heights, the deck stack and the piles.
+
+def _place_table_cards(
+    r: LostCitiesRules,
+    L: Layout,
+    arena: torch.Tensor,
+    loc: torch.Tensor,
+    deck_count: torch.Tensor,
+    deck_pos: torch.Tensor,
+    in_deck: torch.Tensor,
+) -> None:
+    """Write the heights, the deck stack and the piles into ``arena``."""
+    N, D = loc.shape
+    C, P = r.n_colors, r.cards_per_color
+    device = loc.device
+    color = torch.arange(D, device=device) // P
     in_pile = loc >= LOC_PILE0
     pile_heights = torch.zeros(N, C, dtype=torch.long, device=device).scatter_add_(
         1, color.expand(N, D), in_pile.long()
@@ -193,26 +250,22 @@ def state_from_hidden(
     arena.scatter_(1, torch.cat([deck_byte, pile_byte], dim=1), torch.cat([cards, cards], dim=1))
     arena[:, L.zero] = 0
 
-    # The turn word (state.T_*): phase, player, colour discarded, decisions, ply and deck counters.
-    decisions = 2 * (L.deck_cards - deck_count) + phase
-    turn = (
-        phase
-        | to_move << T_PLAYER
-        | discarded << T_DISCARD
-        | decisions << T_DECISIONS
-        | ((1 << DECISION_BITS) - r.ply_cap + decisions) << T_PLY
-        | (256 - deck_count) << T_DECK
-    )
 
-    # A deal-like permutation: the cards ordered by (hand of seat 0, hand of seat 1, deck top
-    # first, the rest).
+def _deal_order(
+    first: torch.Tensor,
+    obs_hand: torch.Tensor,
+    opp_in_hand: torch.Tensor,
+    in_deck: torch.Tensor,
+    deck_pos: torch.Tensor,
+) -> torch.Tensor:
+    """A deal-like permutation: the cards ordered by (hand of seat 0, hand of seat 1, deck top
+    first, the rest)."""
+    D = obs_hand.shape[1]
     in_hand0 = torch.where(first[:, None], obs_hand, opp_in_hand)
     in_hand1 = torch.where(first[:, None], opp_in_hand, obs_hand)
     group_key = torch.where(in_hand0, 0, torch.where(in_hand1, 1, torch.where(in_deck, 2, 3)))
-    sort_key = group_key * 4 * D + torch.where(in_deck, D - deck_pos, torch.arange(D, device=device))
-    deal = sort_key.argsort(dim=1).to(torch.uint8)
-    terminal = (turn & (CAP_FLAG | DECK_FLAG)) != 0
-    return LostCitiesState(arena=arena, turn=turn, terminal=terminal, deck=deal)
+    sort_key = group_key * 4 * D + torch.where(in_deck, D - deck_pos, torch.arange(D, device=obs_hand.device))
+    return sort_key.argsort(dim=1).to(torch.uint8)
 
 
 def shuffle_deck(
