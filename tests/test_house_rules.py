@@ -19,10 +19,8 @@ SRC = Path(deepcfr.__file__).resolve().parent
 MAX_FUNCTION_LINES = 100
 MAX_FILE_LINES = 700
 
-# Known offenders ("file::qualified name": ceiling in lines). Split one and delete its entry.
-LONG_FUNCTIONS: dict[str, int] = {
-    "search/plan.py::PlanSearch.plan_values": 122,
-}
+# Known offenders ("file::qualified name": ceiling in lines): none. Split one and delete its entry.
+LONG_FUNCTIONS: dict[str, int] = {}
 # Known long files ("file": ceiling in lines): none.
 LONG_FILES: dict[str, int] = {}
 

@@ -59,17 +59,39 @@ def observation_keys(obs: torch.Tensor, salt: torch.Tensor) -> torch.Tensor:
     return key ^ (key >> 29)
 
 
-def backed_up(flat: torch.Tensor, events: list) -> torch.Tensor:
-    """The edges' values ``flat`` with every branching's parent edge given its best child's value,
-    deepest first: one move for the nodes of a group (``events``: parent edges, their groups, the
-    first child edge, each child's node and slot, the width)."""
-    for parent, group, first, which, slot, width in reversed(events):
-        table = torch.full((parent.numel(), width), -math.inf, dtype=torch.float64, device=flat.device)
-        table[which, slot] = flat[first : first + which.numel()]
-        totals = torch.zeros(int(group.max()) + 1, width, dtype=torch.float64, device=flat.device)
-        choice = totals.index_add_(0, group, table).argmax(dim=1)  # a group's nodes share one observation
-        flat[parent] = table.gather(1, choice[group][:, None]).squeeze(1)
-    return flat
+class _Edges:
+    """The tree's edges (the root's first): each one's value, set where its row ends or is valued,
+    and the branchings (each decider node's children), backed up deepest first."""
+
+    def __init__(self, count: int, device: torch.device):
+        self.parts = [torch.zeros(count, dtype=torch.float64, device=device)]
+        self.count = count
+        self.events: list = []  # (parent edges [R], group [R], first child edge, node [E], slot [E], width)
+
+    def record(self, edge: torch.Tensor, value: torch.Tensor) -> None:
+        flat = torch.cat(self.parts) if len(self.parts) > 1 else self.parts[0]
+        flat[edge] = value
+        self.parts = [flat]
+
+    def branch(self, parent: torch.Tensor, group: torch.Tensor, which, slot, width: int) -> torch.Tensor:
+        """The new edges of the children (node ``which``'s candidate ``slot``) of the ``parent`` edges."""
+        first = self.count
+        self.events.append((parent, group, first, which, slot, width))
+        self.parts.append(torch.zeros(which.numel(), dtype=torch.float64, device=parent.device))
+        self.count += which.numel()
+        return first + torch.arange(which.numel(), device=parent.device)
+
+    def backed_up(self) -> torch.Tensor:
+        """Every edge's value, a branching's parent given its best child's: one move for the nodes
+        of a group."""
+        flat = torch.cat(self.parts) if len(self.parts) > 1 else self.parts[0]
+        for parent, group, first, which, slot, width in reversed(self.events):
+            table = torch.full((parent.numel(), width), -math.inf, dtype=torch.float64, device=flat.device)
+            table[which, slot] = flat[first : first + which.numel()]
+            totals = torch.zeros(int(group.max()) + 1, width, dtype=torch.float64, device=flat.device)
+            choice = totals.index_add_(0, group, table).argmax(dim=1)  # a group's nodes share one observation
+            flat[parent] = table.gather(1, choice[group][:, None]).squeeze(1)
+        return flat
 
 
 class _Frontier:
@@ -78,6 +100,23 @@ class _Frontier:
     def __init__(self, states, root, rootslot, stream, edge, turn, prev_opp, tail):
         self.states, self.root, self.rootslot, self.stream = states, root, rootslot, stream
         self.edge, self.turn, self.prev_opp, self.tail = edge, turn, prev_opp, tail
+
+    @staticmethod
+    def roots(worlds, m: int, k: int, d: int, dev: torch.device) -> _Frontier:
+        """The root's edges, before its moves, in ``[m, k, d]`` layout: candidate-major inside a
+        decision, worlds innermost (``worlds``: ``[m * d]``, row ``i * d + j``)."""
+        order = torch.arange(m * d, device=dev).view(m, 1, d).expand(m, k, d).reshape(-1)
+        M = m * k * d
+        return _Frontier(
+            index_state(worlds, order),
+            torch.arange(m, device=dev).view(m, 1, 1).expand(m, k, d).reshape(-1),
+            torch.arange(m * k, device=dev).view(m, k, 1).expand(m, k, d).reshape(-1),
+            order.clone(),
+            torch.arange(M, device=dev),
+            torch.ones(M, dtype=torch.long, device=dev),
+            torch.zeros(M, dtype=torch.bool, device=dev),
+            torch.full((M,), -1, dtype=torch.long, device=dev),
+        )
 
     def take(self, idx: torch.Tensor) -> _Frontier:
         return _Frontier(
@@ -177,6 +216,22 @@ class PlanSearch(RolloutSearch):
         )
         return self._choose(n, candidates, valid, prior, has_prior, single, todo, done_d, moments, start)
 
+    def _node_moves(self, obs: torch.Tensor, mask: torch.Tensor, rootslot: torch.Tensor):
+        """At the decider's nodes inside the plan: its top moves [E, w], which of them branch
+        [E, w] (legal, and not under plan_min_prior), and each node's group, the nodes that choose
+        one move together (its observation under the same root move; per_world: itself)."""
+        cfg = self.config
+        ranking, probs = self.rank(obs, mask)
+        top = ranking.topk(min(cfg.plan_candidates, mask.shape[1]), dim=1)
+        ok = torch.isfinite(top.values)
+        if probs is not None and cfg.plan_min_prior > 0:
+            ok[:, 1:] &= probs.gather(1, top.indices[:, 1:]) >= cfg.plan_min_prior
+        if cfg.plan_choice == "infoset":
+            group = torch.unique(observation_keys(obs, rootslot), return_inverse=True)[1]
+        else:
+            group = torch.arange(obs.shape[0], device=obs.device)
+        return top.indices, ok, group
+
     def plan_values(
         self, worlds, obs: torch.Tensor, candidates: torch.Tensor, valid: torch.Tensor, d: int
     ) -> torch.Tensor:
@@ -188,41 +243,23 @@ class PlanSearch(RolloutSearch):
         m, k = candidates.shape
         seat = game.obs_player(obs)
         rollout_act = self._rollout_act(seat)  # the faced opponent, where known, on its seat
-        # the root's edges, [m, k, d] layout: candidate-major inside a decision, worlds innermost
-        order = torch.arange(m * d, device=dev).view(m, 1, d).expand(m, k, d).reshape(-1)
-        M = m * k * d
-        frontier = _Frontier(
-            index_state(worlds, order),
-            torch.arange(m, device=dev).view(m, 1, 1).expand(m, k, d).reshape(-1),
-            torch.arange(m * k, device=dev).view(m, k, 1).expand(m, k, d).reshape(-1),
-            order.clone(),
-            torch.arange(M, device=dev),
-            torch.ones(M, dtype=torch.long, device=dev),
-            torch.zeros(M, dtype=torch.bool, device=dev),
-            torch.full((M,), -1, dtype=torch.long, device=dev),
-        )
+        frontier = _Frontier.roots(worlds, m, k, d, dev)
         actions = torch.where(valid, candidates, candidates[:, :1]).view(m, k, 1).expand(m, k, d).reshape(-1)
         frontier.states = game.step(frontier.states, actions)
+        M = m * k * d
         self.expanded += m * d
-        edge_values = [torch.zeros(M, dtype=torch.float64, device=dev)]
-        edges = M
-        events = []  # the branchings, in order: (parent edges [R], group [R], first edge, node [E], slot [E], width)
+        tree = _Edges(M, dev)
         leaf_value = self.leaf_value
         plies = cfg.rollout_plies if leaf_value is not None else None
         peak, decisions, valued = M, 0, 0
         cut_off = getattr(game, "cut_off", None)  # games without a ply cap have none
-
-        def record(edge: torch.Tensor, value: torch.Tensor) -> None:
-            flat = torch.cat(edge_values) if len(edge_values) > 1 else edge_values[0]
-            flat[edge] = value
-            edge_values[:] = [flat]
 
         for _ in range(game.max_game_length + 2):
             done = game.is_terminal(frontier.states)
             if bool(done.any()):
                 fin = done.nonzero().squeeze(1)
                 ended = index_state(frontier.states, fin)
-                record(
+                tree.record(
                     frontier.edge[fin],
                     game.returns(ended).gather(1, seat[frontier.root[fin]][:, None]).squeeze(1).double(),
                 )
@@ -242,7 +279,7 @@ class PlanSearch(RolloutSearch):
                 if bool(cut.any()):
                     at = cut.nonzero().squeeze(1)
                     value = leaf_value(index_state(frontier.states, at)).to(dev).double()
-                    record(frontier.edge[at], torch.where(seat[frontier.root[at]] == 0, value, -value))
+                    tree.record(frontier.edge[at], torch.where(seat[frontier.root[at]] == 0, value, -value))
                     valued += at.numel()
                     self.leaves += at.numel()
                     keep = (~cut).nonzero().squeeze(1)
@@ -268,23 +305,11 @@ class PlanSearch(RolloutSearch):
                 node = frontier.take(nodes)
                 node.turn = node.turn + node.prev_opp.long()
                 node.prev_opp = torch.zeros_like(node.prev_opp)
-                ranking, probs = self.rank(ob, mb)
-                width = min(cfg.plan_candidates, mb.shape[1])
-                top = ranking.topk(width, dim=1)
-                ok = torch.isfinite(top.values)
-                if probs is not None and cfg.plan_min_prior > 0:
-                    ok[:, 1:] &= probs.gather(1, top.indices[:, 1:]) >= cfg.plan_min_prior
-                if cfg.plan_choice == "infoset":
-                    group = torch.unique(observation_keys(ob, node.rootslot), return_inverse=True)[1]
-                else:
-                    group = torch.arange(nodes.numel(), device=dev)
+                moves, ok, group = self._node_moves(ob, mb, node.rootslot)
                 which, slot = ok.nonzero(as_tuple=True)
-                events.append((node.edge, group, edges, which, slot, width))
                 children = node.take(which)
-                children.edge = edges + torch.arange(which.numel(), device=dev)
-                edge_values.append(torch.zeros(which.numel(), dtype=torch.float64, device=dev))
-                edges += which.numel()
-                children.states = game.step(children.states, top.indices[which, slot])
+                children.edge = tree.branch(node.edge, group, which, slot, moves.shape[1])
+                children.states = game.step(children.states, moves[which, slot])
                 self.expanded += nodes.numel()
                 parts.append(children)
             decisions += frontier.size
@@ -293,7 +318,7 @@ class PlanSearch(RolloutSearch):
         else:
             raise RuntimeError(f"{game.name}: plans still running after {game.max_game_length} decisions")
 
-        flat = backed_up(torch.cat(edge_values) if len(edge_values) > 1 else edge_values[0], events)
+        flat = tree.backed_up()
         self.rows_per_world = max(self.rows_per_world or 0.0, 1.25 * peak / (m * d))
         self.stats.rollouts += M
         self.stats.rollout_decisions += decisions
