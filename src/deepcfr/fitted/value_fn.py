@@ -70,7 +70,7 @@ class FullStateValue:
     its half of the first layer, once (``_forward``); the matmuls run in bfloat16 where the
     device has native kernels (``bfloat16``)."""
 
-    def __init__(self, game, net: nn.Module, trained_on: dict | None = None, bfloat16: bool | None = None):
+    def __init__(self, game, net: DeepCFRMLP, trained_on: dict | None = None, bfloat16: bool | None = None):
         if getattr(net, "input_size", 2 * game.feature_size) != 2 * game.feature_size:
             raise ValueError(
                 f"value network input {net.input_size} does not match {game.name}'s 2 x {game.feature_size} features"
@@ -109,6 +109,7 @@ class FullStateValue:
         not worth its cost where every row is another position (the states before chance)."""
         device = next(self.net.parameters()).device
         first, rest = self.net.body[0], self.net.body[1:]
+        assert isinstance(first, nn.Linear)  # DeepCFRMLP's body opens with its first Linear
         F = self.game.feature_size
         with torch.autocast(device_type=device.type, dtype=torch.bfloat16, enabled=self.bfloat16):
             if not share:
@@ -172,8 +173,10 @@ class _PositionRecorder:
 
     def __init__(self, game, keep: float, generator: torch.Generator, teacher: Callable | None = None):
         self._game, self.keep, self.generator, self.teacher = game, keep, generator, teacher
-        self.teacher_values = []
-        self.rows, self.views, self.movers = [], [], []
+        self.teacher_values: list[torch.Tensor] = []
+        self.rows: list[torch.Tensor] = []
+        self.views: list[torch.Tensor] = []
+        self.movers: list[torch.Tensor] = []
         self.last_state = None
 
     def __getattr__(self, name):
@@ -187,20 +190,20 @@ class _PositionRecorder:
             kept = index_state(state, rows)
             views, mover = _views(self._game, kept)
             if self.teacher is not None:
-                self.teacher_values.append(self._teacher_values(kept, actions[rows], mover).cpu())
+                self.teacher_values.append(self._teacher_values(self.teacher, kept, actions[rows], mover).cpu())
             self.rows.append(rows.cpu())
             self.views.append(views.cpu())
             self.movers.append(mover.cpu())
         self.last_state = self._game.step(state, actions, *args, **kwargs)
         return self.last_state
 
-    def _teacher_values(self, state, actions, mover) -> torch.Tensor:
-        """[n, kinds] the teacher's value after each kind of outcome of each row's chance (the
+    def _teacher_values(self, teacher: Callable, state, actions, mover) -> torch.Tensor:
+        """[n, kinds] the ``teacher``'s value after each kind of outcome of each row's chance (the
         mover's frame; NaN where the row meets no chance or the kind cannot come)."""
         source, outcomes, _, kinds = self._game.chance_outcomes(state, actions, with_kinds=True)
         out = torch.full((actions.shape[0], chance_kind_count(self._game)), float("nan"), device=actions.device)
         if source.numel():
-            values = self.teacher(outcomes).float().to(actions.device)
+            values = teacher(outcomes).float().to(actions.device)
             out[source, kinds] = torch.where(mover[source] == 0, values, -values)
         return out
 
@@ -238,10 +241,11 @@ def collect_positions(
             done += n
             if on_batch is not None:
                 on_batch(done, total, time.perf_counter() - start)
+    taught = [p.chance_targets for p in parts if p.chance_targets is not None]  # every part's, with a teacher
     return Positions(
         torch.cat([p.views for p in parts]),
         torch.cat([p.targets for p in parts]),
-        torch.cat([p.chance_targets for p in parts]) if teacher is not None else None,
+        torch.cat(taught) if teacher is not None else None,
     )
 
 
@@ -257,7 +261,7 @@ def fit_value(
     held_out: float = 0.05,
     seed: int = 0,
     device: str | torch.device = "cpu",
-    start: nn.Module | None = None,
+    start: DeepCFRMLP | None = None,
     on_progress: Callable[[int, int, float], None] | None = None,
 ) -> tuple[DeepCFRMLP, dict]:
     """A value network fitted to ``positions`` by mean squared error (Adam, cosine decay; each batch
@@ -337,12 +341,13 @@ class _BatchLoss:
         self.game, self.net, self.scale, self.device = game, net, scale, device
         self.views, self.targets, self.teacher = positions.views, positions.targets, positions.chance_targets
         self.symmetry = capability(game, "symmetry") if has_capability(game, "symmetry") else None
-        self.head = net.output_size > 1
+        if (net.output_size > 1) != (self.teacher is not None):
+            raise ValueError("a chance head is fitted to a teacher's values, and a teacher's values need a chance head")
         self.every_kind = torch.arange(net.output_size - 1)
 
-    def _kind_columns(self, relabel: torch.Tensor) -> torch.Tensor:
-        """[n, kinds] the source column of each relabelled kind."""
-        every_kind, symmetry = self.every_kind, self.symmetry
+    def _kind_columns(self, symmetry, relabel: torch.Tensor) -> torch.Tensor:
+        """[n, kinds] the source column of each relabelled kind under ``symmetry``."""
+        every_kind = self.every_kind
         inverse = symmetry.inverse(relabel)
         return symmetry.kinds(
             every_kind.expand(relabel.shape[0], -1).reshape(-1), inverse.repeat_interleave(every_kind.numel(), 0)
@@ -357,10 +362,10 @@ class _BatchLoss:
         out = self.net(encode_views(game, batch).to(device))
         target = self.targets[idx].to(device) / scale
         loss = ((out[:, 0] - target) ** 2).mean()
-        if self.head:  # every kind the draw could bring, toward the teacher's values
+        if self.teacher is not None:  # the chance head: every kind the draw could bring, toward the teacher's values
             taught = self.teacher[idx]
             if symmetry is not None:
-                taught = taught.gather(1, self._kind_columns(relabel))
+                taught = taught.gather(1, self._kind_columns(symmetry, relabel))
             taught = taught.to(device) / scale
             known = ~taught.isnan()
             # every kind a target: a draw teaches all it could bring (weighed as one position, the
@@ -398,7 +403,7 @@ def _explained(prefix: str, preds: torch.Tensor, targets: torch.Tensor) -> dict:
     }
 
 
-def _start_from(net: DeepCFRMLP, start: nn.Module) -> None:
+def _start_from(net: DeepCFRMLP, start: DeepCFRMLP) -> None:
     """Copy ``start``'s weights into ``net`` (the same body); a state-value head grows the chance
     head with each kind's row a copy of the state value's."""
     if start.body.state_dict().keys() != net.body.state_dict().keys() or any(
