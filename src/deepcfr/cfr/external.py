@@ -10,14 +10,7 @@ import torch
 
 from deepcfr.games.base import Policy, batch_size, index_state, sample_from_probs
 
-from .traversal_core import (
-    TraversalResult,
-    TraversalStats,
-    call_policy,
-    check_traversal_args,
-    root_states,
-    traversal_result,
-)
+from .traversal_core import TraversalBatch, TraversalResult, TraversalStats, call_policy, start_traversal
 
 
 @dataclass
@@ -57,15 +50,12 @@ def external_sampling(
     ``opponent_policy`` (strategy samples recorded there when ``record_strategy``).
     ``root_state`` (optional, ``num_traversals`` rows) replaces the random deals of ``game.init``.
     """
-    check_traversal_args(game, traverser, num_traversals)
-    depth_cap = int(max_depth if max_depth is not None else game.max_game_length)
-    stats = TraversalStats(traversals=num_traversals)
-    state = root_states(game, num_traversals, generator, device, root_state)
+    batch, state = start_traversal(
+        game, traverser, num_traversals, iteration, generator, device, root_state, record_strategy, max_depth
+    )
+    stats = batch.stats
     root = torch.arange(num_traversals, device=device)
     levels: list[_Level] = []
-    strategy_parts: list[dict[str, torch.Tensor]] = []
-    strategy_roots: list[torch.Tensor] = []
-    it32 = int(iteration)
 
     depth = 0
     while True:
@@ -77,7 +67,7 @@ def external_sampling(
         levels.append(level)
         if live.numel() == 0:
             break
-        if depth >= depth_cap:
+        if depth >= batch.step_cap:
             # Cut off: score the unfinished games as the engine scores them now.
             stats.cut_offs += int(live.numel())
             level.terminal_value = game.returns(state)[:, traverser].float()
@@ -102,23 +92,15 @@ def external_sampling(
             a = sample_from_probs(probs, generator)
             children.append((opp, a, torch.ones(opp.numel(), device=probs.device)))
             if record_strategy:  # the opponent's sigma_t at its on-policy nodes
-                strategy_parts.append(
-                    {
-                        "obs": o_obs,
-                        "mask": o_mask,
-                        "policy": probs,
-                        "iteration": torch.full((opp.numel(),), it32, dtype=torch.int32, device=o_obs.device),
-                    }
-                )
-                strategy_roots.append(root[live[opp]])
+                batch.add_strategy(root[live[opp]], o_obs, o_mask, probs)
         src, actions, weight = (torch.cat(part) for part in zip(*children))
         level.child_parent = live[src]
         level.child_weight = weight
         state = game.step(index_state(live_state, src), actions)
         root = root[level.child_parent]
 
-    adv_parts, adv_roots = _back_up(levels, it32)
-    return traversal_result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
+    _back_up(batch, levels)
+    return batch.result()
 
 
 def _expand_traverser(level: _Level, live, trav, t_obs, t_mask, traverser_policy: Policy, stats: TraversalStats):
@@ -133,11 +115,10 @@ def _expand_traverser(level: _Level, live, trav, t_obs, t_mask, traverser_policy
     return trav[row], act, sigma[row, act]
 
 
-def _back_up(levels: list[_Level], iteration: int) -> tuple[list[dict[str, torch.Tensor]], list[torch.Tensor]]:
+def _back_up(batch: TraversalBatch, levels: list[_Level]) -> None:
     """Values backed up from the deepest level, ``v(h) = sum_a sigma(h, a) v(ha)`` (opponent
-    children weigh 1: they are sampled), and the targets ``v(ha) - v(h)`` at traverser nodes."""
-    adv_parts: list[dict[str, torch.Tensor]] = []
-    adv_roots: list[torch.Tensor] = []
+    children weigh 1: they are sampled), and the targets ``v(ha) - v(h)`` at traverser nodes (added
+    to ``batch``)."""
     child_values = levels[-1].terminal_value
     for level in reversed(levels[:-1]):
         values = level.terminal_value.clone()
@@ -154,14 +135,6 @@ def _back_up(levels: list[_Level], iteration: int) -> tuple[list[dict[str, torch
             q[child_row, child_action] = child_values[:k]
             v_h = values[level.trav_nodes]
             target = (q - v_h[:, None]) * trav_mask
-            adv_parts.append(
-                {
-                    "obs": cast(torch.Tensor, level.trav_obs),
-                    "mask": trav_mask,
-                    "target": target,
-                    "iteration": torch.full((target.shape[0],), iteration, dtype=torch.int32, device=target.device),
-                }
-            )
-            adv_roots.append(cast(torch.Tensor, level.root)[level.trav_nodes])
+            roots = cast(torch.Tensor, level.root)[level.trav_nodes]
+            batch.add_advantage(roots, cast(torch.Tensor, level.trav_obs), trav_mask, target)
         child_values = values
-    return adv_parts, adv_roots

@@ -14,12 +14,10 @@ from deepcfr.host_syncs import to_host
 from .traversal_core import (
     CriticSampling,
     OutcomeSampling,
+    TraversalBatch,
     TraversalResult,
-    TraversalStats,
     call_policy,
-    check_traversal_args,
-    root_states,
-    traversal_result,
+    start_traversal,
 )
 
 # ------------------------------------------------------------------------------------------------
@@ -27,36 +25,32 @@ from .traversal_core import (
 # ------------------------------------------------------------------------------------------------
 
 TraverserHook = Callable[..., None]  # (state, rows, game_ids, obs, mask, sigma, actions, q) -> None
-OpponentHook = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor], None]  # (game_ids, obs, mask, probs)
 
 
 def _play_sampled(
-    game,
+    batch: TraversalBatch,
     state,
-    traverser: int,
     traverser_policy: Policy,
     opponent_policy: Policy,
-    generator,
-    stats: TraversalStats,
-    step_cap: int,
     *,
     epsilon: float = 0.0,
     explore_once: bool = False,
     on_traverser: TraverserHook | None = None,
-    on_opponent: OpponentHook | None = None,
 ) -> torch.Tensor:
     """Play every row of ``state`` to its end, all rows in lockstep, and return the traverser's
-    utility per row (games stopped by ``step_cap`` are scored as they stand and counted).
+    utility per row (games stopped by ``batch.step_cap`` are scored as they stand and counted).
 
     The traverser draws from ``q = epsilon * uniform(legal) + (1 - epsilon) * sigma``, the
     opponent from its policy; one policy call per player per step. ``on_traverser(state, rows,
-    game_ids, obs, mask, sigma, actions, q)`` sees the traverser's rows before each step,
-    ``on_opponent(game_ids, obs, mask, probs)`` the opponent's. ``explore_once``: the traverser
-    explores (uniform over legal actions) with probability ``epsilon`` at each node until it
-    first does, and plays sigma exactly from then on; ``on_traverser`` then also gets
+    game_ids, obs, mask, sigma, actions, q)`` sees the traverser's rows before each step; the
+    opponent's go to ``batch`` as strategy samples when it records them. ``explore_once``: the
+    traverser explores (uniform over legal actions) with probability ``epsilon`` at each node
+    until it first does, and plays sigma exactly from then on; ``on_traverser`` then also gets
     ``deviated`` [m] bool (the game's exploration happened at or before this node: everything
     after it is sigma) as a keyword. Finished rows are dropped once they are half the batch, so
     later steps do no work for them."""
+    game, traverser, generator, stats = batch.game, batch.traverser, batch.generator, batch.stats
+    on_opponent = batch.add_strategy if batch.record_strategy else None
     n = batch_size(state)
     device = game.is_terminal(state).device
     game_id = torch.arange(n, device=device)  # row -> original row (rows are compacted as games end)
@@ -74,7 +68,7 @@ def _play_sampled(
         live_count, trav_count = to_host(torch.stack([(~terminal).sum(), is_trav.sum()]))
         if live_count == 0:
             break
-        if steps >= step_cap:
+        if steps >= batch.step_cap:
             stats.cut_offs += live_count
             break
         if live_count * 2 <= terminal.shape[0] and terminal.shape[0] > 64:
@@ -141,23 +135,6 @@ def _where(mask: torch.Tensor, count: int) -> torch.Tensor:
 _NONZERO_STATIC = hasattr(torch, "nonzero_static")
 
 
-def _strategy_recorder(iteration: int, parts: list, roots: list) -> OpponentHook:
-    """An ``on_opponent`` hook that keeps the opponent's nodes as strategy samples."""
-
-    def record(game_ids, obs, mask, probs):
-        parts.append(
-            {
-                "obs": obs,
-                "mask": mask,
-                "policy": probs,
-                "iteration": torch.full((obs.shape[0],), iteration, dtype=torch.int32, device=obs.device),
-            }
-        )
-        roots.append(game_ids)
-
-    return record
-
-
 # ------------------------------------------------------------------------------------------------
 # Outcome sampling
 # ------------------------------------------------------------------------------------------------
@@ -195,44 +172,28 @@ def outcome_sampling(
     own decisions, weights of 1e4-1e5).
     ``root_state`` (optional, ``num_traversals`` rows) replaces the random deals of ``game.init``.
     """
-    check_traversal_args(game, traverser, num_traversals)
-    epsilon = options.epsilon
-    step_cap = int(max_steps if max_steps is not None else game.max_game_length)
-    n = num_traversals
-    stats = TraversalStats(traversals=n)
-    it32 = int(iteration)
-
-    state = root_states(game, n, generator, device, root_state)
+    batch, state = start_traversal(
+        game, traverser, num_traversals, iteration, generator, device, root_state, record_strategy, max_steps
+    )
     trav_records: list[tuple[torch.Tensor, ...]] = []
-    strategy_parts: list[dict[str, torch.Tensor]] = []
-    strategy_roots: list[torch.Tensor] = []
 
     def record_traverser(state, rows, game_ids, obs, mask, sigma, actions, q):
         trav_records.append((game_ids, obs, mask, sigma, actions, q.gather(1, actions[:, None]).squeeze(1)))
 
     utility = _play_sampled(
-        game,
-        state,
-        traverser,
-        traverser_policy,
-        opponent_policy,
-        generator,
-        stats,
-        step_cap,
-        epsilon=epsilon,
-        on_traverser=record_traverser,
-        on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None,
+        batch, state, traverser_policy, opponent_policy, epsilon=options.epsilon, on_traverser=record_traverser
     )
-
-    adv_parts, adv_roots = _outcome_targets(trav_records, utility, options, stats, it32)
-    return traversal_result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots)
+    _outcome_targets(batch, trav_records, utility, options)
+    return batch.result()
 
 
 def _outcome_targets(
-    trav_records: list, utility: torch.Tensor, options: OutcomeSampling, stats: TraversalStats, it32: int
-) -> tuple[list[dict[str, torch.Tensor]], list[torch.Tensor]]:
+    batch: TraversalBatch, trav_records: list, utility: torch.Tensor, options: OutcomeSampling
+) -> None:
     """Outcome sampling's targets, walked back from each game's leaf over its traverser nodes
-    (``trav_records`` in play order: game ids, obs, mask, sigma, action taken, q of that action)."""
+    (``trav_records`` in play order: game ids, obs, mask, sigma, action taken, q of that action),
+    added to ``batch``."""
+    stats = batch.stats
     n = utility.shape[0]
     tail_correction = options.tail_correction
     if options.unsampled_target == "mean" and n > 1:
@@ -242,8 +203,6 @@ def _outcome_targets(
 
     value = utility.clone()  # v~ of each game's current node, walked back from the leaf
     tail_weight = torch.ones_like(utility)  # product of sigma(a*)/q(a*) below the current node
-    adv_parts: list[dict[str, torch.Tensor]] = []
-    adv_roots: list[torch.Tensor] = []
     # The reported sizes stay on the device until the walk is done (no host sync per record);
     # the sum in float64 of each record's float32 sum, as a Python float sum would be.
     max_weight = torch.zeros((), dtype=torch.float32, device=utility.device)
@@ -260,15 +219,7 @@ def _outcome_targets(
         v_ha.scatter_(1, a[:, None], v_sampled[:, None])
         v_h = (sigma * v_ha).sum(dim=1)
         target = (v_ha - v_h[:, None]) * t_mask
-        adv_parts.append(
-            {
-                "obs": t_obs,
-                "mask": t_mask,
-                "target": target,
-                "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=t_obs.device),
-            }
-        )
-        adv_roots.append(gid)
+        batch.add_advantage(gid, t_obs, t_mask, target)
         if tail_correction:
             value[gid] = v_h
         else:  # index_fill_, not ``[gid] = 1.0``: a Python scalar put by index is copied from the
@@ -278,7 +229,6 @@ def _outcome_targets(
         top, total = to_host(torch.stack([max_weight.double(), weight_sum]))
         stats.max_importance_weight = max(stats.max_importance_weight, top)
         stats.importance_weight_sum += total
-    return adv_parts, adv_roots
 
 
 # ------------------------------------------------------------------------------------------------
@@ -316,14 +266,10 @@ def critic_sampling(
     rather than the game's outcome noise times ``1/q``. Every visited node gets a target for every
     legal action, so exploration only has to reach information sets off sigma's path and teach
     the critic the actions sigma rarely takes."""
-    check_traversal_args(game, traverser, num_traversals)
-    step_cap = int(max_steps if max_steps is not None else game.max_game_length)
-    stats = TraversalStats(traversals=num_traversals)
-    it32 = int(iteration)
-    state = root_states(game, num_traversals, generator, device, root_state)
+    batch, state = start_traversal(
+        game, traverser, num_traversals, iteration, generator, device, root_state, record_strategy, max_steps
+    )
     records: list[tuple[torch.Tensor, ...]] = []
-    strategy_parts: list[dict[str, torch.Tensor]] = []
-    strategy_roots: list[torch.Tensor] = []
 
     def record_traverser(state, rows, game_ids, obs, mask, sigma, actions, q, deviated):
         opponent = torch.full((batch_size(state),), 1 - traverser, dtype=torch.long, device=obs.device)
@@ -331,31 +277,25 @@ def critic_sampling(
         records.append((game_ids, obs, opponent_obs, mask, sigma, actions, deviated))
 
     utility = _play_sampled(
-        game,
+        batch,
         state,
-        traverser,
         traverser_policy,
         opponent_policy,
-        generator,
-        stats,
-        step_cap,
         epsilon=options.epsilon,
         explore_once=True,
         on_traverser=record_traverser,
-        on_opponent=_strategy_recorder(it32, strategy_parts, strategy_roots) if record_strategy else None,
     )
-    adv_parts = [
-        {
-            "obs": obs,
-            "mask": mask,
-            "target": torch.zeros(mask.shape, dtype=torch.float32, device=mask.device),
-            "iteration": torch.full((gid.numel(),), it32, dtype=torch.int32, device=obs.device),
-            "sigma": sigma.float(),
-            "action": a,
-            "utility": utility[gid],
-            "on_policy_tail": tail,
-            "opponent_obs": opponent_obs,
-        }
-        for gid, obs, opponent_obs, mask, sigma, a, tail in records
-    ]
-    return traversal_result(game, device, stats, adv_parts, strategy_parts, [r[0] for r in records], strategy_roots)
+    for gid, obs, opponent_obs, mask, sigma, a, tail in records:
+        target = torch.zeros(mask.shape, dtype=torch.float32, device=mask.device)
+        batch.add_advantage(
+            gid,
+            obs,
+            mask,
+            target,
+            sigma=sigma.float(),
+            action=a,
+            utility=utility[gid],
+            on_policy_tail=tail,
+            opponent_obs=opponent_obs,
+        )
+    return batch.result()

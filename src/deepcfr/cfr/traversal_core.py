@@ -1,6 +1,6 @@
 """What every traversal shares: the options object of each algorithm, the stats and result
-types, and the helpers for samples, policy calls and roots that the algorithms (:mod:`.external`,
-:mod:`.sampled`) share (see :mod:`deepcfr.cfr.traversal`)."""
+types, the batch that starts each traversal and collects its samples, and the policy call that the
+algorithms (:mod:`.external`, :mod:`.sampled`) share (see :mod:`deepcfr.cfr.traversal`)."""
 
 from __future__ import annotations
 
@@ -161,20 +161,69 @@ def _cat_samples(parts: list[dict[str, torch.Tensor]], game, device, value_name:
     return {k: torch.cat([p[k] for p in parts]) for k in parts[0]}
 
 
-def traversal_result(game, device, stats, adv_parts, strategy_parts, adv_roots, strategy_roots) -> TraversalResult:
-    """Concatenate the per-step sample parts of one traversal batch into its result."""
-    advantage = _cat_samples(adv_parts, game, device, "target")
-    strategy = _cat_samples(strategy_parts, game, device, "policy")
-    stats.advantage_samples = advantage["obs"].shape[0]
-    stats.strategy_samples = strategy["obs"].shape[0]
-    no_roots = torch.zeros(0, dtype=torch.long, device=device)
-    return TraversalResult(
-        advantage=advantage,
-        strategy=strategy,
-        stats=stats,
-        advantage_root=torch.cat(adv_roots) if adv_roots else no_roots,
-        strategy_root=torch.cat(strategy_roots) if strategy_roots else no_roots,
-    )
+@dataclass
+class TraversalBatch:
+    """One traversal batch: the arguments every algorithm shares, its stats, and the sample parts it
+    collects (one per step or level), each part with the traversal (root) index of its rows."""
+
+    game: Any
+    traverser: int
+    iteration: int
+    generator: torch.Generator | None
+    device: str | torch.device
+    record_strategy: bool
+    step_cap: int  # the decisions (or levels) a game is played before it is cut off and scored
+    stats: TraversalStats
+    advantage_parts: list[dict[str, torch.Tensor]] = field(default_factory=list)
+    advantage_roots: list[torch.Tensor] = field(default_factory=list)
+    strategy_parts: list[dict[str, torch.Tensor]] = field(default_factory=list)
+    strategy_roots: list[torch.Tensor] = field(default_factory=list)
+
+    def add_advantage(self, roots, obs, mask, target, **extra: torch.Tensor) -> None:
+        """Advantage samples of one step (``extra``: further per-row fields, after the four)."""
+        self.advantage_parts.append(
+            {"obs": obs, "mask": mask, "target": target, "iteration": self._iterations(obs), **extra}
+        )
+        self.advantage_roots.append(roots)
+
+    def add_strategy(self, roots, obs, mask, policy) -> None:
+        """Strategy samples of one step (the opponent's sigma at its nodes); an ``on_opponent`` hook."""
+        self.strategy_parts.append({"obs": obs, "mask": mask, "policy": policy, "iteration": self._iterations(obs)})
+        self.strategy_roots.append(roots)
+
+    def _iterations(self, obs: torch.Tensor) -> torch.Tensor:
+        return torch.full((obs.shape[0],), self.iteration, dtype=torch.int32, device=obs.device)
+
+    def result(self) -> TraversalResult:
+        """The parts concatenated into the batch's result."""
+        advantage = _cat_samples(self.advantage_parts, self.game, self.device, "target")
+        strategy = _cat_samples(self.strategy_parts, self.game, self.device, "policy")
+        self.stats.advantage_samples = advantage["obs"].shape[0]
+        self.stats.strategy_samples = strategy["obs"].shape[0]
+        no_roots = torch.zeros(0, dtype=torch.long, device=self.device)
+        return TraversalResult(
+            advantage=advantage,
+            strategy=strategy,
+            stats=self.stats,
+            advantage_root=torch.cat(self.advantage_roots) if self.advantage_roots else no_roots,
+            strategy_root=torch.cat(self.strategy_roots) if self.strategy_roots else no_roots,
+        )
+
+
+def start_traversal(
+    game, traverser, num_traversals, iteration, generator, device, root_state, record_strategy, max_steps
+) -> tuple[TraversalBatch, Any]:
+    """A traversal batch's bookkeeping and its ``num_traversals`` root states (dealt by ``game.init``,
+    or a copy of ``root_state``), after checking the arguments every traversal shares; games are cut
+    off after ``max_steps`` (``game.max_game_length`` when None)."""
+    if traverser not in (0, 1):
+        raise ValueError(f"traverser must be 0 or 1, got {traverser!r}")
+    if num_traversals < 1:
+        raise ValueError(f"num_traversals must be >= 1, got {num_traversals!r}")
+    step_cap = int(max_steps if max_steps is not None else game.max_game_length)
+    stats = TraversalStats(traversals=num_traversals)
+    batch = TraversalBatch(game, traverser, int(iteration), generator, device, record_strategy, step_cap, stats)
+    return batch, _root_states(game, num_traversals, generator, device, root_state)
 
 
 def call_policy(policy: Policy, obs: torch.Tensor, mask: torch.Tensor, stats: TraversalStats) -> torch.Tensor:
@@ -187,15 +236,7 @@ def call_policy(policy: Policy, obs: torch.Tensor, mask: torch.Tensor, stats: Tr
     return probs.float() * mask
 
 
-def check_traversal_args(game, traverser: int, num_traversals: int) -> None:
-    """The arguments every traversal shares."""
-    if traverser not in (0, 1):
-        raise ValueError(f"traverser must be 0 or 1, got {traverser!r}")
-    if num_traversals < 1:
-        raise ValueError(f"num_traversals must be >= 1, got {num_traversals!r}")
-
-
-def root_states(game, n: int, generator, device, root_state):
+def _root_states(game, n: int, generator, device, root_state):
     """The ``n`` root states of a traversal batch: dealt by ``game.init``, or a copy of ``root_state``."""
     if root_state is None:
         return game.init(n, generator=generator, device=device)
