@@ -32,7 +32,7 @@ import torch
 
 from .base import IllegalActionError
 from .poker.base import PokerGame, PokerReference
-from .poker.common import action_error, private_observation, record_action
+from .poker.common import own_private_by_seat, private_observation, start_step
 
 NUM_FACES = 6
 NUM_DICE = 2  # one per player
@@ -137,9 +137,8 @@ class LiarsDiceGame(PokerGame):
     def hidden_deals(self, obs: torch.Tensor, generator: torch.Generator | None = None) -> torch.Tensor:
         """Dice consistent with what each row's observer sees (capability "determinize"): its own
         die, the other rolled uniformly (dice are independent)."""
-        seat = obs[:, 0].long()
         other = torch.randint(0, NUM_FACES, (obs.shape[0], 1), generator=generator, device=obs.device)
-        return torch.where(torch.arange(NUM_DICE, device=obs.device) == seat[:, None], obs[:, 1:2].long(), other)
+        return own_private_by_seat(obs, other)
 
     def deals_of(self, state: LiarsDiceState) -> torch.Tensor:
         """The deal of each row (what ``init_from_deal`` takes)."""
@@ -156,9 +155,6 @@ class LiarsDiceGame(PokerGame):
         mask[:, LIAR] &= state.last_bid >= 0  # nothing to call before the first bid
         return mask
 
-    def is_terminal(self, state: LiarsDiceState) -> torch.Tensor:
-        return state.terminal.clone()
-
     def returns(self, state: LiarsDiceState) -> torch.Tensor:
         bid = state.last_bid.clamp(min=0)
         quantity, face = bid // NUM_FACES + 1, bid % NUM_FACES
@@ -169,12 +165,8 @@ class LiarsDiceGame(PokerGame):
 
     # Transition --------------------------------------------------------------------------
     def step(self, state: LiarsDiceState, actions: torch.Tensor, check: bool = False) -> LiarsDiceState:
-        actions = torch.as_tensor(actions, device=state.dice.device).long()
-        active = ~state.terminal
         player = state.num_moves % 2
-        if check:
-            action_error(self, actions, self.legal_mask(state), active, player)
-        record_action(state.history, state.num_moves.clamp(max=MAX_MOVES - 1), actions, active)
+        actions, active = start_step(self, state, actions, check, player, state.num_moves.clamp(max=MAX_MOVES - 1))
         called = active & (actions == LIAR)
         state.last_bid.copy_(torch.where(active & ~called, actions, state.last_bid))
         state.caller.copy_(torch.where(called, player, state.caller))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable, Sequence
+from itertools import permutations
 from typing import TYPE_CHECKING, Any
 
 import torch
@@ -35,6 +36,15 @@ class PokerGame:
 
     def init_from_deal(self, deals: torch.Tensor):  # pragma: no cover - every game defines it
         raise NotImplementedError
+
+    def chance_deals(self) -> tuple[torch.Tensor, torch.Tensor]:
+        """Every deal (distinct cards in deal order: the seats', then any public card) with its
+        probability (all equally likely)."""
+        deals = torch.tensor(list(permutations(range(self.num_cards), self.deal_size)), dtype=torch.long)
+        return deals, torch.full((deals.shape[0],), 1.0 / deals.shape[0], dtype=torch.float64)
+
+    def is_terminal(self, state) -> torch.Tensor:
+        return state.terminal.clone()
 
     def deals_of(self, state) -> torch.Tensor:
         """[n, deal_size] the deals the games started from (what ``init_from_deal`` takes)."""

@@ -1,4 +1,5 @@
-"""Helpers shared by the Kuhn and Leduc engines: deals and action checks."""
+"""Helpers shared by the Kuhn, Leduc and Liar's Dice engines: deals, the start of a step (action
+checks, the history), the observer's private card and the chips won."""
 
 from __future__ import annotations
 
@@ -52,6 +53,18 @@ def action_error(game, actions: torch.Tensor, mask: torch.Tensor, active: torch.
         )
 
 
+def start_step(game, state, actions, check: bool, player: torch.Tensor, slot: torch.Tensor):
+    """The start of every small game's ``step``: ``actions`` as long on the state's device and the
+    live rows (``(actions, active)``), the actions checked against the legal mask when ``check``
+    (``player [n]``: whose they are) and written into each live row's ``history`` at ``slot [n]``."""
+    actions = torch.as_tensor(actions, device=state.history.device).long()
+    active = ~state.terminal
+    if check:
+        action_error(game, actions, game.legal_mask(state), active, player)
+    record_action(state.history, slot, actions, active)
+    return actions, active
+
+
 def record_action(history: torch.Tensor, slot: torch.Tensor, actions: torch.Tensor, active: torch.Tensor) -> None:
     """Write each active row's action into its column ``slot [n]`` of ``history [n, L]`` (the
     rows of finished games keep theirs)."""
@@ -65,3 +78,21 @@ def private_observation(private: torch.Tensor, player: int | torch.Tensor, *publ
     n = private.shape[0]
     seat = torch.as_tensor(player, dtype=torch.long, device=private.device).expand(n)
     return torch.cat([seat[:, None], private.gather(1, seat[:, None]), *public], dim=1)
+
+
+def own_private_by_seat(obs: torch.Tensor, other: int | torch.Tensor) -> torch.Tensor:
+    """``[n, 2]`` long: the observer's private card or die (observation column 1) at its seat
+    (column 0), ``other`` at the other seat."""
+    seat = obs[:, 0].long()
+    return torch.where(torch.arange(2, device=obs.device) == seat[:, None], obs[:, 1:2].long(), other)
+
+
+def chips_won(state, strength: torch.Tensor) -> torch.Tensor:
+    """``[n, 2]`` float32, zero-sum: at a fold the folder loses what it put in, at a showdown the
+    stronger hand (``strength [n, 2]`` per seat) wins the other's stake, a tie nothing; 0 while a
+    game goes on."""
+    c0, c1 = state.contrib[:, 0], state.contrib[:, 1]
+    showdown = torch.sign(strength[:, 0] - strength[:, 1]) * c0  # contributions are equal
+    fold = torch.where(state.folded == 0, -c0, c1)
+    r0 = torch.where(state.folded >= 0, fold, showdown) * state.terminal
+    return torch.stack([r0, -r0], dim=1).to(torch.float32)

@@ -16,13 +16,12 @@ one-hot of pass/bet (3 x 2; zeros for an empty slot).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import permutations
 
 import torch
 
 from ..base import IllegalActionError
 from .base import PokerGame, PokerReference
-from .common import action_error, check_deal, check_deals, private_observation, record_action
+from .common import check_deal, check_deals, chips_won, own_private_by_seat, private_observation, start_step
 
 PASS, BET = 0, 1
 ACTION_NAMES = ("pass", "bet")
@@ -73,11 +72,6 @@ class KuhnGame(PokerGame):
             terminal=torch.zeros(n, dtype=torch.bool, device=dev),
         )
 
-    def chance_deals(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every deal with its probability (all equally likely)."""
-        deals = torch.tensor(list(permutations(range(NUM_CARDS), self.deal_size)), dtype=torch.long)
-        return deals, torch.full((deals.shape[0],), 1.0 / deals.shape[0], dtype=torch.float64)
-
     # Queries -----------------------------------------------------------------------------
     def current_player(self, state: KuhnState) -> torch.Tensor:
         """Seat to move, -1 for terminal rows."""
@@ -86,24 +80,13 @@ class KuhnGame(PokerGame):
     def legal_mask(self, state: KuhnState) -> torch.Tensor:
         return (~state.terminal)[:, None].expand(-1, self.num_actions).clone()
 
-    def is_terminal(self, state: KuhnState) -> torch.Tensor:
-        return state.terminal.clone()
-
     def returns(self, state: KuhnState) -> torch.Tensor:
-        c0, c1 = state.contrib[:, 0], state.contrib[:, 1]
-        showdown = torch.sign(state.cards[:, 0] - state.cards[:, 1]) * c0  # contributions are equal
-        fold = torch.where(state.folded == 0, -c0, c1)
-        r0 = torch.where(state.folded >= 0, fold, showdown) * state.terminal
-        return torch.stack([r0, -r0], dim=1).to(torch.float32)
+        return chips_won(state, state.cards)  # the higher card is the stronger hand
 
     # Transition --------------------------------------------------------------------------
     def step(self, state: KuhnState, actions: torch.Tensor, check: bool = False) -> KuhnState:
-        actions = torch.as_tensor(actions, device=state.cards.device).long()
-        active = ~state.terminal
         player = state.num_moves % 2
-        if check:
-            action_error(self, actions, self.legal_mask(state), active, player)
-        record_action(state.history, state.num_moves.clamp(max=MAX_MOVES - 1), actions, active)
+        actions, active = start_step(self, state, actions, check, player, state.num_moves.clamp(max=MAX_MOVES - 1))
         rows = torch.arange(actions.shape[0], device=actions.device)
         mine = state.contrib[rows, player]
         facing_bet = state.contrib[rows, 1 - player] > mine
@@ -124,8 +107,7 @@ class KuhnGame(PokerGame):
 
     def known_deal(self, obs: torch.Tensor) -> torch.Tensor:
         """The observer's own card at its seat, -1 at the other (capability "determinize")."""
-        seat = obs[:, 0].long()
-        return torch.where(torch.arange(2, device=obs.device) == seat[:, None], obs[:, 1:2].long(), -1)
+        return own_private_by_seat(obs, -1)
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         o = obs.long()

@@ -22,13 +22,12 @@ do not matter in Leduc, so features use ranks: suit-swapped information states s
 from __future__ import annotations
 
 from dataclasses import dataclass
-from itertools import permutations
 
 import torch
 
 from ..base import IllegalActionError, clone_state, index_state
 from .base import PokerGame, PokerReference
-from .common import action_error, check_deal, check_deals, private_observation, record_action
+from .common import check_deal, check_deals, chips_won, own_private_by_seat, private_observation, start_step
 
 FOLD, CALL, RAISE = 0, 1, 2
 ACTION_NAMES = ("fold", "call", "raise")
@@ -101,11 +100,6 @@ class LeducGame(PokerGame):
             terminal=torch.zeros(n, dtype=torch.bool, device=dev),
         )
 
-    def chance_deals(self) -> tuple[torch.Tensor, torch.Tensor]:
-        """Every deal (ordered: seat 0, seat 1, public) with its probability (all equally likely)."""
-        deals = torch.tensor(list(permutations(range(NUM_CARDS), self.deal_size)), dtype=torch.long)
-        return deals, torch.full((deals.shape[0],), 1.0 / deals.shape[0], dtype=torch.float64)
-
     # Queries -----------------------------------------------------------------------------
     def current_player(self, state: LeducState) -> torch.Tensor:
         """Seat to move, -1 for terminal rows."""
@@ -117,29 +111,16 @@ class LeducGame(PokerGame):
         live = ~state.terminal
         return torch.stack([live & facing_raise, live, live & (state.raises < MAX_RAISES)], dim=1)
 
-    def is_terminal(self, state: LeducState) -> torch.Tensor:
-        return state.terminal.clone()
-
     def returns(self, state: LeducState) -> torch.Tensor:
         rank = state.cards // 2
         pair = rank[:, :2] == rank[:, 2:3]
-        strength = rank[:, :2] + NUM_RANKS * pair.long()  # any pair beats any high card
-        c0, c1 = state.contrib[:, 0], state.contrib[:, 1]
-        showdown = torch.sign(strength[:, 0] - strength[:, 1]) * c0  # contributions are equal
-        fold = torch.where(state.folded == 0, -c0, c1)
-        r0 = torch.where(state.folded >= 0, fold, showdown) * state.terminal
-        return torch.stack([r0, -r0], dim=1).to(torch.float32)
+        return chips_won(state, rank[:, :2] + NUM_RANKS * pair.long())  # any pair beats any high card
 
     # Transition --------------------------------------------------------------------------
     def step(self, state: LeducState, actions: torch.Tensor, check: bool = False) -> LeducState:
-        actions = torch.as_tensor(actions, device=state.cards.device).long()
-        active = ~state.terminal
         player = state.player
-        if check:
-            action_error(self, actions, self.legal_mask(state), active, player)
-        record_action(
-            state.history, state.round * ROUND_SLOTS + state.round_moves.clamp(max=ROUND_SLOTS - 1), actions, active
-        )
+        slot = state.round * ROUND_SLOTS + state.round_moves.clamp(max=ROUND_SLOTS - 1)
+        actions, active = start_step(self, state, actions, check, player, slot)
         rows = torch.arange(actions.shape[0], device=actions.device)
 
         fold = active & (actions == FOLD)
@@ -169,9 +150,7 @@ class LeducGame(PokerGame):
     def known_deal(self, obs: torch.Tensor) -> torch.Tensor:
         """The observer's card at its seat, the public card once revealed, -1 for the rest
         (capability "determinize")."""
-        seat = obs[:, 0].long()
-        own = torch.where(torch.arange(2, device=obs.device) == seat[:, None], obs[:, 1:2].long(), -1)
-        return torch.cat([own, obs[:, 2:3].long()], dim=1)
+        return torch.cat([own_private_by_seat(obs, -1), obs[:, 2:3].long()], dim=1)
 
     def encode(self, obs: torch.Tensor) -> torch.Tensor:
         o = obs.long()
