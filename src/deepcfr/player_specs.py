@@ -24,7 +24,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, TypeVar, cast
 
 # Longer specs are refused before any file system call (a path over the OS's name limit raised
 # OSError from the check whether it is a file).
@@ -107,7 +107,10 @@ def _is_checkpoint_path(text: str) -> bool:
         return False
 
 
-def checked_spec(value: str | None, *, keep: tuple[str, ...] = ()) -> str | None:
+_Spec = TypeVar("_Spec", bound=str | None)  # a text stays text
+
+
+def checked_spec(value: _Spec, *, keep: tuple[str, ...] = ()) -> _Spec:
     """``value`` once its form is checked (a config field's validator): a player spec, None, or one of
     ``keep`` (words a list takes besides specs: improve's ``self`` and ``past``)."""
     if value is not None and value not in keep:

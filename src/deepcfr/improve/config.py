@@ -183,7 +183,7 @@ class ImproveConfig(Section):
         for _ in range(batches):
             for entry, weight in weights.items():
                 credit[entry] += weight
-            entry = max(credit, key=credit.get)  # the first of the largest
+            entry = max(credit, key=credit.__getitem__)  # the first of the largest
             credit[entry] -= total
             schedule.append(entry)
         return schedule

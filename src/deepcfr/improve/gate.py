@@ -43,7 +43,11 @@ def one_sided_p(mean: float, ci95: float) -> float:
 def population_margins(members, play: Callable[[object], tuple[float, float]]) -> dict[str, tuple[float, float]]:
     """``{member name: (margin, 95% CI)}``: ``play(member)`` is the measured network's match
     against that member (mean score difference and CI half-width)."""
-    return {member.name: tuple(play(member)) for member in members}
+    margins = {}
+    for member in members:
+        margin, ci95 = play(member)
+        margins[member.name] = (margin, ci95)
+    return margins
 
 
 def population_verdict(

@@ -149,18 +149,17 @@ class Improver:
         self.progress_listeners: list[Callable[[str], None]] = []
         payload = run.load_latest() if run is not None and run.resume else None
         agent = None
-        if payload is None and self.cfg.checkpoint is None:
-            # No start network: round 1's teacher must not search over one; its network is kept
-            # without a gate (there is nothing to beat).
-            if teaches_over_learner(self.teacher_of(1)):
-                raise ValueError(
-                    f"improve.teacher {self.teacher_of(1)!r} searches over the learner, which needs a "
-                    "start network: give --checkpoint CK, or start with a bot teacher "
-                    "(e.g. search[candidates=3]:heuristic_balanced)"
-                )
-            self.round, self.past, self.memory = 0, [], PositionMemory(self.cfg.keep_rounds)
-            self.stopped = False
-        elif payload is None:
+        if payload is not None:  # a resumed run
+            agent = load_agent(payload, device=self.device)
+            state = payload["improve"]
+            self.round = int(state["round"])
+            # a round's gate rejected its network and improve.stop_when_rejected ended the run
+            self.stopped = bool(state.get("stopped", False))
+            self.past: list[dict] = list(state["past"])  # state dicts of the networks accepted before the current one
+            self.memory = PositionMemory(self.cfg.keep_rounds)
+            self.memory.load_state_dict(payload["memories"])
+            self.memory.keep_rounds = self.cfg.keep_rounds
+        elif self.cfg.checkpoint is not None:
             agent = load_agent(self.cfg.checkpoint, device=self.device)
             for section in ("game", "network"):
                 have = getattr(agent.config, section).model_dump(mode="json")
@@ -172,19 +171,22 @@ class Improver:
                     )
             self.round = 0
             self.stopped = False
-            self.past: list[dict] = []  # state dicts of the networks accepted before the current one
+            self.past = []
             self.memory = PositionMemory(self.cfg.keep_rounds)
         else:
-            agent = load_agent(payload, device=self.device)
-            state = payload["improve"]
-            self.round = int(state["round"])
-            # a round's gate rejected its network and improve.stop_when_rejected ended the run
-            self.stopped = bool(state.get("stopped", False))
-            self.past = list(state["past"])
-            self.memory = PositionMemory(self.cfg.keep_rounds)
-            self.memory.load_state_dict(payload["memories"])
-            self.memory.keep_rounds = self.cfg.keep_rounds
+            # No start network: round 1's teacher must not search over one; its network is kept
+            # without a gate (there is nothing to beat).
+            if teaches_over_learner(self.teacher_of(1)):
+                raise ValueError(
+                    f"improve.teacher {self.teacher_of(1)!r} searches over the learner, which needs a "
+                    "start network: give --checkpoint CK, or start with a bot teacher "
+                    "(e.g. search[candidates=3]:heuristic_balanced)"
+                )
+            self.round, self.memory = 0, PositionMemory(self.cfg.keep_rounds)
+            self.past = []
+            self.stopped = False
         self.agent = agent
+        self.current: torch.nn.Module | None  # the accepted network (None until round 1 has trained one)
         if agent is not None:
             self.game = agent.game
             self.current = agent.strategy_net.to(self.device).eval()
@@ -192,7 +194,7 @@ class Improver:
             from ..games.registry import make_game_from_config
 
             self.game = make_game_from_config(config)
-            self.current = None  # until round 1 has trained one
+            self.current = None
         if payload is None:  # a resumed run's memory already holds them
             self.add_earlier_positions(self.game)
         self._players: dict[str, Any] = {}
@@ -227,7 +229,13 @@ class Improver:
     def search_agent(self, text: str):
         """The search player of spec ``text``; the base ``learner`` is the current network
         (assembled as self-play's teacher is: ``labelling.teacher_player``)."""
-        return teacher_player(self._players, text, self.game, self.device, lambda: self.current)
+        return teacher_player(self._players, text, self.game, self.device, self._learner)
+
+    def _learner(self) -> torch.nn.Module:
+        """The current network, for a search over the learner."""
+        if self.current is None:
+            raise ValueError("a search over the learner needs a network, and round 1 has not trained one yet")
+        return self.current
 
     def teacher_of(self, round_index: int):
         """The teacher of round ``round_index`` (1-based): ``improve.teacher``'s spec for it. A layer
@@ -274,7 +282,7 @@ class Improver:
         """A round's self-play batches as chunks, and the networks they name (the current one as
         ``learner``, accepted earlier ones as ``past_J``)."""
         cfg = self.cfg
-        networks: dict[str, torch.nn.Module] = {LEARNER: self.current}
+        networks: dict[str, torch.nn.Module] = {} if self.current is None else {LEARNER: self.current}
         chunks = []
         batches = math.ceil(cfg.games_per_round / cfg.batch_games)
         past = self.past[-cfg.past_window :] if cfg.past_window else self.past
@@ -357,13 +365,15 @@ class Improver:
         if cfg.init == "fresh":
             with torch.random.fork_rng(devices=[]):
                 torch.manual_seed(derived_seed(self.seed, "init", round_index))
-                net = build_network(self.config.network, game.feature_size, game.num_actions)
+                net: torch.nn.Module = build_network(self.config.network, game.feature_size, game.num_actions)
+        elif self.current is None:
+            raise ValueError("improve.init=fine_tune continues from the current network: round 1 needs --checkpoint CK")
         else:
             net = copy.deepcopy(self.current)
         net = net.to(device).train()
         metrics: dict[str, Any] = {"train/positions": 0 if positions is None else len(positions)}
         start = time.perf_counter()
-        if metrics["train/positions"] and cfg.train_steps:
+        if positions is not None and metrics["train/positions"] and cfg.train_steps:
             data = positions
             valid = data.candidates >= 0
             target = data.target.float()
@@ -496,8 +506,9 @@ class Improver:
             "sampled": self.network_player(self.current, "network"),
             "greedy": self.network_player(self.current, "network", greedy=True),
         }
-        if cfg.eval_search:
-            sides["search"] = self.search_agent(cfg.eval_search)
+        search = self.search_agent(cfg.eval_search) if cfg.eval_search else None
+        if search is not None:
+            sides["search"] = search
         out: dict[str, Any] = {}
         matches, done = len(cfg.eval_opponents) * len(sides), 0
         for opponent in cfg.eval_opponents:
@@ -506,8 +517,8 @@ class Improver:
                     f"round {self.round}: evaluation ({kind} vs {opponent} next), matches", done, matches, start
                 )
                 done += 1
-                if kind == "search":
-                    side.search.generator.manual_seed(derived_seed(self.seed, "eval-search", opponent))
+                if kind == "search" and search is not None:
+                    search.search.generator.manual_seed(derived_seed(self.seed, "eval-search", opponent))
                 result = play_match(
                     self.game,
                     side,
@@ -597,7 +608,9 @@ class Improver:
     # State -----------------------------------------------------------------------------------
     def payload(self) -> dict:
         """A checkpoint payload: trainer-shaped (load_agent / player specs), plus the improvement state."""
-        agent = self.agent
+        agent, current = self.agent, self.current
+        if current is None:
+            raise ValueError("no network to save: round 1 has not trained one yet")
         # the start run's advantage networks travel along (a resumed run keeps them), but a
         # distilled checkpoint has no current policy of its own (load_agent refuses PATH@current)
         start = (
@@ -613,7 +626,7 @@ class Improver:
             "config": self.config.model_dump(mode="json"),
             "game": game_identity(self.game),
             **start,
-            "strategy_net": cpu_state(self.current),
+            "strategy_net": cpu_state(current),
             "memories": self.memory.state_dict(),
             "improve": {"round": self.round, "past": self.past, "stopped": self.stopped},
             "meta": make_meta(self.config, self.round, self.game, IMPROVE_RUN),

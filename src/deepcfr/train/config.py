@@ -11,10 +11,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 from pathlib import Path
-from typing import Any, ClassVar, Literal
+from typing import Any, ClassVar, Literal, cast
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from typing_extensions import TypeVar  # a default (PEP 696): no config_class, a TrainConfig
 
 from deepcfr.cfr.traversal import ALGORITHMS, TraversalOptions, traversal_options
 from deepcfr.games.base import has_capability
@@ -641,12 +642,15 @@ def config_path(path: str | Path) -> Path:
     raise ConfigError(f"config file not found: {p} (nor a shipped config: {', '.join(shipped_config_names())})")
 
 
+_Config = TypeVar("_Config", bound=SharedConfig, default=TrainConfig)
+
+
 def load_config(
     path: str | Path | None = None,
     overrides: list[str] | None = None,
     saved: bool = False,
-    config_class: type[SharedConfig] | None = None,
-) -> SharedConfig:
+    config_class: type[_Config] | None = None,
+) -> _Config:
     """A validated config (a ``config_class``, default TrainConfig) from a YAML file or shipped
     config name (None: the defaults) with ``overrides`` applied. ``saved``: the file was written
     by a run (``upgrade_saved_config`` applies first)."""
@@ -676,13 +680,13 @@ def config_from_dict(
     data: dict,
     overrides: list[str] | None = None,
     source: str = "defaults",
-    config_class: type[SharedConfig] | None = None,
-) -> SharedConfig:
+    config_class: type[_Config] | None = None,
+) -> _Config:
     """A validated config (a ``config_class``, default TrainConfig) from raw sections plus
     ``section.key=value`` overrides."""
     data = apply_overrides(copy.deepcopy(data), overrides or [])
     try:
-        return (TrainConfig if config_class is None else config_class).model_validate(data)
+        return cast(_Config, (TrainConfig if config_class is None else config_class).model_validate(data))
     except ValidationError as e:
         raise ConfigError(_format_validation_error(e, source)) from None
 
