@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -66,27 +67,45 @@ def _keys(log: MetricsLog, pattern: str) -> list[str]:
     return [k for k in log.keys() if rx.search(k) and log.series(k)[0]]
 
 
-def plot_losses(log: MetricsLog, path: Path) -> Path | None:
-    keys = _keys(log, r"^loss/")
+def _plot_keys(
+    log: MetricsLog,
+    path: Path,
+    pattern: str,
+    title: str,
+    ylabel: str,
+    *,
+    prefix: str = "",
+    log_y: Callable[[MetricsLog, list[str]], bool] = _all_positive,
+    floor_zero: bool = False,
+) -> Path | None:
+    """One line per metric whose key matches ``pattern`` (labelled without ``prefix``) on one
+    panel, its y axis logarithmic where ``log_y(log, keys)`` says so (else from 0 with
+    ``floor_zero``); None where no metric matches."""
+    keys = _keys(log, pattern)
     if not keys:
         return None
     fig, (ax,) = _new_figure()
     for k in keys:
-        _plot_line(ax, *log.series(k), label=k.removeprefix("loss/"))
-    _style(ax, "Training losses", "loss (weighted MSE)", log_y=_all_positive(log, keys))
+        _plot_line(ax, *log.series(k), label=k.removeprefix(prefix))
+    logarithmic = log_y(log, keys)
+    _style(ax, title, ylabel, log_y=logarithmic)
+    if floor_zero and not logarithmic:
+        ax.set_ylim(bottom=0)
     return _save(fig, path)
+
+
+def _positive(log: MetricsLog, keys: list[str]) -> bool:
+    vals = [v for k in keys for v in log.series(k)[1]]
+    return bool(vals) and min(vals) > 0
+
+
+def plot_losses(log: MetricsLog, path: Path) -> Path | None:
+    return _plot_keys(log, path, r"^loss/", "Training losses", "loss (weighted MSE)", prefix="loss/")
 
 
 def plot_exploitability(log: MetricsLog, path: Path) -> Path | None:
-    keys = _keys(log, r"^exploitability/")
-    if not keys:
-        return None
-    fig, (ax,) = _new_figure()
-    for k in keys:
-        _plot_line(ax, *log.series(k), label=k.removeprefix("exploitability/"))
-    vals = [v for k in keys for v in log.series(k)[1]]
-    _style(ax, "Exploitability (NashConv / 2)", "chips per game", log_y=bool(vals) and min(vals) > 0)
-    return _save(fig, path)
+    title, prefix = "Exploitability (NashConv / 2)", "exploitability/"
+    return _plot_keys(log, path, r"^exploitability/", title, "chips per game", prefix=prefix, log_y=_positive)
 
 
 def eval_groups(log: MetricsLog) -> dict[tuple[str, str], dict[str, str]]:
@@ -242,17 +261,8 @@ def plot_memory(log: MetricsLog, path: Path, capacities: dict[str, int] | None =
 
 
 def plot_batch_sizes(log: MetricsLog, path: Path) -> Path | None:
-    keys = _keys(log, r"^(traversal|inference|server)/.*batch")
-    if not keys:
-        return None
-    fig, (ax,) = _new_figure()
-    for k in keys:
-        _plot_line(ax, *log.series(k), label=k)
-    log_y = _all_positive(log, keys)
-    _style(ax, "Realized forward batch size", "states per forward pass", log_y=log_y)
-    if not log_y:
-        ax.set_ylim(bottom=0)
-    return _save(fig, path)
+    pattern, title = r"^(traversal|inference|server)/.*batch", "Realized forward batch size"
+    return _plot_keys(log, path, pattern, title, "states per forward pass", floor_zero=True)
 
 
 PLOTS = {
