@@ -11,35 +11,16 @@ import pytest
 import torch
 
 from deepcfr.train.amp import MixedPrecision, amp_support
-from deepcfr.train.config import load_config
 from deepcfr.train.fit import advantage_loss, strategy_loss
 from deepcfr.train.trainer import Trainer
+from train_helpers import tiny_config
 
 CUDA = torch.cuda.is_available()
 needs_cuda = pytest.mark.skipif(not CUDA, reason="needs a CUDA device")
 
 
 def tiny(game="kuhn", *extra):
-    return load_config(
-        None,
-        [
-            f"game.name={game}",
-            "memory.augment=false",
-            "traversal.algorithm=external",
-            "traversal.traversals_per_player=64",
-            "traversal.chunk_size=32",
-            "network.hidden_size=16",
-            "advantage.train_steps=4",
-            "advantage.batch_size=32",
-            "strategy.train_steps=4",
-            "strategy.batch_size=32",
-            "eval.every=0",
-            "memory.advantage_capacity=500",
-            "memory.strategy_capacity=500",
-            "run.progress=false",
-            *extra,
-        ],
-    )
+    return tiny_config(game, *extra)
 
 
 def weights(trainer):

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from train_helpers import short_kuhn_settings
+
 ROOT = Path(__file__).resolve().parent.parent
 SMOKE = "lost_cities/smoke.yaml"  # shipped configs by their short names
 
@@ -200,26 +202,7 @@ def test_killed_run_resumes_to_the_uninterrupted_runs_metrics(tmp_path):
     assert "resum" in (run_dir / "train.log").read_text()
 
 
-KUHN_SHORT = [
-    "--set",
-    "run.iterations=20",
-    "--set",
-    "network.hidden_size=16",
-    "--set",
-    "traversal.traversals_per_player=64",
-    "--set",
-    "traversal.chunk_size=64",
-    "--set",
-    "advantage.train_steps=20",
-    "--set",
-    "strategy.train_steps=20",
-    "--set",
-    "strategy.every=1",
-    "--set",
-    "eval.every=0",
-    "--set",
-    "run.progress=false",
-]
+KUHN_SHORT = short_kuhn_settings(20)
 
 
 def test_kuhn_train_and_eval_prints_exploitability(tmp_path, capsys):

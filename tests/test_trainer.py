@@ -6,37 +6,16 @@ import torch
 
 from deepcfr.cfr.samples import SampleCodec, row_keys
 from deepcfr.train.agent import load_agent
-from deepcfr.train.config import load_config
 from deepcfr.train.fit import advantage_loss, lr_factor, sample_weights
 from deepcfr.train.iteration_metrics import memory_metrics
 from deepcfr.train.run import Run
 from deepcfr.train.trainer import Trainer
+from train_helpers import tiny_config
 
 
 def tiny(game="kuhn", *extra):
-    return load_config(
-        None,
-        [
-            f"game.name={game}",
-            "memory.augment=false",
-            "traversal.algorithm=external",
-            "traversal.traversals_per_player=64",
-            "traversal.chunk_size=32",
-            "network.hidden_size=16",
-            "advantage.train_steps=4",
-            "advantage.batch_size=32",
-            "strategy.train_steps=4",
-            "strategy.batch_size=32",
-            "eval.every=0",
-            "memory.advantage_capacity=500",
-            "memory.strategy_capacity=500",
-            "run.progress=false",
-            "advantage.reinit=true",
-            "strategy.weighting=linear",
-            "strategy.final_train_steps=0",
-            *extra,
-        ],
-    )
+    settings = ("advantage.reinit=true", "strategy.weighting=linear", "strategy.final_train_steps=0")
+    return tiny_config(game, *settings, *extra)
 
 
 def weights(trainer):
