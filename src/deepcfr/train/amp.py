@@ -106,7 +106,7 @@ class MixedPrecision:
         as they were. With a scaler, a step whose gradients overflow is skipped by the scaler
         itself (the batch counts as used, the scale is lowered)."""
         finite = torch.isfinite(loss.detach())
-        params = list(parameters) if grad_clip is not None else None
+        params = list(parameters) if grad_clip is not None else []
         optimizer.zero_grad(set_to_none=True)
         if self.scaler is None:
             loss.backward()
@@ -139,10 +139,11 @@ def _step_if(optimizer: torch.optim.Optimizer, finite: torch.Tensor) -> None:
     supports it (fused Adam/SGD: the ``found_inf`` flag of GradScaler's protocol, checked inside
     the kernel, which also leaves the step count as it was)."""
     if getattr(optimizer, "_step_supports_amp_scaling", False):
-        optimizer.grad_scale, optimizer.found_inf = None, (~finite).to(torch.float32)
+        # attributes the Optimizer class does not declare: set in its __dict__, as GradScaler.step does
+        vars(optimizer).update(grad_scale=None, found_inf=(~finite).to(torch.float32))
         try:
             optimizer.step()
         finally:
-            del optimizer.grad_scale, optimizer.found_inf
+            del vars(optimizer)["grad_scale"], vars(optimizer)["found_inf"]
     elif bool(finite):
         optimizer.step()

@@ -98,6 +98,8 @@ class Critic:
             symmetry = self.game.symmetry
             obs, actions = symmetry.obs(obs, relabel), symmetry.actions(actions, relabel)
             opponent_obs = None if opponent_obs is None else symmetry.obs(opponent_obs, relabel)
+        if self.scale is None:  # set by the first samples added
+            raise ValueError("the critic has no samples to fit: its value scale is set by the first")
         return self.features(obs, opponent_obs), actions, batch["utility"] / self.scale
 
     def train(self, player: int, label: str) -> float:

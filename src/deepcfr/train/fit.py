@@ -92,7 +92,7 @@ class TailMean:
 
     def mean(self) -> float:
         """nan when no loss was added or none was finite."""
-        if self.total is None:
+        if self.total is None or self.count is None:  # both set by the first add
             return math.nan
         total, count = to_host(torch.stack([self.total, self.count.double()]))
         return total / count if count else math.nan

@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from deepcfr.atomic import atomic_path
 from deepcfr.checkpoints import (
@@ -112,7 +112,7 @@ class Run:
         (self.dir / CONFIG_FILE).write_text(dump_config(config))
         self._writer = None
         self._purge_step: int | None = None
-        self._metrics_file = None
+        self._metrics_file: TextIO | None = None
         self._closed = False
         self._mark_running()
         # (iteration, full file, numbered file without memories, numbered?) waiting for the iteration's metrics

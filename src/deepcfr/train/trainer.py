@@ -107,9 +107,8 @@ class Trainer:
         self.num_actions = int(self.game.num_actions)
         self.feature_size = int(self.game.feature_size)
         self._eval_opponents: dict[str, Any] = {}
-        anchor = config.league.anchor
-        if anchor is not None:
-            anchor = anchor_policy(self._player("league.anchor", anchor), anchor, config.network)
+        spec = config.league.anchor
+        anchor = None if spec is None else anchor_policy(self._player("league.anchor", spec), spec, config.network)
         self.policies = TraversalPolicies(self, anchor)  # what each traversal chunk plays
 
         seed = int(config.run.seed)
@@ -144,7 +143,7 @@ class Trainer:
             self.generators["sample"],
             self.amp,
             config.memory.augment,
-            progress=self.run.progress if self._show_progress() else None,
+            progress=self.run.progress if self.run is not None and self.config.run.progress else None,
         )
         placement = memory_placement(config.memory, self.device)
         self.advantage_memories, self.strategy_memory = new_memories(config.memory, self.game, self.codec, placement)
@@ -190,9 +189,6 @@ class Trainer:
             self.run.log(message, level=level)
         else:
             logger.log(level, message)
-
-    def _show_progress(self) -> bool:
-        return self.run is not None and self.config.run.progress
 
     def _enumerable(self) -> bool:
         """Kuhn and Leduc: exact exploitability and the exact average policy."""
@@ -343,6 +339,8 @@ class Trainer:
             rms = float((samples["target"].float().pow(2) * legal).sum() / legal.sum().clamp(min=1))
             self.target_scale = max(math.sqrt(rms), 1e-6) if math.isfinite(rms) else 1.0
             self.log(f"advantage target scale set to {self.target_scale:.4g} (RMS of the first targets)")
+        if self.target_scale is None:
+            raise ValueError("the first advantage samples are empty: no target scale to store them in")
         target, overflow = self.codec.pack_values(samples["target"] / self.target_scale, samples["mask"])
         self.target_overflow_count += overflow
         self.advantage_memories[player].add(

@@ -92,7 +92,7 @@ class TraversalPolicies:
         choice = t.league.sample(has_anchor=self.anchor is not None)
         if choice.kind == "current":
             return self.sigma_spec(opponent, networks), True, "current"
-        if choice.kind == "anchor":
+        if choice.kind == "anchor" and self.anchor is not None:  # sampled only with an anchor
             spec, nets = self.anchor
             if spec.kind == "regret":  # the anchor's sigma for the seat it plays
                 networks[f"anchor_p{opponent}"] = nets[opponent]

@@ -77,12 +77,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeGuard
 
 import torch
 
 from deepcfr.cfr.memory import ReservoirMemory
-from deepcfr.cfr.networks import masked_softmax
+from deepcfr.cfr.networks import DeepCFRMLP, masked_softmax
 from deepcfr.cfr.policies import UniformPolicy, mix_uniform, uniform_probs
 from deepcfr.cfr.regret_matching import regret_matching
 from deepcfr.cfr.samples import memory_fields
@@ -165,7 +165,7 @@ def strategy_weight(trainer, weight: int) -> float:
     return float(trainer.strategy_weights(torch.arange(1, weight + 1)).double().sum())
 
 
-def _same_shape(network: torch.nn.Module | None, strategy_net: torch.nn.Module) -> bool:
+def _same_shape(network: torch.nn.Module | None, strategy_net: DeepCFRMLP) -> TypeGuard[torch.nn.Module]:
     shape = getattr(network, "shape_dict", None)
     return shape is not None and shape() == strategy_net.shape_dict()
 
