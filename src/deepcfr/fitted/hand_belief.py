@@ -30,7 +30,7 @@ import torch
 from ..cfr.networks import DeepCFRMLP
 from ..checkpoints import HAND_BELIEF
 from ..games.base import capability, has_capability
-from .value_fn import Positions, game_network_for, save_game_network
+from .value_fn import Positions, fit_steps, game_network_for, save_game_network
 
 
 class HandBelief:
@@ -95,26 +95,18 @@ def fit_hand_belief(
     n_held = max(1, int(views.shape[0] * held_out))
     held_rows, train = order[:n_held], order[n_held:]
     net = DeepCFRMLP(game.feature_size, game.hand_kind_count, hidden_size, num_layers).to(device)
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     symmetry = capability(game, "symmetry") if has_capability(game, "symmetry") else None
-    running = None
-    for step in range(1, steps + 1):
+
+    def next_loss() -> torch.Tensor:
         batch = views[train[torch.randint(train.numel(), (batch_size,), generator=gen)]]
         if symmetry is not None:  # the same relabelling of both views: a position the rules cannot tell apart
             relabel = symmetry.sample(batch_size, gen)
             batch = torch.stack([symmetry.obs(batch[:, 0], relabel), symmetry.obs(batch[:, 1], relabel)], dim=1)
         unknown, held, prior = (t.to(device) for t in hand_targets(game, batch))
         out = net(game.encode(batch[:, 0]).to(device)) + prior[:, None]
-        loss = _log_loss(out, unknown.float(), held.float())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        # kept on the device: the host reads it only to report (no sync a step)
-        running = loss.detach() if running is None else running.mul_(0.98).add_(loss.detach(), alpha=0.02)
-        if on_progress is not None and (step % 500 == 0 or step == steps):
-            on_progress(step, steps, float(running))
+        return _log_loss(out, unknown.float(), held.float())
+
+    fit_steps(net, steps, lr, next_loss, on_progress)
     net.eval()
     fitted, uniform, cards = 0.0, 0.0, 0.0  # log losses summed over the held-out unknown cards
     with torch.no_grad():

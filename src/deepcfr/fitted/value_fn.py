@@ -292,21 +292,15 @@ def fit_value(
             net.head.weight.div_(scale)
             net.head.bias.div_(scale)
     net = net.to(device)
-    opt = torch.optim.Adam(net.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
     batch_loss = _BatchLoss(game, net, positions, scale, device)
-    running = None
-    for step in range(1, steps + 1):
-        idx = train[torch.randint(train.numel(), (batch_size,), generator=gen)]
-        loss = batch_loss(idx, gen)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        # kept on the device: the host reads it only to report (no sync a step)
-        running = loss.detach() if running is None else running.mul_(0.98).add_(loss.detach(), alpha=0.02)
-        if on_progress is not None and (step % 500 == 0 or step == steps):
-            on_progress(step, steps, float(running) * scale**2)
+    fit_steps(
+        net,
+        steps,
+        lr,
+        lambda: batch_loss(train[torch.randint(train.numel(), (batch_size,), generator=gen)], gen),
+        on_progress,
+        scale**2,
+    )
     # The output layer was fitted to targets / scale: fold the scale into it.
     with torch.no_grad():
         net.head.weight.mul_(scale)
@@ -330,6 +324,32 @@ def fit_value(
     if teacher is not None:
         info.update(_chance_explained(teacher[held], preds[:, 1:]))
     return net.cpu(), info
+
+
+def fit_steps(
+    net: nn.Module,
+    steps: int,
+    lr: float,
+    next_loss: Callable[[], torch.Tensor],
+    on_progress: Callable[[int, int, float], None] | None = None,
+    report_scale: float = 1.0,
+) -> None:
+    """``steps`` Adam steps on ``next_loss()`` (a fresh batch's loss each call), the learning rate
+    cosine-decayed to 0; ``on_progress(step, steps, running loss x report_scale)`` every 500 steps and
+    at the last: the fitted artefacts' training loop (value function, hand belief)."""
+    opt = torch.optim.Adam(net.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=steps)
+    running = None
+    for step in range(1, steps + 1):
+        loss = next_loss()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        # kept on the device: the host reads it only to report (no sync a step)
+        running = loss.detach() if running is None else running.mul_(0.98).add_(loss.detach(), alpha=0.02)
+        if on_progress is not None and (step % 500 == 0 or step == steps):
+            on_progress(step, steps, float(running) * report_scale)
 
 
 class _BatchLoss:
