@@ -193,27 +193,36 @@ def _fit_schedule(section, cfg) -> FitSchedule:
     return FitSchedule.of(section).replace(steps=cfg.train_steps, lr=cfg.lr, lr_schedule=cfg.lr_schedule)
 
 
+def _start_memory(
+    trainer, obs: torch.Tensor, mask: torch.Tensor, value_name: str, values: torch.Tensor
+) -> ReservoirMemory:
+    """A memory of exactly the positions ``obs``/``mask`` with their ``values`` (packed as the field
+    ``value_name``), all of iteration 1: what a fit to the start policy draws from."""
+    codec = trainer.codec
+    memory = ReservoirMemory(obs.shape[0], memory_fields(trainer.game, codec, value_name), device=trainer.device)
+    packed, _ = codec.pack_values(values, mask)
+    fields = {"obs": obs, "mask": codec.pack_mask(mask), value_name: packed}
+    memory.add(trainer.generators["memory"], **fields, iteration=torch.ones(obs.shape[0], dtype=torch.int32))
+    return memory
+
+
+def _unit_weights(iteration: torch.Tensor) -> torch.Tensor:
+    """Every sample of a fit to the start policy weighs 1."""
+    return torch.ones_like(iteration, dtype=torch.float32)
+
+
 def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
     """Fit each advantage network so that regret matching plays ``start.policy`` (module docstring,
     steps 1 and 2); figures: positions, losses, total variation between the two on the positions."""
     cfg = trainer.config.init
-    game, device, codec = trainer.game, trainer.device, trainer.codec
+    game, device = trainer.game, trainer.device
     positions = sample_positions(game, start.policy, cfg.games, cfg.explore, trainer.generators["init"], device)
     figures: dict[str, Any] = {}
     fallback = trainer.config.regret_matching.fallback
     for p, (obs, mask) in enumerate(positions):
         with torch.no_grad():
             probs = start.policy(obs, mask).float().to(mask.device)
-        targets = advantage_targets(probs, mask, cfg.margin)
-        memory = ReservoirMemory(obs.shape[0], memory_fields(game, codec, "target"), device=device)
-        packed, _ = codec.pack_values(targets, mask)
-        memory.add(
-            generator=trainer.generators["memory"],
-            obs=obs,
-            mask=codec.pack_mask(mask),
-            target=packed,
-            iteration=torch.ones(obs.shape[0], dtype=torch.int32),
-        )
+        memory = _start_memory(trainer, obs, mask, "target", advantage_targets(probs, mask, cfg.margin))
         net = trainer.advantage_nets[p]
         # the fit has an optimizer of its own and the run's stays fresh: Adam's second moments from
         # the fit's last, tiny gradients would make iteration 1's first steps several times too large
@@ -224,7 +233,7 @@ def fit_advantages_to_start(trainer, start: StartPolicy) -> dict[str, Any]:
             memory,
             "target",
             _fit_schedule(trainer.config.advantage, cfg),
-            lambda it: torch.ones_like(it, dtype=torch.float32),
+            _unit_weights,
             advantage_loss,
             f"init advantage p{p}",
         )
@@ -268,23 +277,14 @@ def fit_start_network(trainer, start: StartPolicy, net: torch.nn.Module) -> dict
     that no regret in the game's units could move. Figures: positions, loss, total variation
     between the fitted network's policy and the start's."""
     cfg = trainer.config.init
-    game, device, codec = trainer.game, trainer.device, trainer.codec
+    game, device = trainer.game, trainer.device
     positions = sample_positions(game, start.policy, cfg.games, cfg.explore, trainer.generators["init"], device)
     obs = torch.cat([o for o, _ in positions])
     mask = torch.cat([m for _, m in positions])
     with torch.no_grad():
         probs = start.policy(obs, mask).float().to(mask.device) * mask
     probs = probs / probs.sum(dim=1, keepdim=True).clamp(min=1e-30)
-    targets = mix_uniform(probs, mask, cfg.smoothing)
-    memory = ReservoirMemory(obs.shape[0], memory_fields(game, codec, "policy"), device=device)
-    packed, _ = codec.pack_values(targets, mask)
-    memory.add(
-        generator=trainer.generators["memory"],
-        obs=obs,
-        mask=codec.pack_mask(mask),
-        policy=packed,
-        iteration=torch.ones(obs.shape[0], dtype=torch.int32),
-    )
+    memory = _start_memory(trainer, obs, mask, "policy", mix_uniform(probs, mask, cfg.smoothing))
     loss = trainer.fitter.fit(
         net,
         net,
@@ -292,7 +292,7 @@ def fit_start_network(trainer, start: StartPolicy, net: torch.nn.Module) -> dict
         memory,
         "policy",
         _fit_schedule(trainer.config.strategy, cfg),
-        lambda it: torch.ones_like(it, dtype=torch.float32),
+        _unit_weights,
         strategy_loss,
         "init start network",
     )
