@@ -408,16 +408,20 @@ class Trainer:
         cfg = self.config.strategy
         if len(self.strategy_memory) == 0 or cfg.train_steps == 0:
             return math.nan
+        return self._fit_strategy(FitSchedule.of(cfg), f"iter {self.iteration} strategy")
+
+    def _fit_strategy(self, schedule: FitSchedule, label: str) -> float:
+        """The strategy network fitted to the strategy memory on ``schedule`` (its optimizer as it is)."""
         loss = self.fitter.fit(
             self.strategy_net,
             self._train_forward["strategy"],
             self.strategy_optimizer,
             self.strategy_memory,
             "policy",
-            FitSchedule.of(cfg),
+            schedule,
             self.strategy_weights,
             strategy_loss,
-            f"iter {self.iteration} strategy",
+            label,
         )
         self.strategy_trained = True
         return loss
@@ -435,18 +439,7 @@ class Trainer:
             )
             self._reinit_network(self.strategy_net)
             self.strategy_optimizer = self.new_optimizer(self.strategy_net, cfg.lr)
-            loss = self.fitter.fit(
-                self.strategy_net,
-                self._train_forward["strategy"],
-                self.strategy_optimizer,
-                self.strategy_memory,
-                "policy",
-                schedule,
-                self.strategy_weights,
-                strategy_loss,
-                f"final strategy ({cfg.final_train_steps} steps)",
-            )
-            self.strategy_trained = True
+            loss = self._fit_strategy(schedule, f"final strategy ({cfg.final_train_steps} steps)")
         self.strategy_final_iteration = self.iteration
         return loss
 
