@@ -21,8 +21,9 @@ train: $(BIN)/.installed
 test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
 
-# Rebuild the shipped champion network and its model card (one bot round, then twelve growing rounds in
-# nine runs, scripts/make_champion.py's SHIPPED_STAGES: about 5.5 hours on 2 cores; see
+# Rebuild the shipped champion network and its model card (one bot round, twelve growing rounds in nine
+# runs, then a league run of two rounds, scripts/make_champion.py's SHIPPED_STAGES: about 6.5 hours on
+# 2 cores; see
 # src/deepcfr/players/champion/CARD.md)
 champion: $(BIN)/.installed
 	$(BIN)/python scripts/make_champion.py

@@ -9,10 +9,11 @@
    rounds were), in the stages the shipped campaign ran in (SHIPPED_STAGES: a run of 4 rounds, a
    run of 1 from its network, both with the settings grow.yaml had then, two runs of 1 with the
    teacher's rollouts played to the end, two runs of 1 with 3 candidates in its teacher's search,
-   two runs of 1 with the uniform-deal teacher and one with 144 deals in its teacher's search; each
-   run starts from the network of the one before and with no positions, as a campaign that goes on
-   from a shipped network does). The champion is round 13: the rounds after it won head to head
-   and lowered the population score (docs/log/population.md);
+   two runs of 1 with the uniform-deal teacher and one with 144 deals in its teacher's search, to
+   round 13: the rounds after it won head to head and lowered the population score; then a run of
+   2 rounds of self-play against a league (the learner, the population, the last champions),
+   gated by the population: docs/log/population.md). Each run starts from the network of the one
+   before and with no positions, as a campaign that goes on from a shipped network does;
 3. the distilled network exported into the package (``deepcfr.players.shipped``);
 4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
    ``search:champion`` plays) against every bot, and the search against the network alone head
@@ -77,9 +78,20 @@ DEALS_144_TEACHER = [
 # grow.yaml's teacher for rounds 11-17, dealing the hidden cards uniformly (today's deals the
 # opponent's by the hand belief shipped beside the champion; docs/log/results.md, "Round 18")
 UNIFORM_DEALS_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4]:learner"]
-# the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each; it is round 13, the
-# round the gate that asks everyone keeps (rounds 15-19 won head to head and lowered the population
-# score: docs/log/population.md)
+# the league run from round 13: self-play batches against the learner, the population's scored members
+# and the last 3 champions (3:2:1), each round gated by the population (grow.yaml's gate), one
+# labelling worker as it ran (docs/log/population.md,
+# "The league rounds rebuilt with today's code: the champion")
+LEAGUE = [
+    "improve.opponents={self: 3, population: 2, past: 1}",
+    "improve.past_window=3",
+    "improve.num_workers=1",
+    *NO_EVALUATION,
+]
+# the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each: the runs to round 13,
+# the round the gate that asks everyone kept (rounds 15-19 won head to head and lowered the population
+# score: docs/log/population.md), each gated head to head as it ran, then the league run's two rounds
+# (its first rejected by the population gate, its second accepted)
 SHIPPED_STAGES = [
     (4, HEAD_TO_HEAD_GATE + FIRST_GROW_SETTINGS),
     (1, HEAD_TO_HEAD_GATE + FIRST_GROW_SETTINGS),
@@ -90,6 +102,7 @@ SHIPPED_STAGES = [
     (1, HEAD_TO_HEAD_GATE + UNIFORM_DEALS_TEACHER),
     (1, HEAD_TO_HEAD_GATE + UNIFORM_DEALS_TEACHER),
     (1, HEAD_TO_HEAD_GATE + DEALS_144_TEACHER),
+    (2, LEAGUE),
 ]
 # the search settings measured strongest over the champion (docs/log/results.md, "A teacher that
 # grows", "The search cut short by the value function" and "Round 10"): the network plays its
