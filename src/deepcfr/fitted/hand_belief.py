@@ -30,7 +30,7 @@ import torch
 from ..cfr.networks import DeepCFRMLP
 from ..checkpoints import HAND_BELIEF
 from ..games.base import capability, has_capability
-from .value_fn import Positions, fit_steps, game_network_for, save_game_network
+from .value_fn import Positions, fit_steps, game_network_for, held_out_split, save_game_network
 
 
 class HandBelief:
@@ -88,12 +88,8 @@ def fit_hand_belief(
     log loss per unknown card beside the uniform belief's (``uniform_log_loss``; ``explained``:
     the share of it removed). ``on_progress(step, steps, train log loss)``."""
     capability(game, "hidden_hand")
-    torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
     views = positions.views
-    order = torch.randperm(views.shape[0], generator=gen)
-    n_held = max(1, int(views.shape[0] * held_out))
-    held_rows, train = order[:n_held], order[n_held:]
+    gen, held_rows, train = held_out_split(views.shape[0], held_out, seed)
     net = DeepCFRMLP(game.feature_size, game.hand_kind_count, hidden_size, num_layers).to(device)
     symmetry = capability(game, "symmetry") if has_capability(game, "symmetry") else None
 
@@ -119,7 +115,7 @@ def fit_hand_belief(
             cards += weight
     info = {
         "positions": int(views.shape[0]),
-        "held_out": int(n_held),
+        "held_out": int(held_rows.numel()),
         "steps": steps,
         "batch_size": batch_size,
         "lr": lr,

@@ -250,6 +250,16 @@ def collect_positions(
 
 
 # ------------------------------------------------------------------------------ fitting
+def held_out_split(n: int, held_out: float, seed: int) -> tuple[torch.Generator, torch.Tensor, torch.Tensor]:
+    """A fit's seeded start: (its generator, the held-out rows, the training rows) of ``n`` positions,
+    ``held_out`` of them (at least one) held out; torch's global seed set too (the network's init)."""
+    torch.manual_seed(seed)
+    gen = torch.Generator().manual_seed(seed)
+    order = torch.randperm(n, generator=gen)
+    n_held = max(1, int(n * held_out))
+    return gen, order[:n_held], order[n_held:]
+
+
 def fit_value(
     game,
     positions: Positions,
@@ -278,11 +288,7 @@ def fit_value(
     the enumeration did: docs/log/experiments.md). ``start``: a value network to continue from (a
     fit in pieces, or a state-value network growing a chance head: each kind starts as the state
     value). ``on_progress(step, steps, train mse)``."""
-    torch.manual_seed(seed)
-    gen = torch.Generator().manual_seed(seed)
-    order = torch.randperm(len(positions), generator=gen)
-    n_held = max(1, int(len(positions) * held_out))
-    held, train = order[:n_held], order[n_held:]
+    gen, held, train = held_out_split(len(positions), held_out, seed)
     scale = float(positions.targets[train].std().clamp(min=1e-6))  # targets in units of their spread
     teacher = positions.chance_targets
     net = value_network(game, hidden_size, num_layers, chance_head=teacher is not None)
@@ -312,7 +318,7 @@ def fit_value(
         )
     info = {
         "positions": len(positions),
-        "held_out": int(n_held),
+        "held_out": int(held.numel()),
         "steps": steps,
         "batch_size": batch_size,
         "lr": lr,

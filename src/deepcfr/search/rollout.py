@@ -232,16 +232,15 @@ class RolloutSearch:
         self.hand_belief = None
         # issue 66's bound deals its worlds from the match's true state: no belief
         self._shuffle_deck = capability(game, "shuffle_deck") if self.config.oracle else None
-        if self.config.oracle:
-            pass
-        elif self.config.belief == "learned":
+        belief = "none" if self.config.oracle else self.config.belief
+        if belief == "learned":
             if hand_belief is None:
                 raise ValueError(
                     "search.belief='learned' weighs the hidden cards by a hand belief: pass the one "
                     "built from search.hand_belief as hand_belief (deepcfr.players.search_player does)"
                 )
             self.hand_belief = hand_belief
-        elif self.config.belief != "none":
+        elif belief != "none":
             if opponent is None:
                 raise ValueError(
                     f"search.belief={self.config.belief!r} models the opponent: pass the OpponentModel "
