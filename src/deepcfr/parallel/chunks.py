@@ -171,7 +171,8 @@ class NetworkSource(Protocol):
 class Task(Protocol):
     """What an executor runs (ChunkSpec is one): picklable, with its position in the phase."""
 
-    index: int  # results come back in this order
+    @property
+    def index(self) -> int: ...  # results come back in this order (read-only: ChunkSpec is frozen)
 
     @property
     def size(self) -> int: ...  # work units passed to on_chunk when it finishes

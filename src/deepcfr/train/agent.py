@@ -33,6 +33,13 @@ from .config import SharedConfig, TrainConfig, upgrade_saved_config
 POLICY_KINDS = ("average", "current", "mixture")
 
 
+def deep_cfr_config(config: SharedConfig) -> TrainConfig:
+    """``config`` as a Deep CFR run's (only its schema has ``init`` and ``regret_matching``)."""
+    if not isinstance(config, TrainConfig):
+        raise TypeError(f"a Deep CFR run's config is a TrainConfig, not a {type(config).__name__}")
+    return config
+
+
 @dataclass
 class Agent:
     """A trained agent: its game, config, iteration and networks (in eval mode)."""
@@ -60,7 +67,7 @@ class Agent:
         trained); with a start network or bot, its advantages over that start (``kl_regularized``;
         the start's policy before it trained)."""
         if self.start_bot is not None:
-            start = SmoothedBotPolicy(make_bot(self.game, self.start_bot), self.config.init.smoothing)
+            start = SmoothedBotPolicy(make_bot(self.game, self.start_bot), deep_cfr_config(self.config).init.smoothing)
             if not self.advantage_trained[player]:
                 return (lambda obs, mask: to_greedy(start(obs, mask), mask)) if greedy else start
             return KLRegularizedPolicy(
@@ -83,14 +90,13 @@ class Agent:
             )
         if not self.advantage_trained[player]:
             return UniformPolicy()
-        return RegretMatchingPolicy(
-            self.advantage_nets[player], self.game.encode, self.config.regret_matching.fallback, greedy=greedy
-        )
+        fallback = deep_cfr_config(self.config).regret_matching.fallback
+        return RegretMatchingPolicy(self.advantage_nets[player], self.game.encode, fallback, greedy=greedy)
 
     def kl_temperature_units(self) -> float:
         """``init.kl_temperature`` in the advantage networks' output units (their targets are stored
         divided by ``target_scale``)."""
-        return float(self.config.init.kl_temperature) / float(self.target_scale or 1.0)
+        return float(deep_cfr_config(self.config).init.kl_temperature) / float(self.target_scale or 1.0)
 
     def policy(self, kind: str = "average", greedy: bool = False) -> Policy:
         """``average`` (strategy network), ``current`` (regret matching on the advantage
@@ -149,7 +155,7 @@ def load_agent(
 
     if (
         deep_cfr_run
-        and config.init.kl_temperature > 0
+        and deep_cfr_config(config).init.kl_temperature > 0
         and payload.get("warm_start") is not None
         and payload.get("start_net") is None
         and payload.get("start_bot") is None

@@ -337,6 +337,10 @@ class InitConfig(Section):
         return value
 
 
+EvaluatedPolicy = Literal["average", "current"]
+EVALUATED_POLICIES: tuple[EvaluatedPolicy, ...] = ("average", "current")
+
+
 class EvalConfig(Section):
     every: int = Field(5, ge=0, description="iterations between evaluations (0 = never during training)")
     games: int = Field(500, ge=2, description="games per opponent (paired deals) in games that are not solved exactly")
@@ -344,8 +348,8 @@ class EvalConfig(Section):
         default_factory=lambda: ["random", "discard_only", "heuristic_careful"],
         description="player specs the evaluation plays against",
     )
-    policies: list[Literal["average", "current"]] = Field(
-        default_factory=lambda: ["average", "current"],
+    policies: list[EvaluatedPolicy] = Field(
+        default_factory=lambda: list(EVALUATED_POLICIES),
         description="the run's policies evaluated: average (the strategy network), current (sigma_t)",
     )
 
@@ -573,6 +577,14 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     return data
 
 
+def _section_keys(config_class: type[SharedConfig], section: str) -> set[str]:
+    """The keys of ``config_class``'s section ``section``."""
+    section_class = config_class.model_fields[section].annotation
+    if not (isinstance(section_class, type) and issubclass(section_class, BaseModel)):
+        raise TypeError(f"{config_class.__name__}.{section} is not a config section")
+    return set(section_class.model_fields)
+
+
 def upgrade_saved_config(data: dict, config_class: type[SharedConfig] | None = None) -> dict:
     """A saved config (of any schema, from before the renovation too) in the schema of
     ``config_class`` (default TrainConfig): sections it does not own dropped (the ``improve``
@@ -586,9 +598,7 @@ def upgrade_saved_config(data: dict, config_class: type[SharedConfig] | None = N
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in config_class.model_fields}
     for section, values in data.items():
         if isinstance(values, dict) and section in TrainConfig.model_fields:
-            training_only = set(TrainConfig.model_fields[section].annotation.model_fields) - set(
-                config_class.model_fields[section].annotation.model_fields
-            )
+            training_only = _section_keys(TrainConfig, section) - _section_keys(config_class, section)
             for key in training_only & set(values):
                 del values[key]
     for dotted, inert in config_class.retired_options.items():

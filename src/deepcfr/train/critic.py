@@ -78,8 +78,12 @@ class Critic:
             self.scale = max(math.sqrt(rms), 1e-6) if math.isfinite(rms) else 1.0
             self.log(f"critic value scale set to {self.scale:.4g} (RMS of the first utilities)")
         extra = {"opponent_obs": samples["opponent_obs"][keep]} if self.config.sees_opponent else {}
-        self.memories[player].add(
-            obs=samples["obs"][keep], action=samples["action"][keep].to(torch.int16), utility=utility, **extra
+        self.memories[player].add(  # generator named: ``extra`` holds only sample fields
+            generator=None,
+            obs=samples["obs"][keep],
+            action=samples["action"][keep].to(torch.int16),
+            utility=utility,
+            **extra,
         )
 
     def features(self, obs: torch.Tensor, opponent_obs: torch.Tensor | None) -> torch.Tensor:
