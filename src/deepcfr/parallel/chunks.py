@@ -28,7 +28,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import numpy as np
 import torch
@@ -44,6 +44,7 @@ from deepcfr.cfr.policies import (
 from deepcfr.cfr.traversal import OutcomeSampling, TraversalOptions, TraversalStats, traverse
 
 POLICY_KINDS = ("uniform", "regret", "regularized", "strategy", "bot")
+_Field = TypeVar("_Field")
 
 
 @dataclass(frozen=True)
@@ -93,6 +94,12 @@ class PolicySpec:
 
     def network_names(self) -> set[str]:
         return {name for name in (self.network, self.start) if name is not None}
+
+    def needs(self, value: _Field | None, field: str) -> _Field:
+        """``value``, this spec's ``field`` that its kind needs (``__post_init__`` checked it is set)."""
+        if value is None:
+            raise ValueError(f"PolicySpec(kind={self.kind!r}) needs {field}")
+        return value
 
 
 @dataclass(frozen=True)
@@ -222,22 +229,25 @@ class ChunkRunner:
         if spec.kind == "uniform":
             return UniformPolicy()
         if spec.kind == "bot":
+            bot = self._bot(spec.needs(spec.bot, "bot"))
             if spec.smoothing is not None:
-                return SmoothedBotPolicy(self._bot(spec.bot), spec.smoothing)
-            return BotPolicy(self._bot(spec.bot), generator)
-        net = networks.network(spec.network)
+                return SmoothedBotPolicy(bot, spec.smoothing)
+            return BotPolicy(bot, generator)
+        net = networks.network(spec.needs(spec.network, "network"))
         if spec.kind == "regret":
             return RegretMatchingPolicy(net, self.game.encode, fallback)
         if spec.kind == "regularized":
+            temperature = spec.needs(spec.temperature, "temperature")
             if spec.bot is not None:
                 return KLRegularizedPolicy(
                     net,
                     None,
                     self.game.encode,
-                    spec.temperature,
+                    temperature,
                     start_policy=SmoothedBotPolicy(self._bot(spec.bot), spec.smoothing or 0.0),
                 )
-            return KLRegularizedPolicy(net, networks.network(spec.start), self.game.encode, spec.temperature)
+            start = networks.network(spec.needs(spec.start, "start"))
+            return KLRegularizedPolicy(net, start, self.game.encode, temperature)
         return StrategyNetPolicy(net, self.game.encode)
 
     def _bot(self, name: str):

@@ -290,7 +290,8 @@ class ProcessExecutor(TraversalExecutor):
             dispatch(w)
         conns = {w.conn: w for w in res.workers}
         sentinels = {w.process.sentinel: w for w in res.workers}
-        server_sentinel = [res.server.sentinel] if res.server is not None else []
+        server = res.server
+        server_sentinel = [server.sentinel] if server is not None else []
         last_progress = time.monotonic()
         while len(results) < len(chunks):
             ready = wait([*conns, *sentinels, *server_sentinel], timeout=1.0)
@@ -312,9 +313,9 @@ class ProcessExecutor(TraversalExecutor):
                         self._handle(w, w.conn.recv(), by_index, results, on_chunk)
                     w.process.join(1.0)
                     raise self._death(w)
-                if server_sentinel and obj == server_sentinel[0]:
-                    res.server.process.join(1.0)
-                    raise res.server.died_error()
+                if server is not None and obj == server_sentinel[0]:
+                    server.join(1.0)
+                    raise server.died_error()
             if time.monotonic() - last_progress > self.chunk_timeout:
                 busy = {w.describe(): list(w.in_flight) for w in res.workers if w.in_flight}
                 raise ExecutorError(f"no {self.role} chunk finished within {self.chunk_timeout:g}s (in flight: {busy})")
@@ -334,7 +335,7 @@ class ProcessExecutor(TraversalExecutor):
             _, index, kind, text = msg
             server = self._resources.server
             if kind == "server" and server is not None and not server.is_alive():
-                server.process.join(1.0)
+                server.join(1.0)
                 raise server.died_error()
             error = InferenceServerError if kind == "server" else WorkerError
             what = by_index[index].describe() if index in by_index else "a chunk it could not unpickle"

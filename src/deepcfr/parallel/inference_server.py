@@ -42,7 +42,8 @@ import traceback
 from collections import defaultdict
 from dataclasses import dataclass
 from multiprocessing.connection import Connection, wait
-from typing import Any
+from multiprocessing.context import SpawnProcess
+from typing import Any, cast
 
 import torch
 
@@ -160,8 +161,9 @@ class InferenceClient:
         self.conn = endpoint.conn
         self.timeout = float(timeout)
         self._pool = RequestPool.attach(endpoint.pool)
-        self._features = self._pool.features(self.slot)
-        self._outputs = self._pool.outputs(self.slot)
+        # the slot's views into the pool (None once closed)
+        self._features: torch.Tensor | None = self._pool.features(self.slot)
+        self._outputs: torch.Tensor | None = self._pool.outputs(self.slot)
         self.rows = endpoint.pool.rows
         self.output_size = endpoint.pool.output_size
         self.handle: WeightsHandle | None = None
@@ -175,11 +177,14 @@ class InferenceClient:
     def forward(self, network_id: int, features: torch.Tensor) -> torch.Tensor:
         if self.handle is None:
             raise InferenceServerError("InferenceClient.forward before bind(weights handle)")
+        features_view, outputs_view = self._features, self._outputs
+        if features_view is None or outputs_view is None:
+            raise InferenceServerError("InferenceClient.forward after close()")
         n = features.shape[0]
         out = torch.empty(n, self.output_size, dtype=torch.float32)
         for start in range(0, n, self.rows):
             k = min(self.rows, n - start)
-            self._features[:k].copy_(features[start : start + k])
+            features_view[:k].copy_(features[start : start + k])
             self._seq += 1
             try:
                 self.conn.send_bytes(REQUEST.pack(self._seq, int(network_id), k, self.handle.version))
@@ -188,7 +193,7 @@ class InferenceClient:
                     f"inference server connection lost ({type(e).__name__}): the server process died"
                 ) from None
             self._wait_reply()
-            out[start : start + k].copy_(self._outputs[:k])
+            out[start : start + k].copy_(outputs_view[:k])
             self.requests += 1
         return out
 
@@ -218,6 +223,8 @@ class NetworkProxy:
     def __init__(self, client: InferenceClient, name: str):
         self.client = client
         self.name = name
+        if client.handle is None:
+            raise InferenceServerError(f"network {name!r} of an InferenceClient before bind(weights handle)")
         self.network_id = client.handle.index(name)
 
     def __call__(self, features: torch.Tensor) -> torch.Tensor:
@@ -260,6 +267,11 @@ class _Metrics:
         }
 
 
+def _wait_connections(connections: list[Connection], timeout: float) -> list[Connection]:
+    """``multiprocessing.connection.wait`` on pipes: the ready ones, a sublist of ``connections``."""
+    return cast(list[Connection], wait(connections, timeout=timeout))
+
+
 class _ServerLoop:
     """The server process's state and its loop: requests from the workers' pipes are gathered for
     up to the batch window, grouped by network, run as one forward per group (in ``max_batch``
@@ -277,7 +289,7 @@ class _ServerLoop:
         self.outputs = [self.pool.outputs(s) for s in range(pool_info.num_slots)]
         self.reader = WeightsReader(self.device)
         self.nets: list[torch.nn.Module] = []
-        self.version = None
+        self.version: int | None = None
         self.live: dict[Connection, int] = {conn: slot for slot, conn in enumerate(worker_conns)}
         self.metrics = _Metrics()
         self.window = options.batch_window_us / 1e6
@@ -409,7 +421,7 @@ class _ServerLoop:
             if remaining <= 0:
                 break
             waiting = {r[0] for r in pending}
-            more = wait([c for c in self.live if c not in waiting], timeout=remaining)
+            more = _wait_connections([c for c in self.live if c not in waiting], remaining)
             if not more:
                 break
             before = len(pending)
@@ -424,7 +436,7 @@ class _ServerLoop:
             while True:
                 pending: list = []
                 stop = False
-                for conn in wait([self.control, *self.live], timeout=1.0):
+                for conn in _wait_connections([self.control, *self.live], 1.0):
                     if conn is self.control:
                         stop = not self.handle_control()
                     elif conn in self.live:
@@ -435,7 +447,8 @@ class _ServerLoop:
                     self.gather(pending)
                     self.serve(pending)
         finally:
-            self.features = self.outputs = None
+            self.features.clear()  # the views go before the pool closes
+            self.outputs.clear()
             self.pool.close()
 
 
@@ -464,7 +477,7 @@ class InferenceServer:
         self.num_slots, self.slot_rows = int(num_slots), int(slot_rows)
         self.feature_size, self.output_size = int(feature_size), int(output_size)
         self.pool: RequestPool | None = None
-        self.process = None
+        self.process: SpawnProcess | None = None
         self._control: Connection | None = None
         self._client_ends: list[Connection | None] = []
         self.version: int | None = None
@@ -505,6 +518,8 @@ class InferenceServer:
         conn = self._client_ends[slot]
         if conn is None:
             raise InferenceServerError(f"endpoint {slot} was already handed over")
+        if self.pool is None:
+            raise InferenceServerError("the inference server is not running (no request pool)")
         return ClientEndpoint(slot, conn, self.pool.info)
 
     def release_endpoints(self) -> None:
@@ -515,11 +530,18 @@ class InferenceServer:
                 self._client_ends[i] = None
 
     @property
-    def sentinel(self):
+    def sentinel(self) -> int:
+        if self.process is None:
+            raise InferenceServerError("the inference server is not running")
         return self.process.sentinel
 
     def is_alive(self) -> bool:
         return self.process is not None and self.process.is_alive()
+
+    def join(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the server process to end (if it was started)."""
+        if self.process is not None:
+            self.process.join(timeout)
 
     def died_error(self) -> InferenceServerError:
         code = self.process.exitcode if self.process is not None else None
@@ -553,19 +575,22 @@ class InferenceServer:
 
     # -------------------------------------------------------------- control calls
     def _receive(self, timeout: float, what: str) -> Any:
-        ready = wait([self._control, self.process.sentinel], timeout=timeout)
-        if self._control in ready:
+        control, process = self._control, self.process
+        if control is None or process is None:
+            raise InferenceServerError("the inference server is not running")
+        ready = wait([control, process.sentinel], timeout=timeout)
+        if control in ready:
             try:
-                return self._control.recv()
+                return control.recv()
             except (EOFError, ConnectionResetError, OSError):
                 pass
-        if not self.process.is_alive() or self.process.sentinel in ready:
-            self.process.join(1.0)
+        if not process.is_alive() or process.sentinel in ready:
+            process.join(1.0)
             raise self.died_error()
         raise InferenceServerError(f"the inference server did not answer ({what}) within {timeout:g}s")
 
     def _call(self, message: Any, what: str) -> Any:
-        if self.process is None:
+        if self.process is None or self._control is None:
             raise InferenceServerError("the inference server is not running")
         try:
             self._control.send(message)

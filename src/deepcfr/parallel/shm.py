@@ -79,7 +79,10 @@ class SharedBlock:
 
     @property
     def buf(self) -> memoryview:
-        return self._shm.buf
+        buf = self._shm.buf
+        if buf is None:  # the mapping was closed
+            raise ValueError(f"shared-memory segment {self.name!r} is closed")
+        return buf
 
     def tensor(self, dtype: torch.dtype, shape: tuple[int, ...], offset: int = 0) -> torch.Tensor:
         """A view of ``shape`` elements of ``dtype`` starting at byte ``offset`` (writes are shared)."""
@@ -278,6 +281,8 @@ class WeightsReader:
             return self.modules
         modules: dict[str, torch.nn.Module] = {}
         if handle.networks:
+            if handle.segment is None:
+                raise ValueError(f"weights version {handle.version} names networks but no segment")
             block = SharedBlock.attach(handle.segment)
             try:
                 with torch.no_grad():
@@ -294,7 +299,7 @@ class WeightsReader:
                             sd[t.key].copy_(block.tensor(_DTYPES[t.dtype], t.shape, t.offset))
                         modules[entry.name] = module
                         self._archs[entry.name] = entry.arch
-                    sd = None
+                    del sd
             finally:
                 block.close()
         self.modules = modules

@@ -16,6 +16,7 @@ import os
 import pickle
 import traceback
 from multiprocessing.connection import Connection
+from typing import Any
 
 from .child import configure_process
 from .chunks import ChunkRunner, ModuleNetworks
@@ -56,7 +57,7 @@ def worker_main(
             _, spec, handle = msg
             try:
                 networks = client.bind(handle) if client is not None else ModuleNetworks(reader.load(handle))
-                reply = ("result", spec.index, spec.pack(runner.run(spec, networks)))
+                reply: tuple[Any, ...] = ("result", spec.index, spec.pack(runner.run(spec, networks)))
             except InferenceServerError:
                 reply = ("error", spec.index, "server", traceback.format_exc())
             except Exception:
