@@ -26,7 +26,7 @@ from typing import Any, TextIO
 import torch
 from rich import box
 from rich.columns import Columns
-from rich.console import Console, RenderableType
+from rich.console import Console, JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -216,8 +216,9 @@ def play_game(
     deal = reference_deal(view.game_name, ref)
     names = ["You", opponent.name] if human_seat == 0 else [opponent.name, "You"]
     actions: list[int] = []
-    # The opponent's decisions since the person's last move: (state copy, probs, action).
-    recent: list[tuple[Any, torch.Tensor | None, int]] = []
+    # The opponent's decisions since the person's last move: (state copy, probs or a search's
+    # candidate rows, action).
+    recent: list[tuple[Any, torch.Tensor | list[dict] | None, int]] = []
     person_moved = False  # the next opponent move starts a new ``recent`` list
     screen.show(
         Text(view.title(), style="bold"),
@@ -328,12 +329,13 @@ def candidates_table(view: GameView, ref, rows: list[dict], chosen: int) -> Tabl
     """A search's candidates: mean rollout value +- 95% CI, the paired difference to the base
     policy's move +- its CI, and the base policy's probability."""
     table = Table(show_header=True, box=None, pad_edge=False)
-    for title, justify in (
+    columns: tuple[tuple[str, JustifyMethod], ...] = (
         ("value +- 95% CI", "right"),
         ("vs base move", "right"),
         ("prior", "right"),
         ("move", "left"),
-    ):
+    )
+    for title, justify in columns:
         table.add_column(title, justify=justify)
     for r in rows:
         mark = " <- played" if r["action"] == chosen else ""

@@ -7,10 +7,11 @@ the move list, and draws the final scoring. It never changes the game.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from abc import ABC, abstractmethod
+from collections.abc import Collection, Sequence
 from typing import Any
 
-from rich.console import RenderableType
+from rich.console import JustifyMethod, RenderableType
 from rich.table import Table
 from rich.text import Text
 
@@ -43,18 +44,30 @@ def _seat_label(names: Sequence[str], seat: int) -> str:
     return f"{names[seat]} (seat {seat})"
 
 
-class GameView:
+class GameView(ABC):
     """Shared interface; see the module docstring."""
 
     game_name: str
     game: Any  # the batched game (bots, observation dtype, rules)
 
+    def __init__(self, game: Any):
+        self.game = game
+
+    @abstractmethod
     def new(self, seed: int): ...
+    @abstractmethod
     def from_deal(self, deal: Sequence[int]): ...
+    @abstractmethod
     def title(self) -> str: ...
+    @abstractmethod
     def board(self, ref, viewer: int | None, names: Sequence[str]) -> list[RenderableType]: ...
+    @abstractmethod
     def decision(self, ref) -> str: ...
+    @abstractmethod
     def label(self, ref, action: int) -> str: ...
+    @abstractmethod
+    def label_text(self, ref, action: int) -> Text: ...  # the move list's entry (label as rich text)
+    @abstractmethod
     def final(self, ref, names: Sequence[str]) -> list[RenderableType]: ...
 
     def move_note(self, before, after, viewer: int) -> Text | None:
@@ -101,7 +114,7 @@ class LostCitiesView(GameView):
     def _sort_key(self, card: int) -> tuple[int, int]:
         return self.rules.card_color(card), self.rules.card_kind(card)
 
-    def hand_text(self, cards: Sequence[int], known: set[int] = frozenset()) -> Text:
+    def hand_text(self, cards: Sequence[int], known: Collection[int] = frozenset()) -> Text:
         """Cards grouped by colour, each colour sorted by value (W = wager; * = known to the opponent)."""
         out = Text()
         by_color: dict[int, list[int]] = {}
@@ -230,7 +243,7 @@ class LostCitiesView(GameView):
                 header_style="bold",
                 pad_edge=False,
             )
-            for name, justify in (
+            columns: tuple[tuple[str, JustifyMethod], ...] = (
                 ("colour", "left"),
                 ("cards", "left"),
                 ("values", "right"),
@@ -238,7 +251,8 @@ class LostCitiesView(GameView):
                 ("x wagers", "right"),
                 ("bonus", "right"),
                 ("points", "right"),
-            ):
+            )
+            for name, justify in columns:
                 table.add_column(name, justify=justify)
             for c in range(r.n_colors):
                 cards = ref.expeditions[p][c]
@@ -268,9 +282,6 @@ class LostCitiesView(GameView):
 
 # The small games: a reference engine built from a seed or a deal, moves named as plain text ------
 class _SmallGameView(GameView):
-    def __init__(self, game):
-        self.game = game
-
     @staticmethod
     def reference():
         """The game's reference engine class (``new(seed)``, ``from_deal(deal)``)."""

@@ -44,6 +44,8 @@ class _Pending:
         timing.add("decide", time.perf_counter() - self.taken)  # in the call that made it
         if self.error is not None:
             raise self.error
+        if self.decision is None:
+            raise RuntimeError("the player's batched call returned no decision for this table")
         return self.decision
 
 

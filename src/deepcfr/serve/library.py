@@ -236,7 +236,8 @@ class RunLibrary:
             metrics = path / "metrics.jsonl"
             modified = metrics.stat().st_mtime if metrics.is_file() else None
             config = read_run_config(path) or {}
-            game = config.get("game") if isinstance(config.get("game"), dict) else {}
+            saved_game = config.get("game")
+            game = saved_game if isinstance(saved_game, dict) else {}
             running = run_is_running(path, modified, now)
             last = last_iteration(metrics) if modified is not None else None
             target = target_iterations(config)

@@ -3,7 +3,7 @@ search settings within the caps), the served search's time budget, and the champ
 
 from __future__ import annotations
 
-from ..players import MAX_SPEC_LENGTH, PlayerSpecError, parse_player
+from ..players import MAX_SPEC_LENGTH, PlayerSpec, PlayerSpecError, parse_player
 from .errors import clip
 
 MAX_SEED = 2**31 - 1
@@ -44,7 +44,7 @@ def check_spec(text: str):
         raise
     except Exception as e:  # the parser's own failures (a name too long for a path, settings YAML cannot read)
         raise PlayerSpecError(f"player spec {clip(text, 200)!r} cannot be read ({type(e).__name__})") from None
-    node = spec
+    node: PlayerSpec | None = spec
     while node is not None and node.kind == "search":
         for key, cap in SEARCH_CAPS.items():
             value = node.settings.get(key)

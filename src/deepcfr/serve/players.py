@@ -101,4 +101,4 @@ class ServedFiles:
                 settings[key] = str(self._walk(parse_player(value), rename))
             else:
                 settings[key] = rename(value, f"search setting {key}: file")
-        return dataclasses.replace(spec, base=self._walk(spec.base, rename), settings=settings)
+        return dataclasses.replace(spec, base=self._walk(spec.innermost, rename), settings=settings)

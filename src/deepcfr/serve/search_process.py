@@ -20,6 +20,8 @@ import multiprocessing
 import threading
 from collections import OrderedDict
 from collections.abc import Callable
+from multiprocessing.connection import Connection
+from multiprocessing.context import SpawnProcess
 
 import torch
 
@@ -59,10 +61,13 @@ def _child(conn, device: str, limit_time: Callable | None) -> None:
             return
         try:
             seated = seated_of(key, spec, game)
+            value: object  # what the op sends back
             if op == "build":
                 value = (seated.name, seated.game, seated.player.search.config.model_dump())
             elif op == "decide":
                 obs, mask = args
+                if seated.game is None:
+                    raise ValueError(f"search player {seated.name} has no game")
                 value = seated.decide_batch(obs, mask, None, seated.game.action_name)
             elif op == "stats":
                 value = seated.player.search.stats.to_dict()
@@ -84,17 +89,18 @@ class SearchProcess:
         module-level function: the child gets it pickled); None: nothing."""
         self.device, self.limit_time = device, limit_time
         self._lock = threading.Lock()
-        self._proc = None
-        self._conn = None
+        self._proc: SpawnProcess | None = None
+        self._conn: Connection | None = None
         self.starts = 0  # processes started (a test counts them)
 
     def call(self, op: str, key: tuple, spec, game, *args):
         with self._lock:
-            if self._proc is None or not self._proc.is_alive():
-                self._start()
+            conn = self._conn
+            if self._proc is None or not self._proc.is_alive() or conn is None:
+                conn = self._start()
             try:
-                self._conn.send((op, key, spec, game, *args))
-                ok, value = self._conn.recv()
+                conn.send((op, key, spec, game, *args))
+                ok, value = conn.recv()
             except (EOFError, OSError, BrokenPipeError):
                 self._proc = None
                 raise SearchProcessError(
@@ -105,7 +111,8 @@ class SearchProcess:
             raise value
         return value
 
-    def _start(self) -> None:
+    def _start(self) -> Connection:
+        """Start the child; returns the server's end of its pipe."""
         context = multiprocessing.get_context("spawn")  # a fork would copy the server's threads' locks
         self._conn, child = context.Pipe()
         self._proc = context.Process(
@@ -114,6 +121,7 @@ class SearchProcess:
         self._proc.start()
         child.close()
         self.starts += 1
+        return self._conn
 
 
 class _SearchView:

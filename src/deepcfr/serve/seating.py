@@ -45,12 +45,12 @@ def make_table(state: ServeState, specs: list[str | None], seed: int | None, var
     game = table_game(state, specs, variant)
     try:
         with timing.phase("players"):
-            seated = [None if s is None else state.players.resolve(s, game) for s in specs]
+            built = [None if spec is None else state.players.resolve(spec, game) for spec in specs]
     except OSError as e:
         raise ValueError(f"cannot use this player: {e.strerror or type(e).__name__}") from None
-    for s in seated:
-        check_built_search(s)
-    seated = [None if s is None else state.batchers.of(s) for s in seated]
+    for player in built:
+        check_built_search(player)
+    seated = [None if player is None else state.batchers.of(player) for player in built]
     names = ["You" if s is None else s.name for s in seated]  # specs as served (no file's whereabouts)
     table = Table(game, seated, names, secrets.randbelow(MAX_SEED) if seed is None else seed, mode)
     table.start()

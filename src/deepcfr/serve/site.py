@@ -118,6 +118,9 @@ def build_site(
             f"the site plays one network in the browser: {player!r} is a {spec.kind}, not a checkpoint "
             "or the champion (a search or a bot needs `deepcfr serve`)"
         )
+    checkpoint = spec.path
+    if checkpoint is None:  # parse_player gives every checkpoint spec its path
+        raise SiteError(f"{player!r} names no checkpoint file")
     built = load_player(spec)
     check_web_table_game(built.game, f"player {player}'s game")
 
@@ -128,7 +131,7 @@ def build_site(
     model_name = "champion.onnx" if spec.is_champion else "network.onnx"
     meta = export_onnx(spec, out / "model" / model_name)
     game = built.game
-    label = "champion network" if spec.is_champion else f"network of {Path(spec.path).name}"
+    label = "champion network" if spec.is_champion else f"network of {Path(checkpoint).name}"
     site = {
         "model": model_name,
         "player": str(spec),

@@ -177,11 +177,12 @@ class Table:
 
     def _refusals(self) -> dict[str, str]:
         """Why each card of the person's hand that cannot be played now cannot (``"colour:value"``)."""
-        if self.ref.phase != PHASE_CARD:
+        seat = self.human_seat
+        if seat is None or self.ref.phase != PHASE_CARD:  # no person at the table, or not a card to play
             return {}
         rules, legal = self.rules, set(self.ref.legal_actions())
         out = {}
-        for kind in sorted({rules.card_kind_index(c) for c in self.ref.hands[self.human_seat]}):
+        for kind in sorted({rules.card_kind_index(c) for c in self.ref.hands[seat]}):
             if kind not in legal:
                 color, k = divmod(kind, rules.n_ranks + 1)
                 reason = why_illegal(self.ref, kind)
