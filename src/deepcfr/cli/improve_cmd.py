@@ -111,13 +111,14 @@ def run(args) -> int:
     last: dict = {}
     for record in improve_eval_names(metrics):  # a resumed older run's sampled figures under today's name
         last.update(record)
+    ck = str(run_.latest_path) if run_.latest_path.exists() else None
     summary = {
         "run_dir": str(run_.dir),
         "rounds": rounds,
         "target_rounds": run_.config.improve.rounds,
         "accepted_rounds": int(last.get("improve/accepted_total", 0)),
         "wall_seconds": round(time.perf_counter() - started, 3),
-        "checkpoint": str(run_.latest_path) if run_.latest_path.exists() else None,
+        "checkpoint": ck,
         **{
             k: v
             for k, v in last.items()
@@ -125,8 +126,7 @@ def run(args) -> int:
         },
     }
     emit(summary, args.json, title="improvement finished")
-    if summary["checkpoint"]:
-        ck = summary["checkpoint"]
+    if ck:
         lines = next_steps(run_.config.game.name, ck, str(run_.dir))
         # a distilled network is meant to play its argmax (sampled it strays from the teacher)
         lines[1:1] = [

@@ -186,8 +186,8 @@ def _print_population(out: dict) -> None:
 
     estimate = "corrected" if out["corrected"] else "plain"
     table = Table(title=f"population v{out['population_version']}: {out['player']} ({estimate} score diff, 95% CI)")
-    for name, justify in (("member", "left"), ("games", "right"), ("score diff", "right"), ("win rate", "right")):
-        table.add_column(name, justify=justify)
+    for name in ("member", "games", "score diff", "win rate"):
+        table.add_column(name, justify="left" if name == "member" else "right")
     for r in out["members"]:
         table.add_row(
             r["member"],

@@ -10,7 +10,7 @@ and ``stats`` (a ``search.SearchStats``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -186,7 +186,10 @@ def load_player(
 
 
 def load_players(
-    specs: list[str | PlayerSpec], game=None, device: str | torch.device = "cpu", search_settings: dict | None = None
+    specs: Sequence[str | PlayerSpec],
+    game=None,
+    device: str | torch.device = "cpu",
+    search_settings: dict | None = None,
 ) -> tuple[list, object]:
     """The players of ``specs`` and the game they play, the one rule for it: ``game`` when given,
     else the game of the first spec that names a checkpoint (itself, or the base of a search),

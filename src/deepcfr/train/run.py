@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Generic, TextIO
 
 from deepcfr.atomic import atomic_path
 from deepcfr.checkpoints import (
@@ -37,7 +37,7 @@ from deepcfr.checkpoints import (
     save_checkpoint,
 )
 
-from .config import ConfigError, TrainConfig, dump_config, load_config
+from .config import ConfigError, _Config, dump_config, load_config
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
@@ -93,11 +93,12 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-class Run:
+class Run(Generic[_Config]):
     """Tracks one training run in ``run_dir``. ``resume=True`` continues an existing run (use
-    ``Run.open``); otherwise ``run_dir`` must not already hold a run."""
+    ``Run.open``); otherwise ``run_dir`` must not already hold a run. Its config is a TrainConfig,
+    or another run's schema (``ImproveRunConfig``...)."""
 
-    def __init__(self, run_dir: str | Path, config: TrainConfig, resume: bool = False, console: bool = True) -> None:
+    def __init__(self, run_dir: str | Path, config: _Config, resume: bool = False, console: bool = True) -> None:
         self.dir = Path(run_dir)
         self.config = config
         self.resume = resume
@@ -131,12 +132,13 @@ class Run:
         run_dir: str | Path,
         overrides: list[str] | None = None,
         console: bool = True,
-        config_class: type[TrainConfig] = TrainConfig,
-    ) -> Run:
+        config_class: type[_Config] | None = None,
+    ) -> Run[_Config]:
         """Reopen an existing run for resuming. ``overrides`` (``section.key=value``) may change
         anything but the game and the network, which the checkpoint depends on. ``config_class``:
-        the run's schema (an improvement run's is ``deepcfr.improve.ImproveRunConfig``); sections
-        of the saved config it does not own are dropped."""
+        the run's schema (None: TrainConfig; an improvement run's is
+        ``deepcfr.improve.ImproveRunConfig``); sections of the saved config it does not own are
+        dropped."""
         run_dir = Path(run_dir)
         path = run_dir / CONFIG_FILE
         if not path.is_file():
@@ -383,7 +385,7 @@ class Run:
             self.logger.removeHandler(h)
             h.close()
 
-    def __enter__(self) -> Run:
+    def __enter__(self) -> Run[_Config]:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
