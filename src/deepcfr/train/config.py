@@ -140,6 +140,7 @@ class TraversalConfig(Section):
 
 
 ALGORITHM_OPTIONS = ("epsilon", "unsampled_target", "tail_correction")  # TraversalConfig fields passed to the options
+EVALUATED_POLICIES: tuple[Literal["average", "current"], ...] = ("average", "current")  # EvalConfig.policies' default
 
 
 class RegretMatchingConfig(Section):
@@ -337,10 +338,6 @@ class InitConfig(Section):
         return value
 
 
-EvaluatedPolicy = Literal["average", "current"]
-EVALUATED_POLICIES: tuple[EvaluatedPolicy, ...] = ("average", "current")
-
-
 class EvalConfig(Section):
     every: int = Field(5, ge=0, description="iterations between evaluations (0 = never during training)")
     games: int = Field(500, ge=2, description="games per opponent (paired deals) in games that are not solved exactly")
@@ -348,7 +345,7 @@ class EvalConfig(Section):
         default_factory=lambda: ["random", "discard_only", "heuristic_careful"],
         description="player specs the evaluation plays against",
     )
-    policies: list[EvaluatedPolicy] = Field(
+    policies: list[Literal["average", "current"]] = Field(
         default_factory=lambda: list(EVALUATED_POLICIES),
         description="the run's policies evaluated: average (the strategy network), current (sigma_t)",
     )
@@ -577,14 +574,6 @@ def apply_overrides(data: dict, overrides: list[str]) -> dict:
     return data
 
 
-def _section_keys(config_class: type[SharedConfig], section: str) -> set[str]:
-    """The keys of ``config_class``'s section ``section``."""
-    section_class = config_class.model_fields[section].annotation
-    if not (isinstance(section_class, type) and issubclass(section_class, BaseModel)):
-        raise TypeError(f"{config_class.__name__}.{section} is not a config section")
-    return set(section_class.model_fields)
-
-
 def upgrade_saved_config(data: dict, config_class: type[SharedConfig] | None = None) -> dict:
     """A saved config (of any schema, from before the renovation too) in the schema of
     ``config_class`` (default TrainConfig): sections it does not own dropped (the ``improve``
@@ -595,12 +584,18 @@ def upgrade_saved_config(data: dict, config_class: type[SharedConfig] | None = N
     used), and options the algorithm never read dropped. Anything else is left for validation to
     reject."""
     config_class = TrainConfig if config_class is None else config_class
+
+    def section_keys(schema: type[SharedConfig], section: str) -> set[str]:
+        section_class = schema.model_fields[section].annotation
+        if not (isinstance(section_class, type) and issubclass(section_class, BaseModel)):
+            raise TypeError(f"{schema.__name__}.{section} is not a config section")
+        return set(section_class.model_fields)
+
     data = {k: dict(v) if isinstance(v, dict) else v for k, v in data.items() if k in config_class.model_fields}
     for section, values in data.items():
         if isinstance(values, dict) and section in TrainConfig.model_fields:
-            training_only = _section_keys(TrainConfig, section) - _section_keys(config_class, section)
-            for key in training_only & set(values):
-                del values[key]
+            for key in (section_keys(TrainConfig, section) - section_keys(config_class, section)) & set(values):
+                del values[key]  # a key only the training's section has
     for dotted, inert in config_class.retired_options.items():
         section, key = dotted.split(".")
         if key in data.get(section, {}) and data[section][key] == inert:
