@@ -273,6 +273,7 @@ def test_cli_improve_writes_a_checkpoint_every_player_spec_loads(mini_checkpoint
     assert "round 1: evaluation, matches 3/3" in captured.err
     assert "round 1: gate (8 greedy games), matches 1/1" in captured.err
     assert "latest.pt@greedy --b heuristic_balanced" in captured.err  # how an improved network is meant to play
+    assert "play it in a browser:    deepcfr serve --checkpoint" in captured.err  # the page seats Lost Cities
     assert summary["rounds"] == 1 and summary["checkpoint"].endswith("latest.pt")
     records = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert [r["iteration"] for r in records] == [0, 1]

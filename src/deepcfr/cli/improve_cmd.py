@@ -107,6 +107,7 @@ def run(args) -> int:
                 )
             )
             rounds = improver.improve()
+            game = improver.game
         metrics = run_.read_metrics()
     last: dict = {}
     for record in improve_eval_names(metrics):  # a resumed older run's sampled figures under today's name
@@ -127,7 +128,7 @@ def run(args) -> int:
     }
     emit(summary, args.json, title="improvement finished")
     if ck:
-        lines = next_steps(run_.config.game.name, ck, str(run_.dir))
+        lines = next_steps(game, ck, str(run_.dir))
         # a distilled network is meant to play its argmax (sampled it strays from the teacher)
         lines[1:1] = [
             f"  the network alone:       deepcfr arena --a {ck}@greedy --b heuristic_balanced --games 2000",

@@ -8,8 +8,12 @@ import json
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .common import add_json_flag, add_options_flag, add_set_option, emit
+
+if TYPE_CHECKING:
+    from ..games.base import BatchedGame
 
 DEFAULT_CONFIG = "lost_cities/cpu.yaml"
 
@@ -169,7 +173,7 @@ class TrainingProgress:
         return lines
 
 
-def next_steps(game, checkpoint: str, run_dir: str) -> list[str]:
+def next_steps(game: BatchedGame, checkpoint: str, run_dir: str) -> list[str]:
     """What to do with a finished run's checkpoint of ``game`` (the batched game)."""
     from ..serve.present import web_table_plays
 
