@@ -50,7 +50,7 @@ def register(subparsers) -> None:
 
 def run(args) -> int:
     from ..improve import Improver, ImproveRunConfig, improve_config
-    from ..report.metrics import improve_eval_names
+    from ..report.metrics import accepted_rounds, improve_eval_names
     from ..train.config import ConfigError
     from ..train.run import Run
 
@@ -117,7 +117,7 @@ def run(args) -> int:
         "run_dir": str(run_.dir),
         "rounds": rounds,
         "target_rounds": run_.config.improve.rounds,
-        "accepted_rounds": int(last.get("improve/accepted_total", 0)),
+        "accepted_rounds": accepted_rounds(metrics),
         "wall_seconds": round(time.perf_counter() - started, 3),
         "checkpoint": ck,
         **{

@@ -65,6 +65,12 @@ def _is_number(v: object) -> TypeGuard[int | float]:
 IMPROVE_PREFIXES = ("selfplay/", "gate/", "improve/")  # figures only an improvement run logs
 
 
+def accepted_rounds(rows: list[dict]) -> int:
+    """How many rounds of an improvement run (improve's or the learned exploiter's) its gate
+    accepted, read from its metrics rows (a run from a checkpoint and a fresh one alike)."""
+    return sum(int(r.get("gate/accepted", 0)) for r in rows)
+
+
 def improve_eval_names(rows: list[dict]) -> list[dict]:
     """The rows of an improvement run's metrics (a row holds ``selfplay/``, ``gate/`` or
     ``improve/`` figures) with the old name of its sampled network's evaluation,
