@@ -2,8 +2,8 @@
 --check`` pass on src, tests and scripts. Fix a failure with ``ruff check --fix`` and ``ruff format``
 (the venv's ruff, the version constraints.txt pins); skipped where ruff is not installed.
 
-And the type check: ``mypy`` passes on the packages listed in ``[tool.mypy] files`` (those whose
-annotations hold; the venv's mypy, pinned in constraints.txt); skipped where mypy is not installed."""
+And the type check: ``mypy`` passes on ``[tool.mypy] files``, the whole package (the venv's mypy,
+pinned in constraints.txt); skipped where mypy is not installed."""
 
 from __future__ import annotations
 
