@@ -79,13 +79,14 @@ DEALS_144_TEACHER = [
 # opponent's by the hand belief shipped beside the champion; docs/log/results.md, "Round 18")
 UNIFORM_DEALS_TEACHER = ["improve.teacher=search[candidates=5,rollout_policy=base,rollout_plies=4]:learner"]
 # the league run from round 13: self-play batches against the learner, the population's scored members
-# and the last 3 champions (3:2:1), each round gated by the population (grow.yaml's gate), one
-# labelling worker as it ran (docs/log/population.md,
+# and the last 3 champions (3:2:1), each round gated by the population at 1000 games a member and one
+# labelling worker, as it ran (docs/log/population.md,
 # "The league rounds rebuilt with today's code: the champion")
 LEAGUE = [
     "improve.opponents={self: 3, population: 2, past: 1}",
     "improve.past_window=3",
     "improve.num_workers=1",
+    "improve.gate_population_games=1000",
     *NO_EVALUATION,
 ]
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each: the runs to round 13,

@@ -116,6 +116,6 @@ def test_the_champions_rules_get_the_population_gate_by_default():
     if not CHAMPION_FILE.is_file():
         pytest.skip("the champion is not shipped")
     improver = Improver(improve_config("champion", overrides=["run.threads=1"]))
-    assert improver.population_games() == 1000
+    assert improver.population_games() == 2000
     names = [m.name for m in improver.gate_members()]
     assert {"heuristic_balanced", "denier", "reference@greedy", "champion round 13@greedy"} <= set(names)

@@ -112,7 +112,7 @@ class ImproveConfig(Section):
         description="greedy games (paired deals, even) of each network against each member of the benchmark "
         "population (players/population.py), for the gate that asks everyone: not worse head to head, a higher "
         "population score, no member's margin falling past its CI (improve/gate.py); 0: the head-to-head gate "
-        "alone; null: 1000 for the rules of the shipped champion, else 0",
+        "alone; null: 2000 for the rules of the shipped champion, else 0",
     )
     stop_when_rejected: bool = Field(
         False,
