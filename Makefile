@@ -22,7 +22,7 @@ test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
 
 # Rebuild the shipped champion network and its model card (one bot round, twelve growing rounds in nine
-# runs, then a league run of two rounds, scripts/make_champion.py's SHIPPED_STAGES: about 6.5 hours on
+# runs, then a league run of five rounds, scripts/make_champion.py's SHIPPED_STAGES: about 8 hours on
 # 2 cores; see
 # src/deepcfr/players/champion/CARD.md)
 champion: $(BIN)/.installed
