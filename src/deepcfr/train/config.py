@@ -647,15 +647,15 @@ def config_path(path: str | Path) -> Path:
     raise ConfigError(f"config file not found: {p} (nor a shipped config: {', '.join(shipped_config_names())})")
 
 
-_Config = TypeVar("_Config", bound=SharedConfig, default=TrainConfig)
+ConfigT = TypeVar("ConfigT", bound=SharedConfig, default=TrainConfig)
 
 
 def load_config(
     path: str | Path | None = None,
     overrides: list[str] | None = None,
     saved: bool = False,
-    config_class: type[_Config] | None = None,
-) -> _Config:
+    config_class: type[ConfigT] | None = None,
+) -> ConfigT:
     """A validated config (a ``config_class``, default TrainConfig) from a YAML file or shipped
     config name (None: the defaults) with ``overrides`` applied. ``saved``: the file was written
     by a run (``upgrade_saved_config`` applies first)."""
@@ -685,13 +685,13 @@ def config_from_dict(
     data: dict,
     overrides: list[str] | None = None,
     source: str = "defaults",
-    config_class: type[_Config] | None = None,
-) -> _Config:
+    config_class: type[ConfigT] | None = None,
+) -> ConfigT:
     """A validated config (a ``config_class``, default TrainConfig) from raw sections plus
     ``section.key=value`` overrides."""
     data = apply_overrides(copy.deepcopy(data), overrides or [])
     try:
-        return cast(_Config, (TrainConfig if config_class is None else config_class).model_validate(data))
+        return cast(ConfigT, (TrainConfig if config_class is None else config_class).model_validate(data))
     except ValidationError as e:
         raise ConfigError(_format_validation_error(e, source)) from None
 

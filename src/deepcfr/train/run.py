@@ -37,7 +37,7 @@ from deepcfr.checkpoints import (
     save_checkpoint,
 )
 
-from .config import ConfigError, _Config, dump_config, load_config
+from .config import ConfigError, ConfigT, dump_config, load_config
 
 CONFIG_FILE = "config.yaml"
 METRICS_FILE = "metrics.jsonl"
@@ -93,12 +93,12 @@ def _jsonable(v: Any) -> Any:
     return str(v)
 
 
-class Run(Generic[_Config]):
+class Run(Generic[ConfigT]):
     """Tracks one training run in ``run_dir``. ``resume=True`` continues an existing run (use
     ``Run.open``); otherwise ``run_dir`` must not already hold a run. Its config is a TrainConfig,
     or another run's schema (``ImproveRunConfig``...)."""
 
-    def __init__(self, run_dir: str | Path, config: _Config, resume: bool = False, console: bool = True) -> None:
+    def __init__(self, run_dir: str | Path, config: ConfigT, resume: bool = False, console: bool = True) -> None:
         self.dir = Path(run_dir)
         self.config = config
         self.resume = resume
@@ -132,8 +132,8 @@ class Run(Generic[_Config]):
         run_dir: str | Path,
         overrides: list[str] | None = None,
         console: bool = True,
-        config_class: type[_Config] | None = None,
-    ) -> Run[_Config]:
+        config_class: type[ConfigT] | None = None,
+    ) -> Run[ConfigT]:
         """Reopen an existing run for resuming. ``overrides`` (``section.key=value``) may change
         anything but the game and the network, which the checkpoint depends on. ``config_class``:
         the run's schema (None: TrainConfig; an improvement run's is
@@ -385,7 +385,7 @@ class Run(Generic[_Config]):
             self.logger.removeHandler(h)
             h.close()
 
-    def __enter__(self) -> Run[_Config]:
+    def __enter__(self) -> Run[ConfigT]:
         return self
 
     def __exit__(self, exc_type, exc, tb) -> None:
