@@ -156,6 +156,40 @@ def test_position_memory_keeps_the_last_rounds_and_round_trips():
     assert torch.equal(copy_.all().obs, memory.all().obs) and copy_.keep_rounds == 2
 
 
+def test_rounds_taught_with_different_candidate_counts_train_together(mini_checkpoint):
+    """A round taught over fewer candidates after one over more (a new teacher, or an earlier
+    run's positions): the memory pads the narrower round with unused slots, which change no loss."""
+    from deepcfr.improve.distil import distillation_loss
+
+    improver = Improver(improve_config(str(mini_checkpoint), overrides=TINY))
+    wide, _ = improver.self_play(1)
+    keep = (wide.candidates[:, :2] >= 0).all(dim=1)
+    wide = wide[keep.nonzero().squeeze(1)]
+    narrow = Positions.make(
+        wide.obs,
+        wide.mask,
+        wide.candidates[:, :2],
+        wide.values[:, :2].float(),
+        torch.softmax(torch.randn(len(wide), 2), 1),
+    )
+    assert wide.candidates.shape[1] > 2
+    memory = PositionMemory(keep_rounds=2)
+    memory.add_round(1, wide)
+    memory.add_round(2, narrow)
+    both = memory.all()
+    n, k = len(wide), wide.candidates.shape[1]
+    assert both.candidates.shape == (2 * n, k)
+    extra = both[n:]
+    assert (
+        (extra.candidates[:, 2:] == -1).all() and (extra.target[:, 2:] == 0).all() and (extra.values[:, 2:] == 0).all()
+    )
+    assert torch.equal(extra.candidates[:, :2], narrow.candidates)
+    net, game = improver.current, improver.game
+    assert torch.allclose(distillation_loss(net, game, extra)[0], distillation_loss(net, game, narrow)[0])
+    with pytest.raises(ValueError, match="narrow"):
+        both.widened(2)
+
+
 # Gating ----------------------------------------------------------------------------------------
 def _wager_happy(game, net):
     """A deliberately weakened network: opens expeditions with wagers and discards the rest."""

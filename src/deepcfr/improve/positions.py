@@ -88,9 +88,28 @@ class Positions:
 
     @classmethod
     def concat(cls, blocks: list[Positions]) -> Positions:
+        """The blocks one after another; blocks of fewer candidate slots (a teacher of fewer
+        candidates, in another round or another run) are padded to the widest with unused slots."""
         if not blocks:
             raise ValueError("no positions to concatenate")
+        width = max(b.candidates.shape[1] for b in blocks)
+        blocks = [b if b.candidates.shape[1] == width else b.widened(width) for b in blocks]
         return cls(**{name: torch.cat([getattr(b, name) for b in blocks]) for name in cls.__dataclass_fields__})
+
+    def widened(self, width: int) -> Positions:
+        """These positions with ``width`` candidate slots, the new ones unused (action -1, value and
+        target 0)."""
+        extra = width - self.candidates.shape[1]
+        if extra < 0:
+            raise ValueError(f"cannot narrow {self.candidates.shape[1]} candidate slots to {width}")
+        pad = torch.nn.functional.pad
+        return Positions(
+            obs=self.obs,
+            mask=self.mask,
+            candidates=pad(self.candidates, (0, extra), value=-1),
+            values=pad(self.values, (0, extra)),
+            target=pad(self.target, (0, extra)),
+        )
 
     def state_dict(self) -> dict:
         return {name: getattr(self, name) for name in self.__dataclass_fields__}
