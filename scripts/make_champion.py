@@ -11,9 +11,11 @@
    teacher's rollouts played to the end, two runs of 1 with 3 candidates in its teacher's search,
    two runs of 1 with the uniform-deal teacher and one with 144 deals in its teacher's search, to
    round 13: the rounds after it won head to head and lowered the population score; then a run of
-   2 rounds of self-play against a league (the learner, the population, the last champions),
-   gated by the population: docs/log/population.md). Each run starts from the network of the one
-   before and with no positions, as a campaign that goes on from a shipped network does;
+   5 rounds of self-play against a league (the learner, the population, the last champions),
+   gated by the population; then one round whose teacher plans two of its own turns:
+   docs/log/population.md). Each run starts from the network of the one before and with no
+   positions, as a campaign that goes on from a shipped network does, but the last, which also
+   trains on the league run's kept positions, as it ran;
 3. the distilled network exported into the package (``deepcfr.players.shipped``);
 4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
    ``search:champion`` plays) against every bot, and the search against the network alone head
@@ -89,10 +91,24 @@ LEAGUE = [
     "improve.gate_population_games=1000",
     *NO_EVALUATION,
 ]
+# the round after the league run (issue 66): the teacher plans two of its own turns (48 worlds from
+# the hand belief), the league's opponents, gated by the population at the default 2000 games a member,
+# training also on the league run's last rounds of positions as it ran (``{previous}``: the stage
+# before's checkpoint; docs/log/population.md, "A round taught by the planner: the champion")
+PLANNER_TEACHER = [
+    "improve.teacher=search[candidates=5,belief=learned,plan_depth=2,determinizations=48,rollout_plies=2,"
+    "plan_min_prior=0.02]:learner",
+    "improve.opponents={self: 3, population: 2, past: 1}",
+    "improve.past_window=3",
+    "improve.num_workers=1",
+    "improve.positions_from=[{previous}]",
+    *NO_EVALUATION,
+]
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each: the runs to round 13,
 # the round the gate that asks everyone kept (rounds 15-19 won head to head and lowered the population
 # score: docs/log/population.md), each gated head to head as it ran, then the league run's five rounds
-# (rounds 2 and 5 accepted by the population gate, 1, 3 and 4 rejected)
+# (rounds 2 and 5 accepted by the population gate, 1, 3 and 4 rejected), then one round taught by
+# the planner
 SHIPPED_STAGES = [
     (4, HEAD_TO_HEAD_GATE + FIRST_GROW_SETTINGS),
     (1, HEAD_TO_HEAD_GATE + FIRST_GROW_SETTINGS),
@@ -104,6 +120,7 @@ SHIPPED_STAGES = [
     (1, HEAD_TO_HEAD_GATE + UNIFORM_DEALS_TEACHER),
     (1, HEAD_TO_HEAD_GATE + DEALS_144_TEACHER),
     (5, LEAGUE),
+    (1, PLANNER_TEACHER),
 ]
 # the search settings measured strongest over the champion (docs/log/results.md, "A teacher that
 # grows", "The search cut short by the value function" and "Round 10"): the network plays its
@@ -184,7 +201,7 @@ def recipe(
             str(run_dir),
         ]
         for override in overrides + (QUICK_GROW if quick else []):
-            grow += ["--set", override]
+            grow += ["--set", override.replace("{previous}", str(checkpoints[-1]))]
         commands.append(grow)
         checkpoints.append(run_dir / "checkpoints" / "latest.pt")
     return commands, checkpoints
