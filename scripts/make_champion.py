@@ -94,7 +94,8 @@ LEAGUE = [
 # the round after the league run (issue 66): the teacher plans two of its own turns (48 worlds from
 # the hand belief), the league's opponents, gated by the population at the default 2000 games a member,
 # training also on the league run's last rounds of positions as it ran (``{previous}``: the stage
-# before's checkpoint; docs/log/population.md, "A round taught by the planner: the champion")
+# before's checkpoint; docs/log/population.md, "League rounds 6-9, and a round taught by the planner:
+# the champion")
 PLANNER_TEACHER = [
     "improve.teacher=search[candidates=5,belief=learned,plan_depth=2,determinizations=48,rollout_plies=2,"
     "plan_min_prior=0.02]:learner",
