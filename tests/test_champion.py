@@ -92,6 +92,16 @@ def test_the_default_recipe_is_the_one_that_made_the_shipped_file():
     assert (earlier.improve.temperature, earlier.improve.train_steps, earlier.improve.gate_games) == (5, 12000, 2000)
 
 
+def test_a_recipe_stage_names_the_stage_befores_checkpoint_for_its_positions():
+    make_champion = load_script("make_champion")
+    stages = [(2, []), (1, ["improve.positions_from=[{previous}]"])]
+    commands, checkpoints = make_champion.recipe("classic", False, Path("work"), stages)
+    assert "improve.positions_from=[work/grow/checkpoints/latest.pt]" in commands[-1]
+    assert str(checkpoints[1]) == "work/grow/checkpoints/latest.pt" and "{previous}" not in " ".join(commands[-1])
+    shipped, _ = make_champion.recipe("classic", False, Path("w"), make_champion.SHIPPED_STAGES)
+    assert "improve.positions_from=[w/grow10/checkpoints/latest.pt]" in shipped[-1]  # the league run's
+
+
 def test_the_champion_greedy_beats_heuristic_careful():
     game = make_game("lost_cities")
     result = play_match(
