@@ -293,6 +293,18 @@ def _shown(path: Path) -> str:
         return str(path)
 
 
+def keep_file_findings(card: dict, previous: dict) -> None:
+    """What the previous card found on this very file (the same sha256), which no evaluation here
+    measures again: its exploitability and the gate's verdict that made it the champion."""
+    if previous.get("sha256") != card["sha256"]:
+        return
+    if previous.get("exploitability"):
+        card["exploitability"] = previous["exploitability"]
+    verdict = previous.get("population", {}).get("verdict")
+    if verdict and card.get("population"):
+        card["population"]["verdict"] = verdict
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--variant", default="classic")
@@ -417,8 +429,7 @@ def main() -> int:
         card["population"]["command"] = (
             f"deepcfr strength {_shown(file)} --population --games {args.population_games} --seed {args.seed}"
         )
-    if previous.get("exploitability") and previous.get("sha256") == card["sha256"]:
-        card["exploitability"] = previous["exploitability"]  # measured on this very file
+    keep_file_findings(card, previous)
     written = write_champion_card(card, out)
     print(f"wrote {' and '.join(str(p) for p in written)}: {card['summary']}", flush=True)
     return 0

@@ -102,6 +102,17 @@ def test_a_recipe_stage_names_the_stage_befores_checkpoint_for_its_positions():
     assert "improve.positions_from=[w/grow10/checkpoints/latest.pt]" in shipped[-1]  # the league run's
 
 
+def test_a_card_measured_again_keeps_what_was_found_on_the_same_file_only():
+    keep_file_findings = load_script("make_champion").keep_file_findings
+    previous = {"sha256": "a", "exploitability": {"lower_bound": 0.0}, "population": {"verdict": "chosen by the gate"}}
+    card = {"sha256": "a", "population": {"population_score": 1.0}}
+    keep_file_findings(card, previous)
+    assert card["exploitability"] == {"lower_bound": 0.0} and card["population"]["verdict"] == "chosen by the gate"
+    other = {"sha256": "b", "population": {"population_score": 1.0}}
+    keep_file_findings(other, previous)
+    assert "exploitability" not in other and "verdict" not in other["population"]
+
+
 def test_the_champion_greedy_beats_heuristic_careful():
     game = make_game("lost_cities")
     result = play_match(
