@@ -151,7 +151,6 @@ def test_an_older_improvement_runs_sampled_network_reads_under_todays_name(tmp_p
     rows = [
         {
             "iteration": r,
-            "improve/accepted_total": r,
             "selfplay/positions": 10 * r,
             **{
                 f"eval/random/{kind}/{figure}": 0.5 + 0.1 * r

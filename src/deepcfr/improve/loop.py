@@ -557,7 +557,6 @@ class Improver:
             **metrics,
             **train_metrics,
             **gate_metrics,
-            "improve/accepted_total": len(self.past),
             **self.evaluate(),
         }
         total = time.perf_counter() - start
