@@ -12,10 +12,10 @@
    two runs of 1 with the uniform-deal teacher and one with 144 deals in its teacher's search, to
    round 13: the rounds after it won head to head and lowered the population score; then a run of
    5 rounds of self-play against a league (the learner, the population, the last champions),
-   gated by the population; then one round whose teacher plans two of its own turns:
+   gated by the population; then two runs of one round whose teacher plans two of its own turns:
    docs/log/population.md). Each run starts from the network of the one before and with no
-   positions, as a campaign that goes on from a shipped network does, but the last, which also
-   trains on the league run's kept positions, as it ran;
+   positions, as a campaign that goes on from a shipped network does, but the planner's, which
+   also train on the kept positions of the run before, as they ran;
 3. the distilled network exported into the package (``deepcfr.players.shipped``);
 4. its figures: the network alone (greedy) and the search over it (SEARCH_SETTINGS, which
    ``search:champion`` plays) against every bot, and the search against the network alone head
@@ -108,8 +108,8 @@ PLANNER_TEACHER = [
 # the shipped champion's runs of lost_cities/grow.yaml: (rounds, overrides) each: the runs to round 13,
 # the round the gate that asks everyone kept (rounds 15-19 won head to head and lowered the population
 # score: docs/log/population.md), each gated head to head as it ran, then the league run's five rounds
-# (rounds 2 and 5 accepted by the population gate, 1, 3 and 4 rejected), then one round taught by
-# the planner
+# (rounds 2 and 5 accepted by the population gate, 1, 3 and 4 rejected), then two runs of one round
+# taught by the planner, each accepted by the population gate
 SHIPPED_STAGES = [
     (4, HEAD_TO_HEAD_GATE + FIRST_GROW_SETTINGS),
     (1, HEAD_TO_HEAD_GATE + FIRST_GROW_SETTINGS),
@@ -121,6 +121,7 @@ SHIPPED_STAGES = [
     (1, HEAD_TO_HEAD_GATE + UNIFORM_DEALS_TEACHER),
     (1, HEAD_TO_HEAD_GATE + DEALS_144_TEACHER),
     (5, LEAGUE),
+    (1, PLANNER_TEACHER),
     (1, PLANNER_TEACHER),
 ]
 # the search settings measured strongest over the champion (docs/log/results.md, "A teacher that
