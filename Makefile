@@ -22,8 +22,8 @@ test: $(BIN)/.installed
 	$(BIN)/python -m pytest -q
 
 # Rebuild the shipped champion network and its model card (one bot round, twelve growing rounds in nine
-# runs, a league run of five rounds, then one round taught by the planner, scripts/make_champion.py's
-# SHIPPED_STAGES: about 9 hours on 2 cores; see
+# runs, a league run of five rounds, then two rounds taught by the planner, scripts/make_champion.py's
+# SHIPPED_STAGES: about 10 hours on 2 cores; see
 # src/deepcfr/players/champion/CARD.md)
 champion: $(BIN)/.installed
 	$(BIN)/python scripts/make_champion.py

@@ -99,7 +99,8 @@ def test_a_recipe_stage_names_the_stage_befores_checkpoint_for_its_positions():
     assert "improve.positions_from=[work/grow/checkpoints/latest.pt]" in commands[-1]
     assert str(checkpoints[1]) == "work/grow/checkpoints/latest.pt" and "{previous}" not in " ".join(commands[-1])
     shipped, _ = make_champion.recipe("classic", False, Path("w"), make_champion.SHIPPED_STAGES)
-    assert "improve.positions_from=[w/grow10/checkpoints/latest.pt]" in shipped[-1]  # the league run's
+    assert "improve.positions_from=[w/grow10/checkpoints/latest.pt]" in shipped[-2]  # the league run's
+    assert "improve.positions_from=[w/grow11/checkpoints/latest.pt]" in shipped[-1]  # the first planner run's
 
 
 def test_a_card_measured_again_keeps_what_was_found_on_the_same_file_only():
