@@ -91,11 +91,12 @@ LEAGUE = [
     "improve.gate_population_games=1000",
     *NO_EVALUATION,
 ]
-# the round after the league run (issue 66): the teacher plans two of its own turns (48 worlds from
+# a round after the league run (issue 66): the teacher plans two of its own turns (48 worlds from
 # the hand belief), the league's opponents, gated by the population at the default 2000 games a member,
-# training also on the league run's last rounds of positions as it ran (``{previous}``: the stage
-# before's checkpoint; docs/log/population.md, "League rounds 6-9, and a round taught by the planner:
-# the champion")
+# training also on the positions the run before kept, as it ran (``{previous}``: the stage before's
+# checkpoint: the league run's for the first, the first planner run's for the second;
+# docs/log/population.md, "League rounds 6-9, and a round taught by the planner: the champion" and
+# "A second round taught by the planner: the champion")
 PLANNER_TEACHER = [
     "improve.teacher=search[candidates=5,belief=learned,plan_depth=2,determinizations=48,rollout_plies=2,"
     "plan_min_prior=0.02]:learner",

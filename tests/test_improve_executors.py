@@ -69,7 +69,7 @@ def _assert_same(a, b):
 def inline_rounds(mini_checkpoint):
     result = _two_rounds(mini_checkpoint)
     metrics = result[0]
-    assert all(isinstance(m["gate/accepted"], (bool, int)) for m in metrics)
+    assert all(m["gate/accepted"] in (0, 1) for m in metrics)  # each round's verdict, logged
     assert all(m["selfplay/positions"] > 0 and "selfplay/score_diff_vs_pool" in m for m in metrics)
     return result
 
